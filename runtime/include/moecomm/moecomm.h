@@ -1,0 +1,347 @@
+/*===- moecomm.h - MoE expert-parallel communication runtime (C99 ABI) ----===*
+ *
+ * The runtime that moecomm's compiler lowers to, usable directly by any
+ * framework. Modelled on NCCL's C API: communicator objects, explicit streams,
+ * blocking calls plus start/wait pairs, error codes with a readable string.
+ * Nothing here calls abort(): every failure is a moecommResult_t plus a
+ * message from moecommCommGetLastError().
+ *
+ * Terms (DESIGN.md §2): W ranks, G ranks per node (node(r) = r / G,
+ * local_rank(r) = r % G), E experts with rank r hosting the "local experts"
+ * [r*E/W, (r+1)*E/W), T tokens on a rank (may be 0, may differ per rank),
+ * H hidden size, K top-k. Rows are row-major and contiguous.
+ *
+ * Collective calls (marked "collective") must be issued by every rank of the
+ * communicator in the same order. Input errors are agreed on collectively
+ * before any payload moves, so every rank returns the same error code and
+ * message and no rank hangs.
+ *===----------------------------------------------------------------------===*/
+#ifndef MOECOMM_MOECOMM_H
+#define MOECOMM_MOECOMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MOECOMM_VERSION_MAJOR 0
+#define MOECOMM_VERSION_MINOR 1
+
+/** Elements per FP8 scale block: one f32 scale per 128 contiguous hidden
+ *  elements of a row (DeepSeek-V3's 1x128 blocks); the last block of a row
+ *  may be partial, so a row has ceil(H / 128) scales. */
+#define MOECOMM_FP8_BLOCK 128
+
+typedef enum {
+  moecommSuccess = 0,
+  /** Bad input: expert id out of range, duplicate id in a top-k row, E % W != 0,
+   *  wrong row counts, null pointers, unsupported dtype combination. The message
+   *  names the rank, token and slot where they apply. */
+  moecommInvalidArgument = 1,
+  /** Ranks disagree: all_to_all counts that are not a transpose, different
+   *  K / E / H / dtype on different ranks, collectives issued out of order. */
+  moecommMismatch = 2,
+  /** The transport failed (MPI, OS, CUDA or NCCL error). */
+  moecommSystemError = 3,
+  /** The backend or feature is not available (not built, or no GPU present). */
+  moecommUnsupported = 4,
+  /** A bug in moecomm; the message says where. */
+  moecommInternalError = 5,
+  moecommNumResults = 6
+} moecommResult_t;
+
+typedef enum {
+  moecommFloat32 = 0,
+  moecommBfloat16 = 1,
+  /** FP8 e4m3 "fn" (finite, max 448) with 1x128 f32 block scales. */
+  moecommFloat8E4M3 = 2,
+  moecommInt32 = 3,
+  moecommInt64 = 4
+} moecommDataType_t;
+
+/** How dispatch/combine rows travel (DESIGN.md §2). All strategies give
+ *  identical dispatch bits; combine sums may differ in the last bit (see
+ *  docs/runtime.md for the bound). */
+typedef enum {
+  /** One copy per (token, expert): Megatron's all-to-all dispatcher. */
+  moecommPerExpert = 0,
+  /** One copy per (token, destination rank). */
+  moecommFlat = 1,
+  /** One inter-node copy per (token, destination node) to the peer rank, then
+   *  an intra-node fan-out (DeepEP / Hybrid-EP). */
+  moecommHierarchical = 2,
+  /** Chosen per layout by the cost model from the actual routing. */
+  moecommAuto = 3
+} moecommStrategy_t;
+
+/** The ranks an exchange stage talks to. */
+typedef enum {
+  /** All W ranks. */
+  moecommScopeGlobal = 0,
+  /** The G ranks of this rank's node. */
+  moecommScopeIntraNode = 1,
+  /** The W/G peers: ranks with this rank's local_rank, one per node. */
+  moecommScopeInterNode = 2
+} moecommScope_t;
+
+typedef enum {
+  moecommDirectionDispatch = 0,
+  moecommDirectionCombine = 1,
+  /** Raw ragged all_to_all (traffic accounting only). */
+  moecommDirectionAllToAll = 2
+} moecommDirection_t;
+
+typedef enum {
+  moecommBackendThreads = 0,
+  moecommBackendMpi = 1,
+  moecommBackendNccl = 2
+} moecommBackend_t;
+
+typedef enum { moecommLinkIntraNode = 0, moecommLinkInterNode = 1 } moecommLinkClass_t;
+
+typedef struct moecommComm *moecommComm_t;
+typedef struct moecommLayout *moecommLayout_t;
+typedef struct moecommRequest *moecommRequest_t;
+typedef struct moecommThreadGroup *moecommThreadGroup_t;
+/** cudaStream_t for the nccl backend; NULL on the CPU backends. */
+typedef void *moecommStream_t;
+
+/** A block of rows: data is [rows][hidden] elements of `type`, contiguous.
+ *  For moecommFloat8E4M3, `scales` is [rows][ceil(hidden / 128)] f32 and
+ *  travels with its rows; otherwise `scales` is ignored. */
+typedef struct {
+  void *data;
+  float *scales;
+  int64_t rows;
+  int64_t hidden;
+  moecommDataType_t type;
+} moecommRows_t;
+
+/** Bytes and messages this rank sent, by direction x scope x link class.
+ *  `bytes` counts payload only (row elements plus FP8 scales); copies to self
+ *  are local and not counted. Layout metadata (counts, expert ids, weights) is
+ *  counted separately. All counts are exact. */
+typedef struct {
+  uint64_t bytes[3][3][2];       /* [moecommDirection_t][moecommScope_t][moecommLinkClass_t] */
+  uint64_t messages[3][3][2];    /* non-empty point-to-point sends */
+  uint64_t metadataBytes[2];     /* [moecommLinkClass_t] */
+  uint64_t metadataMessages[2];  /* [moecommLinkClass_t] */
+} moecommTraffic_t;
+
+/** The alpha-beta link model used by moecommAuto (DESIGN.md §7):
+ *  a stage costs max over links of (alpha * messages + bytes / beta). */
+typedef struct {
+  double intraAlphaSec;          /* seconds per message on the intra-node link */
+  double intraBetaBytesPerSec;   /* bytes/s per rank per direction */
+  double interAlphaSec;
+  double interBetaBytesPerSec;
+} moecommLinkModel_t;
+
+/*--- Errors ---------------------------------------------------------------*/
+
+/** A static, human-readable name of a result code. Never NULL. */
+const char *moecommGetErrorString(moecommResult_t result);
+
+/** The message of the last failed call on `comm` ("" if none). Valid until the
+ *  next call on `comm`. Never NULL, also for comm == NULL (then it returns the
+ *  last creation error of this thread). */
+const char *moecommCommGetLastError(moecommComm_t comm);
+
+/*--- Communicators --------------------------------------------------------*/
+
+/** Creates the shared state for `nranks` threads of this process acting as
+ *  ranks (backend `threads`), `ranksPerNode` per node. Errors:
+ *  InvalidArgument when nranks < 1, ranksPerNode < 1 or nranks % ranksPerNode. */
+moecommResult_t moecommThreadGroupCreate(int nranks, int ranksPerNode,
+                                         moecommThreadGroup_t *group);
+/** Destroys the group; every communicator made from it must be destroyed first. */
+moecommResult_t moecommThreadGroupDestroy(moecommThreadGroup_t group);
+
+/** Called once by each of the group's threads with its own rank in [0, nranks).
+ *  Collective: returns when all ranks have joined. */
+moecommResult_t moecommCommInitThreadRank(moecommComm_t *comm,
+                                          moecommThreadGroup_t group, int rank);
+
+/** Destroys a communicator (local). Outstanding requests must be waited first. */
+moecommResult_t moecommCommDestroy(moecommComm_t comm);
+
+moecommResult_t moecommCommRank(moecommComm_t comm, int *rank);
+moecommResult_t moecommCommSize(moecommComm_t comm, int *nranks);
+moecommResult_t moecommCommRanksPerNode(moecommComm_t comm, int *ranksPerNode);
+moecommResult_t moecommCommBackend(moecommComm_t comm, moecommBackend_t *backend);
+
+/** Sets the link model moecommAuto uses (local; set the same on every rank).
+ *  Default: the H200 DGX preset (NVLink 450 GB/s, inter-node 50 GB/s). */
+moecommResult_t moecommCommSetLinkModel(moecommComm_t comm,
+                                        const moecommLinkModel_t *model);
+
+/** Traffic counters. `global` = 0: this rank's counters (local call);
+ *  `global` = 1: the sum over all ranks (collective). */
+moecommResult_t moecommCommGetTraffic(moecommComm_t comm, int global,
+                                      moecommTraffic_t *traffic);
+moecommResult_t moecommCommResetTraffic(moecommComm_t comm);
+
+/** Collective sum of `count` int64 values over all ranks, in place. */
+moecommResult_t moecommAllReduceSum(moecommComm_t comm, int64_t *values,
+                                    int64_t count);
+/** Collective barrier. */
+moecommResult_t moecommBarrier(moecommComm_t comm);
+
+/*--- Layout (the dispatch handle) -----------------------------------------*/
+
+typedef struct {
+  int64_t numTokens;            /* T >= 0 on this rank */
+  int32_t topk;                 /* K >= 1, same on all ranks */
+  int64_t numExperts;           /* E >= 1, E % W == 0, same on all ranks */
+  moecommDataType_t idxType;    /* moecommInt32 or moecommInt64 */
+  const void *topkIdx;          /* [T][K] expert ids; -1 = masked slot */
+  const float *topkWeights;     /* [T][K] routing weights, or NULL = 1.0 */
+  int64_t capacity;             /* max received rows per rank; 0 = none */
+  moecommStrategy_t strategy;
+  /* Hints for moecommAuto's cost model (bytes per row on the wire). */
+  int64_t hidden;               /* H; 0 = 7168 */
+  moecommDataType_t wireType;   /* bf16, f32 or fp8 */
+} moecommLayoutDesc_t;
+
+typedef struct {
+  int64_t recvRows;             /* R: rows this rank receives on dispatch */
+  int64_t localExperts;         /* E / W */
+  int64_t dropped;              /* rows dropped by capacity at this rank */
+  moecommStrategy_t strategy;   /* the strategy in effect (auto resolved) */
+  int numStages;                /* exchange stages per direction (0 when W == 1) */
+} moecommLayoutInfo_t;
+
+/** Collective. Validates the routing (ids in [-1, E), no duplicate id in a
+ *  row, same K and E everywhere, E % W == 0), computes per-expert counts and
+ *  capacity drops (deterministic: latest source rank, then latest token, is
+ *  dropped first), exchanges the routing metadata and builds the plan of every
+ *  stage of the chosen strategy. The layout is reused by the dispatch, its
+ *  combine and their backward passes. */
+moecommResult_t moecommLayoutCreate(moecommComm_t comm,
+                                    const moecommLayoutDesc_t *desc,
+                                    moecommLayout_t *layout);
+moecommResult_t moecommLayoutDestroy(moecommLayout_t layout);
+moecommResult_t moecommLayoutGetInfo(moecommLayout_t layout,
+                                     moecommLayoutInfo_t *info);
+/** tokens_per_expert[E/W] (int64) of this rank's local experts, after drops. */
+moecommResult_t moecommLayoutTokensPerExpert(moecommLayout_t layout,
+                                             int64_t *tokensPerExpert);
+/** recv_weights[R]: the routing weight of each received row, expert-major. */
+moecommResult_t moecommLayoutRecvWeights(moecommLayout_t layout,
+                                         float *recvWeights);
+/** sources[R][2]: (source rank, source token) of each received row. */
+moecommResult_t moecommLayoutRecvSources(moecommLayout_t layout,
+                                         int64_t *sources);
+/** Scope and row counts of exchange stage `stage` in [0, numStages) of
+ *  `direction`. Combine stages run in the reverse order of dispatch stages. */
+moecommResult_t moecommLayoutStage(moecommLayout_t layout,
+                                   moecommDirection_t direction, int stage,
+                                   moecommScope_t *scope, int64_t *sendRows,
+                                   int64_t *recvRows);
+
+/*--- One-shot collectives -------------------------------------------------*/
+
+/** Collective. x: [T][H] f32 or bf16. recv: [R][H] of x's type, expert-major
+ *  (by local expert, then source rank, then source token). wireType is x's
+ *  type or moecommFloat8E4M3 (quantized once on the sending rank, dequantized
+ *  on arrival). Identical bits for every strategy and backend. */
+moecommResult_t moecommDispatch(moecommComm_t comm, moecommLayout_t layout,
+                                const moecommRows_t *x,
+                                moecommDataType_t wireType,
+                                moecommRows_t *recv, moecommStream_t stream);
+
+/** Collective. y: [R][H] in dispatch's row order; out: [T][H] of y's type.
+ *  out[t] = sum over kept slots k of (weighted ? w[t,k] : 1) * y[row(t,k)],
+ *  accumulated in f32; tokens with no kept slot get zeros. */
+moecommResult_t moecommCombine(moecommComm_t comm, moecommLayout_t layout,
+                               const moecommRows_t *y, int weighted,
+                               moecommRows_t *out, moecommStream_t stream);
+
+/** Start/wait forms of the collectives above and of moecommExchange: the
+ *  start call posts the operation and returns; buffers must stay valid and
+ *  unmodified until moecommWait returns. Requests complete in any order but
+ *  must be started in the same order on every rank. */
+moecommResult_t moecommDispatchStart(moecommComm_t comm, moecommLayout_t layout,
+                                     const moecommRows_t *x,
+                                     moecommDataType_t wireType,
+                                     moecommRows_t *recv, moecommStream_t stream,
+                                     moecommRequest_t *request);
+moecommResult_t moecommCombineStart(moecommComm_t comm, moecommLayout_t layout,
+                                    const moecommRows_t *y, int weighted,
+                                    moecommRows_t *out, moecommStream_t stream,
+                                    moecommRequest_t *request);
+/** Completes and frees the request. */
+moecommResult_t moecommWait(moecommRequest_t request);
+
+/** Collective. Learns recvCounts[W] (rows from each source rank) from every
+ *  rank's sendCounts[W]. */
+moecommResult_t moecommAllToAllCounts(moecommComm_t comm,
+                                      const int64_t *sendCounts,
+                                      int64_t *recvCounts);
+/** Collective ragged all_to_all. send holds sum(sendCounts) rows sorted by
+ *  destination rank; recv receives sum(recvCounts) rows concatenated by source
+ *  rank. recvCounts must be the transpose of every rank's sendCounts: this is
+ *  checked collectively before any payload moves (Mismatch, no hang). */
+moecommResult_t moecommAllToAll(moecommComm_t comm, const moecommRows_t *send,
+                                const int64_t *sendCounts, moecommRows_t *recv,
+                                const int64_t *recvCounts,
+                                moecommStream_t stream);
+moecommResult_t moecommAllToAllStart(moecommComm_t comm,
+                                     const moecommRows_t *send,
+                                     const int64_t *sendCounts,
+                                     moecommRows_t *recv,
+                                     const int64_t *recvCounts,
+                                     moecommStream_t stream,
+                                     moecommRequest_t *request);
+
+/*--- FP8 (local) ----------------------------------------------------------*/
+
+/** in: f32/bf16 rows; out: moecommFloat8E4M3 rows + scales, same shape.
+ *  scale = amax(block) / 448 (1 for an all-zero block); q = e4m3(x / scale)
+ *  rounded to nearest even, saturating. */
+moecommResult_t moecommQuantizeFp8(const moecommRows_t *in, moecommRows_t *out);
+/** in: FP8 rows + scales; out: f32/bf16 rows, x = q * scale. */
+moecommResult_t moecommDequantizeFp8(const moecommRows_t *in,
+                                     moecommRows_t *out);
+
+/*--- Staged primitives (what the compiler's staged IR lowers to) ----------*
+ * dispatch == for s in stages: pack(s) -> exchange(s); then unpack.
+ * combine  == the same with direction = combine.
+ * Stage 0's pack reads x (dispatch) or y (combine); stage s > 0 reads the recv
+ * rows of stage s - 1; unpack reads the last stage's recv rows (x or y when
+ * numStages == 0).                                                          */
+
+/** Local. Gathers rows of `in` into the send order of `stage` (dispatch), or
+ *  sums them per destination row in f32 (combine; `weighted` applies the
+ *  routing weights where this strategy applies them). Dispatch types: same
+ *  in/out type (gather), f32/bf16 -> FP8 (gather + quantize), FP8 -> FP8. */
+moecommResult_t moecommPack(moecommComm_t comm, moecommLayout_t layout,
+                            moecommDirection_t direction, int stage,
+                            const moecommRows_t *in, int weighted,
+                            moecommRows_t *out, moecommStream_t stream);
+/** Collective within the stage's scope. Moves the send rows of `stage` to
+ *  their destinations; recv holds them concatenated by source. */
+moecommResult_t moecommExchange(moecommComm_t comm, moecommLayout_t layout,
+                                moecommDirection_t direction, int stage,
+                                const moecommRows_t *send, moecommRows_t *recv,
+                                moecommStream_t stream);
+moecommResult_t moecommExchangeStart(moecommComm_t comm, moecommLayout_t layout,
+                                     moecommDirection_t direction, int stage,
+                                     const moecommRows_t *send,
+                                     moecommRows_t *recv, moecommStream_t stream,
+                                     moecommRequest_t *request);
+/** Local. Dispatch: gathers the last stage's rows into expert-major recv
+ *  (types: same, FP8 -> f32/bf16 dequantize, FP8 -> FP8). Combine: sums the
+ *  partial rows into out[T][H] in f32. */
+moecommResult_t moecommUnpack(moecommComm_t comm, moecommLayout_t layout,
+                              moecommDirection_t direction,
+                              const moecommRows_t *in, int weighted,
+                              moecommRows_t *out, moecommStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOECOMM_MOECOMM_H */
