@@ -1,7 +1,7 @@
 # Finds Debian's MLIR 22 and sets up TableGen and the add_mlir_* helpers.
 # Everything links the shared libMLIR.so / libLLVM.so: a tool links in seconds
 # instead of ~30 s and 130 MB against the static archives.
-find_package(MLIR 22 REQUIRED CONFIG HINTS /usr/lib/llvm-22/lib/cmake/mlir)
+find_package(MLIR REQUIRED CONFIG HINTS /usr/lib/llvm-22/lib/cmake/mlir)
 message(STATUS "Using MLIR from ${MLIR_DIR}")
 
 set(MLIR_LINK_MLIR_DYLIB ON)
@@ -19,6 +19,7 @@ link_directories(${LLVM_BUILD_LIBRARY_DIR})
 add_definitions(${LLVM_DEFINITIONS})
 
 find_program(MOECOMM_LIT lit HINTS ${LLVM_TOOLS_BINARY_DIR} /usr/lib/llvm-22/bin REQUIRED)
+set(LLVM_EXTERNAL_LIT ${MOECOMM_LIT})
 set(MOECOMM_TOOLS_DIR ${LLVM_TOOLS_BINARY_DIR})
 
 

@@ -1,2 +1,44 @@
-# Installation and the CMake package (find_package(MoEComm)); filled in with the
-# exported targets of each component.
+# Installation and the CMake package: find_package(MoEComm) gives
+#   MoEComm::MoECommDialect  the dialect library (C++), needs MLIR 22
+#   MoEComm::MoECommPasses   passes and moecomm-pipeline (when built)
+#   MoEComm::MoEComm-C       the C API (one shared library, MLIR's C API inside)
+#   MoEComm::moecomm_runtime the runtime library (C ABI), when built
+include(CMakePackageConfigHelpers)
+
+set(MOECOMM_EXPORTED_TARGETS)
+foreach(target MoECommDialect MoECommPasses MoEComm-C moecomm_runtime
+               moecomm_cost_model)
+  if(TARGET ${target})
+    list(APPEND MOECOMM_EXPORTED_TARGETS ${target})
+  endif()
+endforeach()
+
+install(TARGETS ${MOECOMM_EXPORTED_TARGETS}
+  EXPORT MoECommTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+if(MOECOMM_ENABLE_COMPILER)
+  # Headers: the sources and the TableGen-generated .inc files.
+  foreach(root ${MOECOMM_SOURCE_DIR}/dialect/include ${MOECOMM_BINARY_DIR}/dialect/include
+               ${MOECOMM_SOURCE_DIR}/passes/include ${MOECOMM_BINARY_DIR}/passes/include)
+    install(DIRECTORY ${root}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+      FILES_MATCHING PATTERN "*.h" PATTERN "*.inc" PATTERN "*.td"
+      PATTERN "CMakeFiles" EXCLUDE)
+  endforeach()
+endif()
+install(DIRECTORY ${MOECOMM_SOURCE_DIR}/runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(MOECOMM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MoEComm)
+install(EXPORT MoECommTargets NAMESPACE MoEComm:: DESTINATION ${MOECOMM_INSTALL_CMAKEDIR})
+configure_package_config_file(${MOECOMM_SOURCE_DIR}/cmake/MoECommConfig.cmake.in
+  ${MOECOMM_BINARY_DIR}/MoECommConfig.cmake
+  INSTALL_DESTINATION ${MOECOMM_INSTALL_CMAKEDIR}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
+write_basic_package_version_file(${MOECOMM_BINARY_DIR}/MoECommConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${MOECOMM_BINARY_DIR}/MoECommConfig.cmake
+              ${MOECOMM_BINARY_DIR}/MoECommConfigVersion.cmake
+        DESTINATION ${MOECOMM_INSTALL_CMAKEDIR})

@@ -1,0 +1,42 @@
+/*===- moecomm-c/Dialects.h - C API for the moecomm dialect -------*- C -*-===*
+ *
+ * MLIR-style C API (torch-mlir / upstream mlir-c conventions): a dialect handle
+ * to register and load `moecomm` into an MlirContext, and accessors for its
+ * topology attribute and handle type. libMoEComm-C.so also carries MLIR's core
+ * C API (mlir-c/IR.h), so a C program links just this one library.
+ *===----------------------------------------------------------------------===*/
+#ifndef MOECOMM_C_DIALECTS_H
+#define MOECOMM_C_DIALECTS_H
+
+#include "mlir-c/IR.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** mlirGetDialectHandle__moecomm__(): register with
+ *  mlirDialectHandleRegisterDialect, load with mlirDialectHandleLoadDialect. */
+MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(MoEComm, moecomm);
+
+/** Whether `attr` is a #moecomm.topology. */
+MLIR_CAPI_EXPORTED bool mlirAttributeIsAMoECommTopology(MlirAttribute attr);
+
+/** #moecomm.topology<ranks, ranks_per_node, experts>; experts = 0 omits it.
+ *  Returns a null attribute (mlirAttributeIsNull) and emits a diagnostic when
+ *  the numbers are invalid (ranks < 1, ranks % ranks_per_node != 0,
+ *  experts % ranks != 0). */
+MLIR_CAPI_EXPORTED MlirAttribute mlirMoECommTopologyAttrGet(
+    MlirContext ctx, int64_t ranks, int64_t ranksPerNode, int64_t experts);
+MLIR_CAPI_EXPORTED int64_t mlirMoECommTopologyAttrGetRanks(MlirAttribute attr);
+MLIR_CAPI_EXPORTED int64_t
+mlirMoECommTopologyAttrGetRanksPerNode(MlirAttribute attr);
+MLIR_CAPI_EXPORTED int64_t mlirMoECommTopologyAttrGetExperts(MlirAttribute attr);
+
+/** Whether `type` is a !moecomm.handle. */
+MLIR_CAPI_EXPORTED bool mlirTypeIsAMoECommHandle(MlirType type);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOECOMM_C_DIALECTS_H */

@@ -1,0 +1,155 @@
+//===- MoECommBase.td - moecomm dialect, enums, attributes -*- tablegen -*-===//
+//
+// The dialect definition and the attributes shared by its ops: the expert-
+// parallel topology, the wire dtype, the strategy, exchange scopes and
+// directions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOECOMM_DIALECT_MOECOMM_BASE_TD
+#define MOECOMM_DIALECT_MOECOMM_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/SideEffectInterfaceBase.td"
+
+def MoEComm_Dialect : Dialect {
+  let name = "moecomm";
+  let cppNamespace = "::mlir::moecomm";
+  let summary = "Mixture-of-Experts expert-parallel communication";
+  let description = [{
+    The `moecomm` dialect expresses the two data-dependent all-to-alls of an
+    expert-parallel (EP) Mixture-of-Experts layer and the staged form they are
+    compiled into.
+
+    * **Collective level** (what a framework emits): `moecomm.dispatch` sends
+      every token's hidden row `x[T,H]` to the ranks hosting its top-k experts
+      and returns the received rows expert-major; `moecomm.combine` sends
+      expert outputs back to each token's home rank and sums them, weighted by
+      the routing weights or not; `moecomm.all_to_all` is a ragged all-to-all
+      of rows with per-destination counts.
+    * **Staged level** (after `moecomm-split-hierarchical`): `moecomm.layout`
+      computes the routing metadata once; `moecomm.permute`, `moecomm.pack`,
+      `moecomm.unpack` gather rows into or out of exchange order;
+      `moecomm.quantize`/`moecomm.dequantize` convert to FP8 e4m3 with 1x128
+      block scales; `moecomm.exchange` (and its `exchange_start` /
+      `exchange_wait` form) moves rows within a scope (`global`, `intra_node`
+      to the ranks of the node, `inter_node` to the peers with the same local
+      rank on other nodes).
+
+    Topology terms: W ranks, G ranks per node (node(r) = r / G), E experts of
+    which rank r hosts `[r*E/W, (r+1)*E/W)`. Token ids in `topk_idx` equal to
+    -1 are masked slots. The hierarchical scheme (one inter-node copy per
+    (token, destination node) to the peer rank, then an intra-node fan-out)
+    follows DeepEP and NVIDIA's Hybrid-EP; see the pass documentation.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+    void registerTypes();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def MoEComm_WireDtype : I32EnumAttr<"WireDtype",
+    "element format of rows on the wire", [
+      I32EnumAttrCase<"f32", 0>,
+      I32EnumAttrCase<"bf16", 1>,
+      I32EnumAttrCase<"fp8_e4m3", 2>
+    ]> {
+  let cppNamespace = "::mlir::moecomm";
+  let genSpecializedAttr = 0;
+}
+def MoEComm_WireDtypeAttr : EnumAttr<MoEComm_Dialect, MoEComm_WireDtype, "wire"> {
+  let summary = "wire dtype: f32, bf16, or fp8_e4m3 with one f32 scale per 128 elements";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def MoEComm_Strategy : I32EnumAttr<"Strategy",
+    "how dispatch/combine rows travel between ranks", [
+      I32EnumAttrCase<"per_expert", 0>,
+      I32EnumAttrCase<"flat", 1>,
+      I32EnumAttrCase<"hierarchical", 2>,
+      I32EnumAttrCase<"automatic", 3, "auto">
+    ]> {
+  let cppNamespace = "::mlir::moecomm";
+  let genSpecializedAttr = 0;
+}
+def MoEComm_StrategyAttr : EnumAttr<MoEComm_Dialect, MoEComm_Strategy, "strategy"> {
+  let summary = "per_expert (one copy per (token, expert), Megatron's all-to-all), "
+                "flat (one copy per (token, rank)), hierarchical (one inter-node "
+                "copy per (token, node), then intra-node fan-out), auto (cost model)";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def MoEComm_Scope : I32EnumAttr<"Scope", "ranks an exchange talks to", [
+      I32EnumAttrCase<"global", 0>,
+      I32EnumAttrCase<"intra_node", 1>,
+      I32EnumAttrCase<"inter_node", 2>
+    ]> {
+  let cppNamespace = "::mlir::moecomm";
+  let genSpecializedAttr = 0;
+}
+def MoEComm_ScopeAttr : EnumAttr<MoEComm_Dialect, MoEComm_Scope, "scope"> {
+  let summary = "global (all W ranks), intra_node (the G ranks of the node), "
+                "inter_node (the W/G peers with the same local rank)";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def MoEComm_Direction : I32EnumAttr<"Direction", "dispatch or combine", [
+      I32EnumAttrCase<"dispatch", 0>,
+      I32EnumAttrCase<"combine", 1>
+    ]> {
+  let cppNamespace = "::mlir::moecomm";
+  let genSpecializedAttr = 0;
+}
+def MoEComm_DirectionAttr : EnumAttr<MoEComm_Dialect, MoEComm_Direction, "direction"> {
+  let summary = "which half of an MoE layer's communication a staged op belongs to";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def MoEComm_TopologyAttr : AttrDef<MoEComm_Dialect, "Topology"> {
+  let mnemonic = "topology";
+  let summary = "expert-parallel topology: ranks W, ranks per node G, experts E";
+  let description = [{
+    The expert-parallel group of a collective: `ranks` (W >= 1) ranks,
+    `ranks_per_node` (G >= 1, W % G == 0) of them per node (an NVLink domain),
+    and, for dispatch/combine, `experts` (E >= 1, E % W == 0): rank r hosts
+    experts `[r*E/W, (r+1)*E/W)`. `experts` is omitted for a plain
+    `all_to_all`.
+
+    ```mlir
+    #moecomm.topology<ranks = 16, ranks_per_node = 8, experts = 256>
+    ```
+  }];
+  let parameters = (ins "int64_t":$ranks, "int64_t":$ranks_per_node,
+                        OptionalParameter<"int64_t">:$experts);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Number of nodes, W / G.
+    int64_t getNumNodes() const { return getRanks() / getRanksPerNode(); }
+    /// Experts hosted by each rank, E / W (0 when `experts` is absent).
+    int64_t getLocalExperts() const { return getExperts() / getRanks(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Resources
+//===----------------------------------------------------------------------===//
+
+// Collectives must be issued in the same order on every rank: they read and
+// write this resource, so transformations keep their relative order while
+// pure row computations may move around them.
+def MoEComm_CollectiveResource : Resource<"::mlir::moecomm::CollectiveResource">;
+
+#endif // MOECOMM_DIALECT_MOECOMM_BASE_TD

@@ -1,0 +1,368 @@
+//===- MoECommOps.td - moecomm operations -------------------*- tablegen -*-===//
+//
+// Collective-level ops (dispatch, combine, all_to_all) and the staged-level ops
+// the passes rewrite them into (layout, permute, quantize, dequantize, pack,
+// exchange, exchange_start, exchange_wait, unpack).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOECOMM_DIALECT_MOECOMM_OPS_TD
+#define MOECOMM_DIALECT_MOECOMM_OPS_TD
+
+include "moecomm/Dialect/MoEComm/MoECommBase.td"
+include "moecomm/Dialect/MoEComm/MoECommTypes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class MoEComm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<MoEComm_Dialect, mnemonic, traits>;
+
+// Ops that talk to other ranks: ordered among themselves, never dropped.
+defvar CollectiveEffects = MemoryEffects<[MemRead<MoEComm_CollectiveResource>,
+                                          MemWrite<MoEComm_CollectiveResource>]>;
+
+def MoEComm_Rows : RankedTensorOf<[BF16, F32, F8E4M3FN], [HasAnyRankOfPred<[2]>],
+                                  "2-D tensor of rows">;
+def MoEComm_Scales : RankedTensorOf<[F32], [HasAnyRankOfPred<[2]>],
+                                    "2-D tensor of f32 FP8 block scales">;
+
+//===----------------------------------------------------------------------===//
+// Collective level
+//===----------------------------------------------------------------------===//
+
+def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
+    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "send every token to the ranks of its top-k experts";
+  let description = [{
+    On every rank of the topology: `x` is `tensor<T x H x bf16|f32>` (the
+    tokens of this rank; T may differ per rank and may be 0), `topk_idx` is
+    `tensor<T x K x i32|i64>` (expert ids in [-1, E), -1 = masked slot, no id
+    twice in a row) and `topk_weights` is `tensor<T x K x f32>`. H and K are
+    static, K >= 1.
+
+    Results:
+    * `recv`: `tensor<? x H x elt(x)>`, one row per (token, local expert) pair
+      routed to this rank, expert-major: by local expert, then source rank,
+      then source token. Identical bits for every strategy and backend.
+    * `recv_weights`: `tensor<? x f32>`, the routing weight of each row.
+    * `tokens_per_expert`: `tensor<(E/W) x i64>`, rows per local expert.
+    * `handle`: the routing layout, consumed by `moecomm.combine`.
+
+    `wire<fp8_e4m3>` sends the rows as FP8 e4m3 with one f32 scale per 128
+    contiguous elements (DeepSeek-V3's 1x128 blocks; the last block may be
+    partial), quantized once on the sending rank; `recv` is then the
+    dequantized rows. Without `wire`, rows travel in x's dtype. `capacity(N)`
+    bounds the rows received per rank; overflow drops rows deterministically
+    (latest source rank, then latest token first). `strategy<...>` overrides
+    the pipeline's strategy for this op.
+
+    Runtime errors (reported by the runtime, collectively): ids out of range,
+    duplicate ids in a row, ranks disagreeing on K or E.
+
+    ```mlir
+    %recv, %w, %tpe, %h = moecomm.dispatch %x, %idx, %wts
+        topology<ranks = 16, ranks_per_node = 8, experts = 256> wire<fp8_e4m3>
+        : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins MoEComm_Rows:$x,
+                       RankedTensorOf<[I32, I64]>:$topk_idx,
+                       RankedTensorOf<[F32]>:$topk_weights,
+                       MoEComm_TopologyAttr:$topology,
+                       OptionalAttr<MoEComm_WireDtypeAttr>:$wire,
+                       OptionalAttr<MoEComm_StrategyAttr>:$strategy,
+                       OptionalAttr<I64Attr>:$capacity);
+  let results = (outs MoEComm_Rows:$recv,
+                      RankedTensorOf<[F32]>:$recv_weights,
+                      RankedTensorOf<[I64]>:$tokens_per_expert,
+                      MoEComm_HandleType:$handle);
+  let assemblyFormat = [{
+    $x `,` $topk_idx `,` $topk_weights `topology` `` $topology
+    (`wire` `` $wire^)? (`strategy` `` $strategy^)?
+    (`capacity` `(` $capacity^ `)`)? attr-dict
+    `:` type($x) `,` type($topk_idx) `,` type($topk_weights)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The wire dtype in effect: the `wire` attribute, or x's dtype.
+    WireDtype getWireDtype();
+  }];
+}
+
+def MoEComm_CombineOp : MoEComm_Op<"combine", [CollectiveEffects]> {
+  let summary = "send expert outputs home and sum them per token";
+  let description = [{
+    `y` is `tensor<R x H x bf16|f32>` in the row order of the `recv` result of
+    the dispatch that produced `handle` (the expert outputs). The result is
+    `tensor<T x H x elt(y)>` on each token's home rank:
+    `out[t] = sum over kept slots k of w[t,k] * y[row(t,k)]` with `weighted`,
+    the plain sum without. Accumulation is in f32; tokens with no kept slot
+    get zeros. The hierarchical strategy reduces inside the destination node
+    first (one partial row per node crosses the inter-node network), so its
+    result may differ from per_expert in the last bits of the output dtype
+    (bound in docs/runtime.md). Unweighted combine is the adjoint of dispatch.
+
+    Verifier errors: `y`'s hidden size or dtype differs from the dispatch's
+    `x`; the result's dtype/hidden differ from `y`; a static result row count
+    differs from the dispatch's static T.
+
+    ```mlir
+    %out = moecomm.combine %y, %h weighted
+        : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
+        -> tensor<?x7168xbf16>
+    ```
+  }];
+  let arguments = (ins MoEComm_Rows:$y, MoEComm_HandleType:$handle,
+                       UnitAttr:$weighted);
+  let results = (outs MoEComm_Rows:$out);
+  let assemblyFormat = [{
+    $y `,` $handle (`weighted` $weighted^)? attr-dict
+    `:` type($y) `,` qualified(type($handle)) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
+    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ragged all-to-all of rows";
+  let description = [{
+    `send` is `tensor<N x H x bf16|f32>` sorted by destination rank and
+    `send_counts` is `tensor<W x i32|i64>` (rows for each destination). The
+    results are `recv`, `tensor<? x H x elt(send)>`, the rows received,
+    concatenated by source rank, and `recv_counts`, `tensor<W x i64>`. The
+    runtime checks collectively, before any payload moves, that every rank's
+    counts agree (error, not a hang).
+
+    ```mlir
+    %recv, %counts = moecomm.all_to_all %send, %send_counts
+        topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins MoEComm_Rows:$send,
+                       RankedTensorOf<[I32, I64]>:$send_counts,
+                       MoEComm_TopologyAttr:$topology);
+  let results = (outs MoEComm_Rows:$recv, RankedTensorOf<[I64]>:$recv_counts);
+  let assemblyFormat = [{
+    $send `,` $send_counts `topology` `` $topology attr-dict
+    `:` type($send) `,` type($send_counts)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Staged level
+//===----------------------------------------------------------------------===//
+
+def MoEComm_LayoutOp : MoEComm_Op<"layout", [
+    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "compute a dispatch's routing layout once";
+  let description = [{
+    The first step of a staged dispatch: validates `topk_idx`
+    (`tensor<T x K x i32|i64>`) and `topk_weights` (`tensor<T x K x f32>`),
+    computes the rows every rank receives, capacity drops and the plan of
+    every exchange stage of `strategy` (per_expert, flat or hierarchical;
+    `auto` is resolved before this level), exchanging only routing metadata.
+    Results: the `handle` used by every later staged op of this dispatch and
+    its combine, `recv_weights` (`tensor<? x f32>`, expert-major) and
+    `tokens_per_expert` (`tensor<(E/W) x i64>`).
+
+    Number of exchange stages (the same rule as the runtime): 0 when W = 1;
+    1 (`global`) for per_expert and flat; for hierarchical 1 (`intra_node`)
+    when G = W, 1 (`inter_node`) when G = 1, else 2 (`inter_node` then
+    `intra_node` for dispatch, the reverse for combine).
+  }];
+  let arguments = (ins RankedTensorOf<[I32, I64]>:$topk_idx,
+                       RankedTensorOf<[F32]>:$topk_weights,
+                       MoEComm_TopologyAttr:$topology,
+                       MoEComm_StrategyAttr:$strategy,
+                       OptionalAttr<I64Attr>:$capacity);
+  let results = (outs MoEComm_HandleType:$handle,
+                      RankedTensorOf<[F32]>:$recv_weights,
+                      RankedTensorOf<[I64]>:$tokens_per_expert);
+  let assemblyFormat = [{
+    $topk_idx `,` $topk_weights `topology` `` $topology `strategy` `` $strategy
+    (`capacity` `(` $capacity^ `)`)? attr-dict
+    `:` type($topk_idx) `,` type($topk_weights)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of exchange stages of this layout's strategy and topology.
+    int64_t getNumStages();
+    /// Scope of exchange stage `stage` of `direction`.
+    Scope getStageScope(Direction direction, int64_t stage);
+  }];
+}
+
+def MoEComm_PermuteOp : MoEComm_Op<"permute", [
+    Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "materialize the row order of an exchange stage or the output";
+  let description = [{
+    Applies the layout's row map for one step of `direction`, as a separate
+    buffer: `stage N` is the send order of exchange stage N (rows grouped by
+    destination); `output` is the final order (dispatch: expert-major `recv`;
+    combine: `out[T, H]` by token). Dispatch maps gather rows (a row may be
+    repeated for several destinations or experts); combine maps sum rows per
+    destination row in f32 (`weighted` applies the routing weights at the
+    step where the strategy applies them). `in` is `tensor<N x H x elt>`; the
+    result is `tensor<? x H x elt>`. FP8 rows (f8E4M3FN) carry their
+    `scales` (`tensor<N x ceil(H/128) x f32>`), which are gathered with them;
+    combine never sees FP8.
+
+    `moecomm-fuse-permute` folds permutes into the adjacent pack/unpack so no
+    separately permuted buffer goes through memory.
+  }];
+  let arguments = (ins MoEComm_Rows:$in, Optional<MoEComm_Scales>:$scales,
+                       MoEComm_HandleType:$handle,
+                       MoEComm_DirectionAttr:$direction,
+                       OptionalAttr<I64Attr>:$stage, UnitAttr:$weighted);
+  let results = (outs MoEComm_Rows:$out, Optional<MoEComm_Scales>:$out_scales);
+  let assemblyFormat = [{
+    $in (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction)
+    custom<Step>($stage) (`weighted` $weighted^)? attr-dict
+    `:` type($in) `,` qualified(type($handle))
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_QuantizeOp : MoEComm_Op<"quantize", [
+    Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "FP8 e4m3 quantization with 1x128 block scales";
+  let description = [{
+    `in` is `tensor<N x H x bf16|f32>`. Results: `q`,
+    `tensor<N x H x f8E4M3FN>`, and `scales`, `tensor<N x ceil(H/128) x f32>`:
+    per row and per block of 128 contiguous elements (the last block may be
+    partial), `scale = amax / 448` (1 for an all-zero block) and
+    `q = round_to_nearest_even(x / scale)`, saturating. Block scaling as in
+    DeepSeek-V3 (1x128 activation tiles).
+  }];
+  let arguments = (ins RankedTensorOf<[BF16, F32]>:$in);
+  let results = (outs MoEComm_Rows:$q, MoEComm_Scales:$scales);
+  let assemblyFormat = "$in attr-dict `:` type($in)";
+  let hasVerifier = 1;
+}
+
+def MoEComm_DequantizeOp : MoEComm_Op<"dequantize", [Pure]> {
+  let summary = "FP8 e4m3 with 1x128 block scales back to bf16/f32";
+  let description = [{
+    `q` is `tensor<N x H x f8E4M3FN>`, `scales` is
+    `tensor<N x ceil(H/128) x f32>`; the result is `tensor<N x H x bf16|f32>`
+    with `x = q * scale` of the element's block.
+  }];
+  let arguments = (ins MoEComm_Rows:$q, MoEComm_Scales:$scales);
+  let results = (outs RankedTensorOf<[BF16, F32]>:$out);
+  let assemblyFormat = [{
+    $q `,` $scales attr-dict `:` type($q) `,` type($scales) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_PackOp : MoEComm_Op<"pack", [Pure]> {
+  let summary = "gather (or reduce) rows straight into an exchange's send buffer";
+  let description = [{
+    The fused form of `moecomm.permute` to `stage N` (and, when the result
+    is FP8 while `in` is bf16/f32, of the `moecomm.quantize` after it): rows
+    are read from `in` through the layout's map and written once into the
+    send buffer of exchange stage `stage`. Dispatch: gathers (optionally
+    quantizing, or forwarding FP8 rows with their scales); combine: sums in
+    f32 (`weighted` as for permute). Result: `tensor<? x H x elt>` plus
+    scales for FP8.
+  }];
+  let arguments = (ins MoEComm_Rows:$in, Optional<MoEComm_Scales>:$scales,
+                       MoEComm_HandleType:$handle,
+                       MoEComm_DirectionAttr:$direction, I64Attr:$stage,
+                       UnitAttr:$weighted);
+  let results = (outs MoEComm_Rows:$out, Optional<MoEComm_Scales>:$out_scales);
+  let assemblyFormat = [{
+    $in (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction) `stage` $stage
+    (`weighted` $weighted^)? attr-dict
+    `:` type($in) `,` qualified(type($handle)) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_UnpackOp : MoEComm_Op<"unpack", [Pure]> {
+  let summary = "gather (or reduce) the last exchange's rows into the output";
+  let description = [{
+    The fused form of `moecomm.permute ... output` (and of a
+    `moecomm.dequantize` before it when `in` is FP8 and the result is
+    bf16/f32). Dispatch: `tensor<R x H x elt>` expert-major, dequantizing on
+    the fly; combine: `out[T x H]`, summing partial rows in f32.
+  }];
+  let arguments = (ins MoEComm_Rows:$in, Optional<MoEComm_Scales>:$scales,
+                       MoEComm_HandleType:$handle,
+                       MoEComm_DirectionAttr:$direction, UnitAttr:$weighted);
+  let results = (outs MoEComm_Rows:$out);
+  let assemblyFormat = [{
+    $in (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction)
+    (`weighted` $weighted^)? attr-dict
+    `:` type($in) `,` qualified(type($handle)) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_ExchangeOp : MoEComm_Op<"exchange", [
+    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "move the send rows of one stage to their destinations";
+  let description = [{
+    Exchange stage `stage` of `direction` within `scope`: every rank sends
+    the rows of its send buffer (`tensor<N x H x elt>`, grouped by
+    destination as the layout's plan says) and receives
+    `tensor<? x H x elt>`, concatenated by source. FP8 rows travel with their
+    `scales`. Counts come from the layout; no metadata moves here.
+  }];
+  let arguments = (ins MoEComm_Rows:$send, Optional<MoEComm_Scales>:$scales,
+                       MoEComm_HandleType:$handle,
+                       MoEComm_DirectionAttr:$direction, I64Attr:$stage,
+                       MoEComm_ScopeAttr:$scope);
+  let results = (outs MoEComm_Rows:$recv, Optional<MoEComm_Scales>:$recv_scales);
+  let assemblyFormat = [{
+    $send (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction) `stage` $stage
+    `scope` `` $scope attr-dict
+    `:` type($send) `,` qualified(type($handle))
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_ExchangeStartOp : MoEComm_Op<"exchange_start", [
+    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "start an exchange; its rows arrive at exchange_wait";
+  let description = [{
+    The asynchronous form of `moecomm.exchange` produced by
+    `moecomm-schedule-overlap`. Returns a `!moecomm.request` and the receive
+    buffers, which are not readable yet: their only use is the matching
+    `moecomm.exchange_wait`, which returns them filled. Independent work
+    placed between the two overlaps with the transfer (chunked overlap as in
+    Comet and Megatron-LM's MoE overlap).
+  }];
+  let arguments = (ins MoEComm_Rows:$send, Optional<MoEComm_Scales>:$scales,
+                       MoEComm_HandleType:$handle,
+                       MoEComm_DirectionAttr:$direction, I64Attr:$stage,
+                       MoEComm_ScopeAttr:$scope);
+  let results = (outs MoEComm_RequestType:$request, MoEComm_Rows:$recv,
+                      Optional<MoEComm_Scales>:$recv_scales);
+  let assemblyFormat = [{
+    $send (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction) `stage` $stage
+    `scope` `` $scope attr-dict
+    `:` type($send) `,` qualified(type($handle))
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_ExchangeWaitOp : MoEComm_Op<"exchange_wait", [
+    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "wait for an exchange started by exchange_start";
+  let description = [{
+    Completes `request` and returns the receive rows (and scales) that the
+    matching `moecomm.exchange_start` produced, now filled.
+  }];
+  let arguments = (ins MoEComm_RequestType:$request, MoEComm_Rows:$recv,
+                       Optional<MoEComm_Scales>:$recv_scales);
+  let results = (outs MoEComm_Rows:$out, Optional<MoEComm_Scales>:$out_scales);
+  let assemblyFormat = [{
+    $request `,` $recv (`scales` `(` $recv_scales^ `:` type($recv_scales) `)`)? attr-dict
+    `:` type($recv)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // MOECOMM_DIALECT_MOECOMM_OPS_TD

@@ -1,0 +1,48 @@
+//===- MoECommTypes.td - moecomm types ---------------------*- tablegen -*-===//
+
+#ifndef MOECOMM_DIALECT_MOECOMM_TYPES_TD
+#define MOECOMM_DIALECT_MOECOMM_TYPES_TD
+
+include "moecomm/Dialect/MoEComm/MoECommBase.td"
+
+def MoEComm_HandleType : TypeDef<MoEComm_Dialect, "Handle"> {
+  let mnemonic = "handle";
+  let summary = "routing layout that ties a combine to its dispatch";
+  let description = [{
+    The routing metadata computed once per dispatch (received row counts,
+    expert-major order, capacity drops, per-stage plans) and reused by its
+    combine and by the backward pass. Produced by `moecomm.dispatch` or
+    `moecomm.layout`; parameterized by the topology it was computed for, so a
+    combine can only consume a handle of the same topology.
+
+    ```mlir
+    !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
+    ```
+  }];
+  let parameters = (ins "int64_t":$ranks, "int64_t":$ranks_per_node,
+                        "int64_t":$experts);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    TypeBuilderWithInferredContext<(ins "TopologyAttr":$topology), [{
+      return $_get(topology.getContext(), topology.getRanks(),
+                   topology.getRanksPerNode(), topology.getExperts());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The topology this handle was computed for.
+    TopologyAttr getTopology() const;
+  }];
+}
+
+def MoEComm_RequestType : TypeDef<MoEComm_Dialect, "Request"> {
+  let mnemonic = "request";
+  let summary = "an exchange in flight";
+  let description = [{
+    Produced by `moecomm.exchange_start` and consumed by exactly one
+    `moecomm.exchange_wait`. Between the two, the rows are in flight and
+    independent computation can run (the overlap schedule).
+  }];
+}
+
+#endif // MOECOMM_DIALECT_MOECOMM_TYPES_TD

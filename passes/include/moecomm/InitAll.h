@@ -1,0 +1,26 @@
+//===- InitAll.h - register everything moecomm tools need -------*- C++ -*-===//
+//
+// torch-mlir style one-stop registration for tools and embedders.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOECOMM_INITALL_H
+#define MOECOMM_INITALL_H
+
+namespace mlir {
+class DialectRegistry;
+namespace moecomm {
+
+/// Registers the moecomm dialect and the upstream dialects its passes produce
+/// or consume (func, arith, tensor, memref, bufferization, scf, linalg, llvm,
+/// shard), with the bufferization and conversion interfaces they need.
+void registerAllDialects(DialectRegistry &registry);
+
+/// Registers moecomm's passes and `moecomm-pipeline`, plus the upstream
+/// passes (so pipelines can mix them in moecomm-opt).
+void registerAllPasses();
+
+} // namespace moecomm
+} // namespace mlir
+
+#endif // MOECOMM_INITALL_H

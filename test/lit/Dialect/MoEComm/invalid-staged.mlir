@@ -1,0 +1,228 @@
+// One case per verifier message of the staged-level ops.
+// RUN: moecomm-opt %s -split-input-file -verify-diagnostics
+
+func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op needs a concrete strategy (per_expert, flat or hierarchical); auto is resolved by moecomm-split-hierarchical}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<auto> : tensor<?x2xi32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op capacity must be > 0 rows, got -1}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> capacity(-1) : tensor<?x2xi32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op needs the expert count: topology has no `experts`}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf8E4M3FN>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op rows are f8E4M3FN and need their block scales}}
+  %0 = moecomm.permute %x, %h dispatch output : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %s: tensor<?x1xf32>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op scales are only allowed with f8E4M3FN rows, rows are 'bf16'}}
+  %0:2 = moecomm.permute %x scales(%s : tensor<?x1xf32>), %h dispatch output : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x300xf8E4M3FN>, %s: tensor<?x2xf32>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op scales must have ceil(300/128) = 3 columns, got [?,2]}}
+  %0:2 = moecomm.permute %x scales(%s : tensor<?x2xf32>), %h dispatch output : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x300xf8E4M3FN>, %s: tensor<5x3xf32>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op scales have 5 rows but rows have 4}}
+  %0:2 = moecomm.permute %x scales(%s : tensor<5x3xf32>), %h dispatch output : tensor<4x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x?xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op rows must have a static hidden size >= 1, got 'tensor<?x?xbf16>'}}
+  %0 = moecomm.permute %x, %h dispatch output : tensor<?x?xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x128xf8E4M3FN>, %s: tensor<?x1xf32>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op combine rows must be bf16 or f32, got 'f8E4M3FN'}}
+  %0:2 = moecomm.permute %x scales(%s : tensor<?x1xf32>), %h combine output : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op `weighted` applies to combine only}}
+  %0 = moecomm.permute %x, %h dispatch output weighted : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op stage must be >= 0, got -1}}
+  %0 = moecomm.permute %x, %h dispatch stage -1 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  %h, %rw, %tpe = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  // expected-error @+1 {{'moecomm.permute' op stage 1 out of range: flat on 8 ranks x 4 per node has 1 exchange stage(s)}}
+  %0 = moecomm.permute %x, %h dispatch stage 1 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?xbf16>) {
+  // expected-error @+1 {{'moecomm.quantize' op input must be 2-D rows [N, H], got rank 1}}
+  %0:2 = moecomm.quantize %x : tensor<?xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x?xbf16>) {
+  // expected-error @+1 {{'moecomm.quantize' op input must have a static hidden size >= 1, got 'tensor<?x?xbf16>'}}
+  %0:2 = moecomm.quantize %x : tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x8xbf16>, %s: tensor<?x1xf32>) {
+  // expected-error @+1 {{'moecomm.dequantize' op input must be f8E4M3FN rows, got 'bf16'}}
+  %0 = moecomm.dequantize %q, %s : tensor<?x8xbf16>, tensor<?x1xf32> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x8xf8E4M3FN>, %s: tensor<?x1xf32>) {
+  // expected-error @+1 {{'moecomm.dequantize' op result shape [?,16] must match the input's [?,8]}}
+  %0 = moecomm.dequantize %q, %s : tensor<?x8xf8E4M3FN>, tensor<?x1xf32> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op result hidden size 16 must match the input's 8}}
+  %0 = moecomm.pack %x, %h dispatch stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op cannot pack 'bf16' rows into 'f32' rows; only dispatch may quantize bf16/f32 to f8E4M3FN}}
+  %0 = moecomm.pack %x, %h dispatch stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op cannot pack 'bf16' rows into 'f8E4M3FN' rows; only dispatch may quantize bf16/f32 to f8E4M3FN}}
+  %0:2 = moecomm.pack %x, %h combine stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>, tensor<?x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op result rows are f8E4M3FN and need their block scales}}
+  %0 = moecomm.pack %x, %h dispatch stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf8E4M3FN>, %s: tensor<?x1xf32>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.unpack' op result must be bf16 or f32, got 'f8E4M3FN'}}
+  %0 = moecomm.unpack %x scales(%s : tensor<?x1xf32>), %h dispatch : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.unpack' op result hidden size 4 must match the input's 8}}
+  %0 = moecomm.unpack %x, %h dispatch : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.unpack' op cannot unpack 'bf16' rows into 'f32' rows}}
+  %0 = moecomm.unpack %x, %h combine : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  %h, %rw, %tpe = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<hierarchical> : tensor<?x2xi32>, tensor<?x2xf32>
+  // expected-error @+1 {{'moecomm.exchange' op stage 0 of dispatch is inter_node for hierarchical on 8 ranks x 4 per node, not intra_node}}
+  %0 = moecomm.exchange %x, %h dispatch stage 0 scope<intra_node> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.exchange_start' op request must have exactly one use (its moecomm.exchange_wait), got 0}}
+  %req, %r = moecomm.exchange_start %x, %h dispatch stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> !moecomm.request {
+  // expected-error @+1 {{'moecomm.exchange_start' op request must be used by a moecomm.exchange_wait}}
+  %req, %r = moecomm.exchange_start %x, %h dispatch stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return %req : !moecomm.request
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x8xbf16> {
+  // expected-error @+1 {{'moecomm.exchange_start' op receive buffers may only be used by the matching moecomm.exchange_wait until it completes}}
+  %req, %r = moecomm.exchange_start %x, %h dispatch stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %o = moecomm.exchange_wait %req, %r : tensor<?x8xbf16>
+  return %r : tensor<?x8xbf16>
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %y: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x8xbf16> {
+  %req, %r = moecomm.exchange_start %x, %h dispatch stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  // expected-error @+1 {{'moecomm.exchange_wait' op receive buffers must be the ones produced by the moecomm.exchange_start of this request}}
+  %o = moecomm.exchange_wait %req, %y : tensor<?x8xbf16>
+  return %o : tensor<?x8xbf16>
+}
