@@ -20,6 +20,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllPasses.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "moecomm/Transforms/Passes.h"
 
 void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
   registry.insert<MoECommDialect, func::FuncDialect, arith::ArithDialect,
@@ -34,6 +35,11 @@ void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   func::registerAllExtensions(registry);
+  moecomm::registerBufferizableOpInterfaceExternalModels(registry);
 }
 
-void mlir::moecomm::registerAllPasses() { mlir::registerAllPasses(); }
+void mlir::moecomm::registerAllPasses() {
+  mlir::registerAllPasses();
+  registerMoECommPasses();
+  registerMoECommPipeline();
+}

@@ -44,7 +44,7 @@ int main(void) {
   mlirDialectHandleRegisterDialect(mlirGetDialectHandle__func__(), ctx);
   MlirDialect dialect = mlirDialectHandleLoadDialect(moecomm, ctx);
   MlirStringRef ns = mlirDialectGetNamespace(dialect);
-  /* CHECK: loaded dialect: moecomm */
+  // CHECK: loaded dialect: moecomm
   printf("loaded dialect: %.*s\n", (int)ns.length, ns.data);
 
   MlirOperation func = mlirOperationCreateParse(
@@ -54,21 +54,21 @@ int main(void) {
     fprintf(stderr, "parse failed\n");
     return 1;
   }
-  /* CHECK: verified: 1 */
+  // CHECK: verified: 1
   printf("verified: %d\n", mlirOperationVerify(func));
-  /* CHECK: func.func @layer
-   * CHECK: moecomm.dispatch %{{.*}} topology<ranks = 4, ranks_per_node = 2, experts = 8>
-   * CHECK: moecomm.combine %{{.*}} weighted */
+  // CHECK: func.func @layer
+  // CHECK: moecomm.dispatch %{{.*}} topology<ranks = 4, ranks_per_node = 2, experts = 8>
+  // CHECK: moecomm.combine %{{.*}} weighted
   mlirOperationPrint(func, printToStdout, NULL);
   printf("\n");
   mlirOperationDestroy(func);
 
   MlirAttribute topo = mlirMoECommTopologyAttrGet(ctx, 8, 4, 64);
-  /* CHECK: topology: #moecomm.topology<ranks = 8, ranks_per_node = 4, experts = 64> */
+  // CHECK: topology: #moecomm.topology<ranks = 8, ranks_per_node = 4, experts = 64>
   printf("topology: ");
   mlirAttributePrint(topo, printToStdout, NULL);
   printf("\n");
-  /* CHECK: isa=1 ranks=8 per_node=4 experts=64 */
+  // CHECK: isa=1 ranks=8 per_node=4 experts=64
   printf("isa=%d ranks=%lld per_node=%lld experts=%lld\n",
          mlirAttributeIsAMoECommTopology(topo),
          (long long)mlirMoECommTopologyAttrGetRanks(topo),
@@ -80,7 +80,7 @@ int main(void) {
       ctx, countDiagnostic, &diagnostics, NULL);
   MlirAttribute bad = mlirMoECommTopologyAttrGet(ctx, 6, 4, 0);
   mlirContextDetachDiagnosticHandler(ctx, id);
-  /* CHECK: invalid topology is null: 1, diagnostics: 1 */
+  // CHECK: invalid topology is null: 1, diagnostics: 1
   printf("invalid topology is null: %d, diagnostics: %d\n",
          mlirAttributeIsNull(bad), diagnostics);
 

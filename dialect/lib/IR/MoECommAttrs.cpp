@@ -45,7 +45,11 @@ LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult HandleType::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t ranks, int64_t ranksPerNode,
-                                 int64_t experts) {
+                                 int64_t experts,
+                                 std::optional<Strategy> strategy) {
+  if (strategy == Strategy::automatic)
+    return emitError() << "a handle's strategy must be concrete (per_expert, "
+                          "flat or hierarchical), got auto";
   return verifyTopology(emitError, ranks, ranksPerNode, experts,
                         /*expertsRequired=*/true);
 }
@@ -53,6 +57,11 @@ LogicalResult HandleType::verify(function_ref<InFlightDiagnostic()> emitError,
 TopologyAttr HandleType::getTopology() const {
   return TopologyAttr::get(getContext(), getRanks(), getRanksPerNode(),
                            getExperts());
+}
+
+HandleType HandleType::withStrategy(Strategy strategy) const {
+  return HandleType::get(getContext(), getRanks(), getRanksPerNode(),
+                         getExperts(), strategy);
 }
 
 void MoECommDialect::registerAttributes() {

@@ -146,33 +146,39 @@ static LogicalResult verifyCapacity(Operation *op,
   return success();
 }
 
-/// When the handle comes straight from a moecomm.layout, `stage` must exist
-/// for its strategy and topology and, when given, have `scope`.
+/// When the handle's type records its strategy, `stage` must exist for that
+/// strategy and topology and, when given, have `scope`.
 static LogicalResult verifyStage(Operation *op, Value handle,
                                  Direction direction, int64_t stage,
                                  std::optional<Scope> scope = {}) {
   if (stage < 0)
     return op->emitOpError() << "stage must be >= 0, got " << stage;
-  auto layout = handle.getDefiningOp<LayoutOp>();
-  if (!layout)
+  auto type = cast<HandleType>(handle.getType());
+  std::optional<Strategy> strategy = type.getStrategy();
+  if (!strategy)
     return success();
-  int64_t stages = layout.getNumStages();
-  TopologyAttr topo = layout.getTopology();
+  int64_t ranks = type.getRanks(), perNode = type.getRanksPerNode();
+  int64_t stages = getNumStages(*strategy, ranks, perNode);
   if (stage >= stages)
     return op->emitOpError()
            << "stage " << stage << " out of range: "
-           << stringifyStrategy(layout.getStrategy()) << " on "
-           << topo.getRanks() << " ranks x " << topo.getRanksPerNode()
-           << " per node has " << stages << " exchange stage(s)";
-  Scope expected = layout.getStageScope(direction, stage);
+           << stringifyStrategy(*strategy) << " on " << ranks << " ranks x "
+           << perNode << " per node has " << stages << " exchange stage(s)";
+  Scope expected = getStageScope(*strategy, ranks, perNode, direction, stage);
   if (scope && *scope != expected)
     return op->emitOpError()
            << "stage " << stage << " of " << stringifyDirection(direction)
            << " is " << stringifyScope(expected) << " for "
-           << stringifyStrategy(layout.getStrategy()) << " on "
-           << topo.getRanks() << " ranks x " << topo.getRanksPerNode()
-           << " per node, not " << stringifyScope(*scope);
+           << stringifyStrategy(*strategy) << " on " << ranks << " ranks x "
+           << perNode << " per node, not " << stringifyScope(*scope);
   return success();
+}
+
+/// The strategy a handle type records: concrete strategies only.
+static std::optional<Strategy> concreteStrategy(StrategyAttr attr) {
+  if (!attr || attr.getValue() == Strategy::automatic)
+    return std::nullopt;
+  return attr.getValue();
 }
 
 static RankedTensorType dynamicRows(RankedTensorType rows) {
@@ -256,9 +262,8 @@ LogicalResult DispatchOp::inferReturnTypes(
                                           Float32Type::get(ctx)));
   results.push_back(RankedTensorType::get({topology.getLocalExperts()},
                                           IntegerType::get(ctx, 64)));
-  results.push_back(HandleType::get(ctx, topology.getRanks(),
-                                    topology.getRanksPerNode(),
-                                    topology.getExperts()));
+  results.push_back(
+      HandleType::get(topology, concreteStrategy(adaptor.getStrategyAttr())));
   return success();
 }
 
@@ -345,9 +350,8 @@ LogicalResult LayoutOp::inferReturnTypes(
     SmallVectorImpl<Type> &results) {
   LayoutOp::Adaptor adaptor(operands, attrs, properties);
   TopologyAttr topology = adaptor.getTopology();
-  results.push_back(HandleType::get(ctx, topology.getRanks(),
-                                    topology.getRanksPerNode(),
-                                    topology.getExperts()));
+  results.push_back(
+      HandleType::get(topology, concreteStrategy(adaptor.getStrategyAttr())));
   results.push_back(RankedTensorType::get({ShapedType::kDynamic},
                                           Float32Type::get(ctx)));
   results.push_back(RankedTensorType::get({topology.getLocalExperts()},

@@ -92,7 +92,7 @@ func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node
 func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
   %h, %rw, %tpe = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
   // expected-error @+1 {{'moecomm.permute' op stage 1 out of range: flat on 8 ranks x 4 per node has 1 exchange stage(s)}}
-  %0 = moecomm.permute %x, %h dispatch stage 1 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %0 = moecomm.permute %x, %h dispatch stage 1 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
   return
 }
 
@@ -189,7 +189,7 @@ func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node
 func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
   %h, %rw, %tpe = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<hierarchical> : tensor<?x2xi32>, tensor<?x2xf32>
   // expected-error @+1 {{'moecomm.exchange' op stage 0 of dispatch is inter_node for hierarchical on 8 ranks x 4 per node, not intra_node}}
-  %0 = moecomm.exchange %x, %h dispatch stage 0 scope<intra_node> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %0 = moecomm.exchange %x, %h dispatch stage 0 scope<intra_node> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
   return
 }
 
@@ -225,4 +225,17 @@ func.func @f(%x: tensor<?x8xbf16>, %y: tensor<?x8xbf16>, %h: !moecomm.handle<ran
   // expected-error @+1 {{'moecomm.exchange_wait' op receive buffers must be the ones produced by the moecomm.exchange_start of this request}}
   %o = moecomm.exchange_wait %req, %y : tensor<?x8xbf16>
   return %o : tensor<?x8xbf16>
+}
+
+// -----
+
+// expected-error @+1 {{a handle's strategy must be concrete (per_expert, flat or hierarchical), got auto}}
+func.func @f(%h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = auto>) { return }
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 1, experts = 16, strategy = hierarchical>) {
+  // expected-error @+1 {{'moecomm.exchange' op stage 0 of combine is inter_node for hierarchical on 8 ranks x 1 per node, not global}}
+  %0 = moecomm.exchange %x, %h combine stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 1, experts = 16, strategy = hierarchical>
+  return
 }

@@ -6,12 +6,12 @@
 
 // CHECK-LABEL: func.func @collective
 // CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 16, ranks_per_node = 8, experts = 256> wire<fp8_e4m3> strategy<hierarchical> capacity(4096) : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
-// CHECK: moecomm.combine %{{.*}}, %{{.*}} weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256> -> tensor<?x7168xbf16>
-// CHECK: moecomm.combine %{{.*}}, %{{.*}} : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256> -> tensor<?x7168xbf16>
+// CHECK: moecomm.combine %{{.*}}, %{{.*}} weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical> -> tensor<?x7168xbf16>
+// CHECK: moecomm.combine %{{.*}}, %{{.*}} : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical> -> tensor<?x7168xbf16>
 func.func @collective(%x: tensor<?x7168xbf16>, %idx: tensor<?x8xi32>, %w: tensor<?x8xf32>) -> (tensor<?x7168xbf16>, tensor<?x7168xbf16>, tensor<16xi64>) {
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 16, ranks_per_node = 8, experts = 256> wire<fp8_e4m3> strategy<hierarchical> capacity(4096) : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
-  %out = moecomm.combine %recv, %h weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256> -> tensor<?x7168xbf16>
-  %grad = moecomm.combine %recv, %h : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256> -> tensor<?x7168xbf16>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical> -> tensor<?x7168xbf16>
+  %grad = moecomm.combine %recv, %h : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical> -> tensor<?x7168xbf16>
   return %out, %grad, %tpe : tensor<?x7168xbf16>, tensor<?x7168xbf16>, tensor<16xi64>
 }
 
@@ -37,7 +37,7 @@ func.func @all_to_all(%rows: tensor<?x64xbf16>, %counts: tensor<4xi64>, %r2: ten
 
 // CHECK-LABEL: func.func @staged_unfused
 // CHECK: moecomm.layout %{{.*}}, %{{.*}} topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<hierarchical> capacity(64) : tensor<?x3xi64>, tensor<?x3xf32>
-// CHECK: moecomm.permute %{{.*}}, %{{.*}} dispatch stage 0 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+// CHECK: moecomm.permute %{{.*}}, %{{.*}} dispatch stage 0 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
 // CHECK: moecomm.quantize %{{.*}} : tensor<?x300xbf16>
 // CHECK: moecomm.exchange %{{.*}} scales(%{{.*}} : tensor<?x3xf32>), %{{.*}} dispatch stage 0 scope<inter_node> : tensor<?x300xf8E4M3FN>, !moecomm.handle
 // CHECK: moecomm.dequantize %{{.*}}, %{{.*}} : tensor<?x300xf8E4M3FN>, tensor<?x3xf32> -> tensor<?x300xbf16>
@@ -48,37 +48,37 @@ func.func @all_to_all(%rows: tensor<?x64xbf16>, %counts: tensor<4xi64>, %r2: ten
 // CHECK: moecomm.permute %{{.*}}, %{{.*}} combine output :
 func.func @staged_unfused(%x: tensor<?x300xbf16>, %idx: tensor<?x3xi64>, %w: tensor<?x3xf32>) -> (tensor<?x300xbf16>, tensor<?x300xbf16>, tensor<?xf32>, tensor<2xi64>) {
   %h, %rw, %tpe = moecomm.layout %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<hierarchical> capacity(64) : tensor<?x3xi64>, tensor<?x3xf32>
-  %p0 = moecomm.permute %x, %h dispatch stage 0 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %p0 = moecomm.permute %x, %h dispatch stage 0 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
   %q0, %s0 = moecomm.quantize %p0 : tensor<?x300xbf16>
-  %r0, %rs0 = moecomm.exchange %q0 scales(%s0 : tensor<?x3xf32>), %h dispatch stage 0 scope<inter_node> : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %r0, %rs0 = moecomm.exchange %q0 scales(%s0 : tensor<?x3xf32>), %h dispatch stage 0 scope<inter_node> : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
   %d0 = moecomm.dequantize %r0, %rs0 : tensor<?x300xf8E4M3FN>, tensor<?x3xf32> -> tensor<?x300xbf16>
-  %p1 = moecomm.permute %d0, %h dispatch stage 1 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %p1 = moecomm.permute %d0, %h dispatch stage 1 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
   %q1, %s1 = moecomm.quantize %p1 : tensor<?x300xbf16>
-  %r1, %rs1 = moecomm.exchange %q1 scales(%s1 : tensor<?x3xf32>), %h dispatch stage 1 scope<intra_node> : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
-  %o, %os = moecomm.permute %r1 scales(%rs1 : tensor<?x3xf32>), %h dispatch output : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %r1, %rs1 = moecomm.exchange %q1 scales(%s1 : tensor<?x3xf32>), %h dispatch stage 1 scope<intra_node> : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  %o, %os = moecomm.permute %r1 scales(%rs1 : tensor<?x3xf32>), %h dispatch output : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
   %recv = moecomm.dequantize %o, %os : tensor<?x300xf8E4M3FN>, tensor<?x3xf32> -> tensor<?x300xbf16>
-  %c0 = moecomm.permute %recv, %h combine stage 0 weighted : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
-  %out = moecomm.permute %c0, %h combine output : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %c0 = moecomm.permute %recv, %h combine stage 0 weighted : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  %out = moecomm.permute %c0, %h combine output : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
   return %recv, %out, %rw, %tpe : tensor<?x300xbf16>, tensor<?x300xbf16>, tensor<?xf32>, tensor<2xi64>
 }
 
 // CHECK-LABEL: func.func @staged_fused
-// CHECK: moecomm.pack %{{.*}}, %{{.*}} dispatch stage 0 : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8> -> tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+// CHECK: moecomm.pack %{{.*}}, %{{.*}} dispatch stage 0 : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical> -> tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
 // CHECK: %[[REQ:.*]], %[[RECV:.*]], %[[RS:.*]] = moecomm.exchange_start %{{.*}} scales(%{{.*}} : tensor<?x1xf32>), %{{.*}} dispatch stage 0 scope<intra_node>
 // CHECK: moecomm.exchange_wait %[[REQ]], %[[RECV]] scales(%[[RS]] : tensor<?x1xf32>) : tensor<?x128xf8E4M3FN>
-// CHECK: moecomm.unpack %{{.*}} scales(%{{.*}} : tensor<?x1xf32>), %{{.*}} dispatch : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8> -> tensor<?x128xf32>
+// CHECK: moecomm.unpack %{{.*}} scales(%{{.*}} : tensor<?x1xf32>), %{{.*}} dispatch : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical> -> tensor<?x128xf32>
 // CHECK: moecomm.pack %{{.*}}, %{{.*}} combine stage 0 weighted : tensor<?x128xf32>, {{.*}} -> tensor<?x128xf32>
 // CHECK: moecomm.exchange %{{.*}}, %{{.*}} combine stage 0 scope<intra_node>
 // CHECK: moecomm.unpack %{{.*}}, %{{.*}} combine : tensor<?x128xf32>, {{.*}} -> tensor<?x128xf32>
 func.func @staged_fused(%x: tensor<?x128xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x128xf32> {
   %h, %rw, %tpe = moecomm.layout %idx, %w topology<ranks = 4, ranks_per_node = 4, experts = 8> strategy<hierarchical> : tensor<?x2xi32>, tensor<?x2xf32>
-  %s, %ss = moecomm.pack %x, %h dispatch stage 0 : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8> -> tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
-  %req, %r, %rs = moecomm.exchange_start %s scales(%ss : tensor<?x1xf32>), %h dispatch stage 0 scope<intra_node> : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8>
+  %s, %ss = moecomm.pack %x, %h dispatch stage 0 : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical> -> tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+  %req, %r, %rs = moecomm.exchange_start %s scales(%ss : tensor<?x1xf32>), %h dispatch stage 0 scope<intra_node> : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical>
   %rr, %rrs = moecomm.exchange_wait %req, %r scales(%rs : tensor<?x1xf32>) : tensor<?x128xf8E4M3FN>
-  %recv = moecomm.unpack %rr scales(%rrs : tensor<?x1xf32>), %h dispatch : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8> -> tensor<?x128xf32>
-  %c = moecomm.pack %recv, %h combine stage 0 weighted : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8> -> tensor<?x128xf32>
-  %cr = moecomm.exchange %c, %h combine stage 0 scope<intra_node> : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8>
-  %out = moecomm.unpack %cr, %h combine : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8> -> tensor<?x128xf32>
+  %recv = moecomm.unpack %rr scales(%rrs : tensor<?x1xf32>), %h dispatch : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical> -> tensor<?x128xf32>
+  %c = moecomm.pack %recv, %h combine stage 0 weighted : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical> -> tensor<?x128xf32>
+  %cr = moecomm.exchange %c, %h combine stage 0 scope<intra_node> : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical>
+  %out = moecomm.unpack %cr, %h combine : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = hierarchical> -> tensor<?x128xf32>
   return %out : tensor<?x128xf32>
 }
 

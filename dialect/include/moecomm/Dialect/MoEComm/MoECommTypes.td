@@ -13,25 +13,39 @@ def MoEComm_HandleType : TypeDef<MoEComm_Dialect, "Handle"> {
     expert-major order, capacity drops, per-stage plans) and reused by its
     combine and by the backward pass. Produced by `moecomm.dispatch` or
     `moecomm.layout`; parameterized by the topology it was computed for, so a
-    combine can only consume a handle of the same topology.
+    combine can only consume a handle of the same topology, and, once known,
+    by the strategy its exchange stages were planned with (per_expert, flat
+    or hierarchical; `moecomm-split-hierarchical` sets it, also on function
+    arguments and results that carry the handle between a forward and a
+    backward function).
 
     ```mlir
     !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
+    !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
     ```
   }];
   let parameters = (ins "int64_t":$ranks, "int64_t":$ranks_per_node,
-                        "int64_t":$experts);
+                        "int64_t":$experts,
+                        OptionalParameter<"std::optional<::mlir::moecomm::Strategy>">:$strategy);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let builders = [
     TypeBuilderWithInferredContext<(ins "TopologyAttr":$topology), [{
       return $_get(topology.getContext(), topology.getRanks(),
-                   topology.getRanksPerNode(), topology.getExperts());
+                   topology.getRanksPerNode(), topology.getExperts(),
+                   std::nullopt);
+    }]>,
+    TypeBuilderWithInferredContext<(ins "TopologyAttr":$topology,
+                                        "std::optional<Strategy>":$strategy), [{
+      return $_get(topology.getContext(), topology.getRanks(),
+                   topology.getRanksPerNode(), topology.getExperts(), strategy);
     }]>
   ];
   let extraClassDeclaration = [{
     /// The topology this handle was computed for.
     TopologyAttr getTopology() const;
+    /// This type with `strategy` set.
+    HandleType withStrategy(Strategy strategy) const;
   }];
 }
 

@@ -1,0 +1,172 @@
+//===- ConvertMoECommToRuntime.cpp - staged level -> runtime level ---------===//
+//
+// One-shot module bufferization with moecomm's BufferizableOpInterface models
+// (which emit the runtime calls), then handles/requests become !llvm.ptr in
+// function signatures, calls and returns, and every layout that does not
+// leave its function is released after its last use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeAbi.h"
+#include "moecomm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_CONVERTMOECOMMTORUNTIME
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+namespace {
+
+bool isRuntimeObject(Type type) { return isa<HandleType, RequestType>(type); }
+
+/// Handles and requests become !llvm.ptr at function boundaries; the
+/// unrealized casts the bufferization models left around them then fold.
+LogicalResult lowerRuntimeObjectTypes(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder b(ctx);
+  auto castTo = [&](Type type, Value value) {
+    return UnrealizedConversionCastOp::create(b, value.getLoc(), type, value)
+        .getResult(0);
+  };
+  auto lowered = [&](TypeRange types) {
+    return llvm::map_to_vector(types, [&](Type t) {
+      return isRuntimeObject(t) ? ptr : t;
+    });
+  };
+
+  module.walk([&](func::FuncOp func) {
+    if (!func.isExternal()) {
+      Block &entry = func.front();
+      b.setInsertionPointToStart(&entry);
+      for (BlockArgument arg : entry.getArguments()) {
+        if (!isRuntimeObject(arg.getType()))
+          continue;
+        Type old = arg.getType();
+        arg.setType(ptr);
+        Value cast = castTo(old, arg);
+        arg.replaceAllUsesExcept(cast, cast.getDefiningOp());
+      }
+    }
+    func.setType(FunctionType::get(ctx, lowered(func.getArgumentTypes()),
+                                   lowered(func.getResultTypes())));
+  });
+  module.walk([&](Operation *op) {
+    if (!isa<func::ReturnOp, func::CallOp>(op))
+      return;
+    b.setInsertionPoint(op);
+    for (OpOperand &operand : op->getOpOperands())
+      if (isRuntimeObject(operand.get().getType()))
+        operand.set(castTo(ptr, operand.get()));
+    b.setInsertionPointAfter(op);
+    for (OpResult result : op->getResults()) {
+      if (!isRuntimeObject(result.getType()))
+        continue;
+      Type old = result.getType();
+      result.setType(ptr);
+      Value cast = castTo(old, result);
+      result.replaceAllUsesExcept(cast, cast.getDefiningOp());
+    }
+  });
+
+  SmallVector<UnrealizedConversionCastOp> casts;
+  module.walk([&](UnrealizedConversionCastOp cast) { casts.push_back(cast); });
+  SmallVector<UnrealizedConversionCastOp> remaining;
+  reconcileUnrealizedCasts(casts, &remaining);
+  for (UnrealizedConversionCastOp cast : remaining)
+    if (llvm::any_of(cast->getResultTypes(), isRuntimeObject) ||
+        llvm::any_of(cast->getOperandTypes(), isRuntimeObject))
+      return cast.emitError()
+             << "a moecomm handle or request is still used by an op the "
+                "runtime lowering does not know";
+  return success();
+}
+
+/// Whether `op` calls a function of the runtime ABI.
+bool isRuntimeCall(Operation *op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  return call && call.getCallee().starts_with("moecomm_rt_");
+}
+
+/// Releases every layout whose pointer is used only by runtime calls, after
+/// its last use in the block that created it. Layouts that reach a return
+/// or another call belong to whoever receives them.
+void releaseLayouts(ModuleOp module) {
+  SmallVector<func::CallOp> layouts;
+  module.walk([&](func::CallOp call) {
+    if (call.getCallee().starts_with("moecomm_rt_layout_"))
+      layouts.push_back(call);
+  });
+  for (func::CallOp layout : layouts) {
+    Value ptr = layout.getResult(0);
+    Block *block = layout->getBlock();
+    Operation *last = layout;
+    bool escapes = false;
+    for (Operation *user : ptr.getUsers()) {
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (!isRuntimeCall(user) || !ancestor) {
+        escapes = true;
+        break;
+      }
+      if (last->isBeforeInBlock(ancestor))
+        last = ancestor;
+    }
+    if (escapes)
+      continue;
+    OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(last);
+    RuntimeAbi(b, layout.getLoc(), layout)
+        .call("moecomm_rt_layout_release", {ptr});
+  }
+}
+
+struct ConvertMoECommToRuntimePass
+    : public mlir::moecomm::impl::ConvertMoECommToRuntimeBase<
+          ConvertMoECommToRuntimePass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registry.insert<MoECommDialect>();
+    moecomm::registerBufferizableOpInterfaceExternalModels(registry);
+    arith::registerBufferizableOpInterfaceExternalModels(registry);
+    bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+        registry);
+    linalg::registerBufferizableOpInterfaceExternalModels(registry);
+    scf::registerBufferizableOpInterfaceExternalModels(registry);
+    tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bufferization::OneShotBufferizationOptions options;
+    options.bufferizeFunctionBoundaries = true;
+    options.setFunctionBoundaryTypeConversion(
+        bufferization::LayoutMapOption::IdentityLayoutMap);
+    // linalg.copy lowers to loops; memref.copy of strided views (chunk
+    // outputs into the assembled result) would need MLIR's C runner library.
+    options.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
+      linalg::CopyOp::create(b, loc, from, to);
+      return success();
+    };
+    bufferization::BufferizationState state;
+    if (failed(bufferization::runOneShotModuleBufferize(module, options,
+                                                        state)) ||
+        failed(lowerRuntimeObjectTypes(module)))
+      return signalPassFailure();
+    releaseLayouts(module);
+  }
+};
+
+} // namespace

@@ -1,0 +1,119 @@
+//===- CostReport.cpp - modelled bytes and time per op and stage -----------===//
+//
+// Prints, for every collective-level dispatch (and its combine), the expected
+// bytes per link class and the modelled time of each strategy and stage
+// (DESIGN.md §7; expected traffic under uniform routing, alpha-beta time),
+// and the strategy the static `auto` picks. The IR is unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moecomm/Transforms/Passes.h"
+
+#include "moecomm/CostModel.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_MOECOMMCOSTREPORT
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+namespace {
+
+const char *scopeName(moecommScope_t scope) {
+  switch (scope) {
+  case moecommScopeGlobal:
+    return "global";
+  case moecommScopeIntraNode:
+    return "intra_node";
+  case moecommScopeInterNode:
+    return "inter_node";
+  }
+  return "?";
+}
+
+int64_t rowBytes(Type elt, int64_t hidden, bool fp8) {
+  if (fp8)
+    return hidden + 4 * getNumScaleBlocks(hidden);
+  return hidden * (elt.isF32() ? 4 : 2);
+}
+
+struct CostReportPass
+    : public mlir::moecomm::impl::MoECommCostReportBase<CostReportPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    const ::moecomm::LinkPreset *link = ::moecomm::findLinkPreset(preset);
+    if (!link) {
+      getOperation().emitError()
+          << "moecomm-cost-report: unknown preset '" << preset
+          << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
+      return signalPassFailure();
+    }
+    llvm::raw_ostream &os = llvm::outs();
+    getOperation().walk([&](DispatchOp op) { report(op, *link, os); });
+    os.flush();
+  }
+
+  void report(DispatchOp op, const ::moecomm::LinkPreset &link,
+              llvm::raw_ostream &os) {
+    TopologyAttr topo = op.getTopology();
+    RankedTensorType x = op.getX().getType();
+    int64_t hidden = x.getDimSize(1);
+    int topk = static_cast<int>(op.getTopkIdx().getType().getDimSize(1));
+    bool staticTokens = !x.isDynamicDim(0);
+    int64_t tokens = staticTokens ? x.getDimSize(0) : tokensPerRank;
+    bool fp8 = op.getWireDtype() == WireDtype::fp8_e4m3;
+    int64_t dispatchRow = rowBytes(x.getElementType(), hidden, fp8);
+    int64_t combineRow = rowBytes(x.getElementType(), hidden, false);
+    int ranks = static_cast<int>(topo.getRanks());
+    int perNode = static_cast<int>(topo.getRanksPerNode());
+
+    os << llvm::formatv(
+        "moecomm-cost-report: dispatch at {0}\n  ranks={1} ranks_per_node={2} "
+        "experts={3} topk={4} hidden={5} wire={6} tokens/rank={7} ({8}), "
+        "link model {9} (modelled, uniform routing)\n",
+        op.getLoc(), ranks, perNode, topo.getExperts(), topk, hidden,
+        stringifyWireDtype(op.getWireDtype()), tokens,
+        staticTokens ? "static" : "assumed", link.name);
+    os << llvm::formatv("  {0,-13}{1,-10}{2,-6}{3,-12}{4,16}{5,16}{6,14}\n",
+                        "strategy", "direction", "stage", "scope",
+                        "inter-node MB", "intra-node MB", "modelled us");
+    double best = 0;
+    moecommStrategy_t chosen = moecommPerExpert;
+    for (moecommStrategy_t s :
+         {moecommPerExpert, moecommFlat, moecommHierarchical}) {
+      ::moecomm::ExpectedTraffic traffic = ::moecomm::expectedTrafficUniform(
+          ranks, perNode, topo.getExperts(), topk, static_cast<double>(tokens),
+          s, dispatchRow, combineRow);
+      ::moecomm::ModelledTime time = ::moecomm::modelTime(traffic, link.link);
+      const char *name = stringifyStrategy(static_cast<Strategy>(s)).data();
+      auto printStages = [&](const char *direction,
+                             ArrayRef<::moecomm::ExpectedStage> stages,
+                             ArrayRef<double> seconds) {
+        for (auto [i, stage] : llvm::enumerate(stages))
+          os << llvm::formatv(
+              "  {0,-13}{1,-10}{2,-6}{3,-12}{4,16:F3}{5,16:F3}{6,14:F1}\n", name,
+              direction, i, scopeName(stage.scope),
+              stage.bytesSent[moecommLinkInterNode] * ranks / 1e6,
+              stage.bytesSent[moecommLinkIntraNode] * ranks / 1e6,
+              seconds[i] * 1e6);
+      };
+      printStages("dispatch", traffic.dispatch, time.dispatchStageSec);
+      printStages("combine", traffic.combine, time.combineStageSec);
+      os << llvm::formatv("  {0,-13}{1,-10}{2,56:F1}\n", name, "total",
+                          time.totalSec() * 1e6);
+      if (s == moecommPerExpert || time.totalSec() < best) {
+        best = time.totalSec();
+        chosen = s;
+      }
+    }
+    os << "  auto picks: "
+       << stringifyStrategy(static_cast<Strategy>(chosen)) << "\n";
+  }
+};
+
+} // namespace

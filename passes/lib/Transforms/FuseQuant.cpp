@@ -1,0 +1,110 @@
+//===- FuseQuant.cpp - quantize to FP8 once, dequantize once ---------------===//
+//
+// With an FP8 wire the split emits quantize -> exchange -> dequantize per hop.
+// These patterns forward FP8 rows with their scales between hops instead, so
+// every row is quantized once on its source rank and dequantized once where
+// it is consumed (see Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "moecomm/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_MOECOMMFUSEQUANT
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+namespace {
+
+/// `dequantize(r, rs)` whose only user is this dispatch permute.
+DequantizeOp singleUseDequantize(PermuteOp permute) {
+  if (permute.getDirection() != Direction::dispatch)
+    return {};
+  auto dequant = permute.getIn().getDefiningOp<DequantizeOp>();
+  if (!dequant || !dequant.getOut().hasOneUse())
+    return {};
+  return dequant;
+}
+
+/// dequantize -> permute(stage k) -> quantize  ==>  permute(stage k) of the
+/// FP8 rows and their scales (the forwarded rows stay FP8).
+struct ForwardFp8Rows : OpRewritePattern<QuantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(QuantizeOp quant,
+                                PatternRewriter &rewriter) const override {
+    auto permute = quant.getIn().getDefiningOp<PermuteOp>();
+    if (!permute || !permute.getStage() || !permute.getOut().hasOneUse())
+      return failure();
+    DequantizeOp dequant = singleUseDequantize(permute);
+    if (!dequant)
+      return failure();
+    auto fp8 = PermuteOp::create(rewriter, permute.getLoc(), dequant.getQ(),
+                                 dequant.getScales(), permute.getHandle(),
+                                 permute.getDirectionAttr(),
+                                 permute.getStageAttr(), UnitAttr());
+    rewriter.replaceOp(quant, fp8.getResults());
+    return success();
+  }
+};
+
+/// dequantize -> permute(output)  ==>  permute(output) of FP8 rows ->
+/// dequantize: rows are gathered as FP8 and dequantized once.
+struct DequantizeAfterOutput : OpRewritePattern<PermuteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PermuteOp permute,
+                                PatternRewriter &rewriter) const override {
+    if (permute.getStage())
+      return failure();
+    DequantizeOp dequant = singleUseDequantize(permute);
+    if (!dequant)
+      return failure();
+    Location loc = permute.getLoc();
+    auto fp8 = PermuteOp::create(rewriter, loc, dequant.getQ(),
+                                 dequant.getScales(), permute.getHandle(),
+                                 permute.getDirectionAttr(), IntegerAttr(),
+                                 UnitAttr());
+    rewriter.replaceOpWithNewOp<DequantizeOp>(permute, permute.getOut().getType(),
+                                              fp8.getOut(), fp8.getOutScales());
+    return success();
+  }
+};
+
+/// quantize(dequantize(q, s))  ==>  (q, s): a consumer that wants FP8 gets
+/// the received FP8 rows and scales directly.
+struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(QuantizeOp quant,
+                                PatternRewriter &rewriter) const override {
+    auto dequant = quant.getIn().getDefiningOp<DequantizeOp>();
+    if (!dequant)
+      return failure();
+    Location loc = quant.getLoc();
+    SmallVector<Value> replacements;
+    for (auto [from, to] : llvm::zip(
+             ValueRange{dequant.getQ(), dequant.getScales()}, quant.getResults()))
+      replacements.push_back(
+          from.getType() == to.getType()
+              ? from
+              : tensor::CastOp::create(rewriter, loc, to.getType(), from));
+    rewriter.replaceOp(quant, replacements);
+    return success();
+  }
+};
+
+struct FuseQuantPass : public mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(
+        &getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

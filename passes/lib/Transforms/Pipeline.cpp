@@ -1,0 +1,62 @@
+//===- Pipeline.cpp - moecomm-pipeline: collective level -> LLVM dialect ---===//
+
+#include "moecomm/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
+                                         const PipelineOptions &options) {
+  MoECommSplitHierarchicalOptions split;
+  split.strategy = options.strategy;
+  split.ranksPerNode = options.ranksPerNode;
+  split.preset = options.preset;
+  split.tokensPerRank = options.tokensPerRank;
+  split.ranks = options.ranks;
+  split.wireDtype = options.wireDtype;
+  split.capacity = options.capacity;
+  pm.addPass(createMoECommSplitHierarchical(split));
+  pm.addPass(createMoECommFuseQuant());
+  pm.addPass(createMoECommFusePermute());
+  pm.addPass(createCanonicalizerPass());
+  MoECommScheduleOverlapOptions overlap;
+  overlap.chunks = options.chunks;
+  pm.addNestedPass<func::FuncOp>(createMoECommScheduleOverlap(overlap));
+  // Expert computations written as elementwise arith on tensors bufferize
+  // through linalg.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createConvertMoECommToRuntime());
+  pm.addPass(createCSEPass());
+
+  // Runtime level -> LLVM dialect.
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::moecomm::registerMoECommPipeline() {
+  PassPipelineRegistration<PipelineOptions>(
+      "moecomm-pipeline",
+      "moecomm: collective-level dispatch/combine -> staged exchanges -> "
+      "runtime calls -> LLVM dialect (translate with mlir-translate "
+      "--mlir-to-llvmir)",
+      buildMoECommPipeline);
+}

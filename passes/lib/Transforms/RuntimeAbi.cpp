@@ -1,0 +1,95 @@
+//===- RuntimeAbi.cpp - emitting calls of the runtime's compiled-code ABI -===//
+
+#include "RuntimeAbi.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+RuntimeAbi::RuntimeAbi(OpBuilder &builder, Location loc, Operation *anchor)
+    : b(builder), loc(loc),
+      module(SymbolTable::getNearestSymbolTable(anchor)) {}
+
+StringRef RuntimeAbi::suffix(Type type) {
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF32())
+    return "f32";
+  if (isa<Float8E4M3FNType>(type))
+    return "f8";
+  if (type.isInteger(32))
+    return "i32";
+  assert(type.isInteger(64) && "no runtime ABI for this element type");
+  return "i64";
+}
+
+ValueRange RuntimeAbi::call(StringRef name, ValueRange args,
+                            TypeRange results) {
+  auto callee = dyn_cast_or_null<func::FuncOp>(
+      SymbolTable::lookupSymbolIn(module, name));
+  if (!callee) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&module->getRegion(0).front());
+    auto type = FunctionType::get(b.getContext(), args.getTypes(), results);
+    callee = func::FuncOp::create(b, loc, name, type);
+    callee.setPrivate();
+    if (llvm::any_of(args.getTypes(), llvm::IsaPred<MemRefType>))
+      callee->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  }
+  return func::CallOp::create(b, loc, callee, args).getResults();
+}
+
+Value RuntimeAbi::pointer(Value value) {
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  return UnrealizedConversionCastOp::create(b, loc, ptr, value).getResult(0);
+}
+
+Value RuntimeAbi::wrap(Value pointer, Type type) {
+  return UnrealizedConversionCastOp::create(b, loc, type, pointer).getResult(0);
+}
+
+Value RuntimeAbi::i32(int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, value, 32);
+}
+
+Value RuntimeAbi::i64(int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, value, 64);
+}
+
+Value RuntimeAbi::rows(Value layout, Direction direction, int64_t step,
+                       bool recv) {
+  Value n = call("moecomm_rt_rows",
+                 {layout, i32(static_cast<int32_t>(direction)), i64(step),
+                  i32(recv)},
+                 b.getI64Type())[0];
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), n);
+}
+
+FailureOr<Value>
+RuntimeAbi::alloc(const bufferization::BufferizationOptions &options,
+                  RankedTensorType type, Value rows) {
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  SmallVector<Value> dynamicSizes;
+  if (type.getRank() > 0 && type.isDynamicDim(0))
+    dynamicSizes.push_back(rows);
+  return options.createAlloc(b, loc, memrefType, dynamicSizes);
+}
+
+Value RuntimeAbi::abiMemRef(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                                       strides);
+  auto abiType = MemRefType::get(shape, type.getElementType(), layout,
+                                 type.getMemorySpace());
+  if (abiType == type)
+    return buffer;
+  return memref::CastOp::create(b, loc, abiType, buffer);
+}

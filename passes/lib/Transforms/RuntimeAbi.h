@@ -1,0 +1,63 @@
+//===- RuntimeAbi.h - emitting calls of the runtime's compiled-code ABI ---===//
+//
+// The runtime functions compiled code calls (runtime/include/moecomm/
+// moecomm_compiled.h): `moecomm_rt_*`, declared on first use with
+// `llvm.emit_c_interface` when they take memrefs. Memref arguments use the
+// fully dynamic strided layout so one declaration serves every caller; names
+// carry the element types (`_bf16`, `_f32`, `_f8`, `_i32`, `_i64`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOECOMM_PASSES_RUNTIMEABI_H
+#define MOECOMM_PASSES_RUNTIMEABI_H
+
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
+
+namespace mlir::moecomm {
+
+/// The step value the ABI uses for the output order (after the last stage).
+constexpr int64_t kOutputStep = -1;
+
+class RuntimeAbi {
+public:
+  /// Emits at `builder`'s insertion point; declarations go into the module
+  /// enclosing `anchor`.
+  RuntimeAbi(OpBuilder &builder, Location loc, Operation *anchor);
+
+  /// ABI name suffix of an element type: bf16, f32, f8, i32 or i64.
+  static StringRef suffix(Type elementType);
+
+  /// Calls `name` (declaring it on first use) and returns its results.
+  ValueRange call(StringRef name, ValueRange args, TypeRange results = {});
+
+  /// The runtime pointer behind a handle or request value.
+  Value pointer(Value handleOrRequest);
+  /// Wraps a runtime pointer as a value of `type` (handle or request).
+  Value wrap(Value pointer, Type type);
+
+  Value i32(int64_t value);
+  Value i64(int64_t value);
+
+  /// Rows of step `step` (kOutputStep: the output) of `direction`; `recv`
+  /// selects a stage's receive side. An `index` value.
+  Value rows(Value layout, Direction direction, int64_t step, bool recv);
+
+  /// A new identity-layout buffer for `type` whose dynamic leading dimension
+  /// is `rows` (index).
+  FailureOr<Value> alloc(const bufferization::BufferizationOptions &options,
+                         RankedTensorType type, Value rows);
+
+  /// `buffer` cast to the fully dynamic strided layout of the ABI.
+  Value abiMemRef(Value buffer);
+
+private:
+  OpBuilder &b;
+  Location loc;
+  Operation *module;
+};
+
+} // namespace mlir::moecomm
+
+#endif // MOECOMM_PASSES_RUNTIMEABI_H

@@ -1,0 +1,439 @@
+//===- ScheduleOverlap.cpp - chunk MoE layers, overlap exchanges -----------===//
+//
+// 1. Chunking: a staged MoE layer whose expert computation is row-wise is
+//    cloned per token chunk (its own layout, exchanges and combine) and the
+//    chunk outputs are reassembled.
+// 2. Every exchange becomes exchange_start + exchange_wait.
+// 3. Each block holding exchanges is list-scheduled: starts as early as
+//    their operands allow, waits as late as their users allow (first started,
+//    first waited), everything else in program order. With chunks this is a
+//    software pipeline: chunk i's exchange is in flight while chunk i-1's
+//    expert computation runs; independent layers (micro-batches) interleave
+//    the same way.
+//
+// Legality: SSA use-def edges are always kept; ops with memory effects other
+// than moecomm's collective resource keep their order relative to every
+// other effectful op. moecomm collectives may be reordered among themselves
+// because every rank runs the same schedule (SPMD), so all ranks still issue
+// them in one consistent order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moecomm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <queue>
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_MOECOMMSCHEDULEOVERLAP
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+namespace {
+
+bool isMoEComm(Operation *op) {
+  return isa<MoECommDialect>(op->getDialect());
+}
+
+/// The op of `block` that is or contains `op`, or null.
+Operation *inBlock(Block *block, Operation *op) {
+  return block->findAncestorOpInBlock(*op);
+}
+
+/// Ops of `block` that depend on `root` (including it).
+llvm::SetVector<Operation *> forwardSlice(Operation *root) {
+  Block *block = root->getBlock();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Operation *> worklist = {root};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!slice.insert(op))
+      continue;
+    for (Value result : op->getResults())
+      for (Operation *user : result.getUsers())
+        if (Operation *owner = inBlock(block, user))
+          worklist.push_back(owner);
+  }
+  return slice;
+}
+
+/// Ops of `block` that `root` depends on (including it).
+llvm::SetVector<Operation *> backwardSlice(Operation *root) {
+  Block *block = root->getBlock();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Operation *> worklist = {root};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!slice.insert(op))
+      continue;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *owner = inBlock(block, def))
+            if (owner != op)
+              worklist.push_back(owner);
+    });
+  }
+  return slice;
+}
+
+//===----------------------------------------------------------------------===//
+// Chunking
+//===----------------------------------------------------------------------===//
+
+/// One staged MoE layer: its layout, the ops from the layout to the combine
+/// output (exchanges and expert computation), the token-indexed values it
+/// reads from outside, and the combine output.
+struct Layer {
+  LayoutOp layout;
+  llvm::SetVector<Operation *> ops; ///< in program order, layout first
+  SmallVector<Value> tokenInputs;   ///< x (and its scales) and the routing
+  Value output;                     ///< out[T, H] of the combine
+};
+
+/// The final (`output`) step of `direction` among the users of `handle`.
+Operation *findOutputStep(Value handle, Direction direction,
+                          unsigned &count) {
+  Operation *found = nullptr;
+  count = 0;
+  for (Operation *user : handle.getUsers()) {
+    auto isOutput = [&](auto op) {
+      return op.getDirection() == direction && !op.getStage();
+    };
+    bool output = false;
+    if (auto permute = dyn_cast<PermuteOp>(user))
+      output = isOutput(permute);
+    else if (auto unpack = dyn_cast<UnpackOp>(user))
+      output = unpack.getDirection() == direction;
+    if (output) {
+      found = user;
+      ++count;
+    }
+  }
+  return found;
+}
+
+/// Whether `op` (expert computation inside a layer) transforms every row
+/// independently; `why` says what is not.
+bool isRowWise(Operation *op, const llvm::SetVector<Operation *> &layer,
+               std::string &why) {
+  auto inLayer = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && layer.contains(def);
+  };
+  if (isa<tensor::EmptyOp, tensor::DimOp, tensor::CastOp, arith::ConstantOp>(
+          op))
+    return true;
+  if (!isMemoryEffectFree(op) && !isa<linalg::LinalgOp>(op)) {
+    why = "'" + op->getName().getStringRef().str() + "' has memory effects";
+    return false;
+  }
+  if (op->hasTrait<OpTrait::Elementwise>()) {
+    for (Value operand : op->getOperands())
+      if (isa<RankedTensorType>(operand.getType()) && !inLayer(operand)) {
+        why = "'" + op->getName().getStringRef().str() +
+              "' combines the rows with a tensor from outside the layer";
+        return false;
+      }
+    return true;
+  }
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    if (!linalgOp.hasPureTensorSemantics()) {
+      why = "'" + op->getName().getStringRef().str() + "' works on buffers";
+      return false;
+    }
+    // A parallel loop that is the leading dimension of every row-carrying
+    // operand and indexes no other operand.
+    std::optional<unsigned> rowDim;
+    SmallVector<utils::IteratorType> iterators =
+        linalgOp.getIteratorTypesArray();
+    for (OpOperand &operand : linalgOp->getOpOperands()) {
+      AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+      if (!inLayer(operand.get()))
+        continue;
+      AffineExpr first = map.getNumResults() ? map.getResult(0) : AffineExpr();
+      auto dim = llvm::dyn_cast_if_present<AffineDimExpr>(first);
+      if (!dim || (rowDim && *rowDim != dim.getPosition())) {
+        rowDim.reset();
+        break;
+      }
+      rowDim = dim.getPosition();
+    }
+    bool ok = rowDim && iterators[*rowDim] == utils::IteratorType::parallel;
+    for (OpOperand &operand : linalgOp->getOpOperands()) {
+      if (!ok)
+        break;
+      AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+      for (unsigned i = 0; i < map.getNumResults(); ++i) {
+        bool usesRow = map.getResult(i).isFunctionOfDim(*rowDim);
+        if (usesRow && (!inLayer(operand.get()) || i != 0))
+          ok = false;
+      }
+    }
+    if (!ok)
+      why = "'" + op->getName().getStringRef().str() +
+            "' mixes rows (no parallel loop over the leading row dimension of "
+            "every row-carrying operand)";
+    return ok;
+  }
+  why = "'" + op->getName().getStringRef().str() + "' is not row-wise";
+  return false;
+}
+
+/// Collects the layer of `layout`, or returns why it cannot be chunked.
+FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
+  Layer layer;
+  layer.layout = layout;
+  unsigned count;
+  Operation *out = findOutputStep(layout.getHandle(), Direction::combine, count);
+  if (count != 1) {
+    why = "its handle is used by " + std::to_string(count) +
+          " combines (need exactly one)";
+    return failure();
+  }
+  Block *block = layout->getBlock();
+  if (out->getBlock() != block) {
+    why = "its combine is in a different block";
+    return failure();
+  }
+  llvm::SetVector<Operation *> fwd = forwardSlice(layout);
+  llvm::SetVector<Operation *> bwd = backwardSlice(out);
+  for (Operation &op : *block)
+    if (fwd.contains(&op) && bwd.contains(&op))
+      layer.ops.insert(&op);
+  layer.output = out->getResult(0);
+
+  for (Operation *op : layer.ops) {
+    if (op == layout.getOperation())
+      continue;
+    if (isMoEComm(op)) {
+      // Token-indexed inputs: rows entering the dispatch from outside.
+      if (auto dir = op->getAttrOfType<DirectionAttr>("direction");
+          dir && dir.getValue() == Direction::dispatch)
+        for (Value v : op->getOperands())
+          if (isa<RankedTensorType>(v.getType()) &&
+              !layer.ops.contains(v.getDefiningOp()) &&
+              !llvm::is_contained(layer.tokenInputs, v))
+            layer.tokenInputs.push_back(v);
+      continue;
+    }
+    if (!isRowWise(op, layer.ops, why))
+      return failure();
+    for (Value result : op->getResults())
+      if (auto type = dyn_cast<RankedTensorType>(result.getType()))
+        if (type.getRank() > 0 && !type.isDynamicDim(0)) {
+          why = "'" + op->getName().getStringRef().str() +
+                "' has a static row count";
+          return failure();
+        }
+  }
+  if (layout.getTokensPerExpert().getUses().begin() !=
+      layout.getTokensPerExpert().getUses().end()) {
+    why = "it uses tokens_per_expert, which changes with the chunk";
+    return failure();
+  }
+  for (Operation *op : layer.ops)
+    for (Value result : op->getResults())
+      if (result != layer.output && isa<RankedTensorType>(result.getType()))
+        for (Operation *user : result.getUsers())
+          if (!layer.ops.contains(inBlock(block, user))) {
+            why = "a value of the layer ('" +
+                  op->getName().getStringRef().str() +
+                  "') is used outside it";
+            return failure();
+          }
+  layer.tokenInputs.insert(layer.tokenInputs.begin(),
+                           {layout.getTopkIdx(), layout.getTopkWeights()});
+  return layer;
+}
+
+/// Clones `layer` once per chunk of tokens and reassembles the output.
+void chunkLayer(Layer &layer, int64_t chunks) {
+  Operation *out = layer.output.getDefiningOp();
+  OpBuilder b(out);
+  Location loc = out->getLoc();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value tokens = tensor::DimOp::create(b, loc, layer.tokenInputs[0], zero);
+  Value numChunks = arith::ConstantIndexOp::create(b, loc, chunks);
+  Value chunkSize = arith::CeilDivUIOp::create(b, loc, tokens, numChunks);
+  auto outType = cast<RankedTensorType>(layer.output.getType());
+  int64_t hidden = outType.getDimSize(1);
+  Value result = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{ShapedType::kDynamic, hidden},
+      outType.getElementType(), ValueRange{tokens});
+
+  for (int64_t c = 0; c < chunks; ++c) {
+    Value start = arith::MinUIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, chunkSize,
+                              arith::ConstantIndexOp::create(b, loc, c)),
+        tokens);
+    Value size = arith::MinUIOp::create(
+        b, loc, chunkSize, arith::SubIOp::create(b, loc, tokens, start));
+    IRMapping mapping;
+    for (Value input : layer.tokenInputs) {
+      auto type = cast<RankedTensorType>(input.getType());
+      SmallVector<OpFoldResult> offsets = {start, b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {size,
+                                         b.getIndexAttr(type.getDimSize(1))};
+      SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
+                                           b.getIndexAttr(1)};
+      auto sliceType = RankedTensorType::get(
+          {ShapedType::kDynamic, type.getDimSize(1)}, type.getElementType());
+      Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, input,
+                                                   offsets, sizes, strides);
+      mapping.map(input, slice);
+    }
+    for (Operation *op : layer.ops)
+      b.clone(*op, mapping);
+    Value chunkOut = mapping.lookup(layer.output);
+    SmallVector<OpFoldResult> offsets = {start, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {size, b.getIndexAttr(hidden)};
+    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    result = tensor::InsertSliceOp::create(b, loc, chunkOut, result, offsets,
+                                           sizes, strides);
+  }
+  if (result.getType() != layer.output.getType())
+    result = tensor::CastOp::create(b, loc, layer.output.getType(), result);
+  layer.output.replaceAllUsesWith(result);
+  for (Operation *op : llvm::reverse(layer.ops))
+    op->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous exchanges and the list schedule
+//===----------------------------------------------------------------------===//
+
+void makeAsync(ExchangeOp exchange) {
+  OpBuilder b(exchange);
+  auto start = ExchangeStartOp::create(
+      b, exchange.getLoc(), exchange.getSend(), exchange.getScales(),
+      exchange.getHandle(), exchange.getDirectionAttr(),
+      exchange.getStageAttr(), exchange.getScopeAttr());
+  auto wait = ExchangeWaitOp::create(b, exchange.getLoc(), start.getRequest(),
+                                     start.getRecv(), start.getRecvScales());
+  exchange->replaceAllUsesWith(wait.getResults());
+  exchange.erase();
+}
+
+/// Reorders `block`: starts early, waits late (FIFO), the rest in program
+/// order, keeping SSA edges and the order of effectful non-moecomm ops.
+void scheduleBlock(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  DenseMap<Operation *, unsigned> index;
+  for (auto [i, op] : llvm::enumerate(ops))
+    index[op] = i;
+
+  // Dependencies: predecessors count and successor lists.
+  std::vector<SmallVector<unsigned>> successors(ops.size());
+  std::vector<unsigned> pending(ops.size(), 0);
+  auto addEdge = [&](unsigned from, unsigned to) {
+    successors[from].push_back(to);
+    ++pending[to];
+  };
+  std::optional<unsigned> lastEffectful;
+  for (unsigned i = 0; i < ops.size(); ++i) {
+    Operation *op = ops[i];
+    llvm::SmallDenseSet<unsigned> preds;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *owner = inBlock(&block, def))
+            if (owner != op)
+              preds.insert(index[owner]);
+    });
+    // Effectful ops outside moecomm form one ordered chain with every other
+    // effectful op.
+    bool effectful = !isMemoryEffectFree(op);
+    if (effectful && !isMoEComm(op)) {
+      for (unsigned j = 0; j < i; ++j)
+        if (!isMemoryEffectFree(ops[j]))
+          preds.insert(j);
+      lastEffectful = i;
+    } else if (effectful && lastEffectful) {
+      preds.insert(*lastEffectful);
+    }
+    for (unsigned p : preds)
+      addEdge(p, i);
+  }
+
+  // Ready ops: non-waits by program order first; waits by start order.
+  DenseMap<Operation *, unsigned> startOrder;
+  unsigned started = 0;
+  auto key = [&](unsigned i) -> std::pair<unsigned, unsigned> {
+    if (auto wait = dyn_cast<ExchangeWaitOp>(ops[i]))
+      return {1, startOrder.lookup(wait.getRequest().getDefiningOp())};
+    return {0, i};
+  };
+  auto cmp = [&](unsigned a, unsigned b) { return key(a) > key(b); };
+  std::priority_queue<unsigned, std::vector<unsigned>, decltype(cmp)> ready(cmp);
+  // A wait becomes ready only after its start (SSA edge), so the start
+  // order it is keyed by is known when it enters the queue.
+  for (unsigned i = 0; i < ops.size(); ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  std::vector<bool> scheduled(ops.size(), false);
+  Operation *terminator = block.getTerminator();
+  while (!ready.empty()) {
+    unsigned i = ready.top();
+    ready.pop();
+    ops[i]->moveBefore(terminator);
+    scheduled[i] = true;
+    if (isa<ExchangeStartOp>(ops[i]))
+      startOrder[ops[i]] = started++;
+    for (unsigned s : successors[i])
+      if (--pending[s] == 0)
+        ready.push(s);
+  }
+  assert(llvm::all_of(scheduled, [](bool s) { return s; }) &&
+         "dependency cycle in a block");
+}
+
+struct ScheduleOverlapPass
+    : public mlir::moecomm::impl::MoECommScheduleOverlapBase<
+          ScheduleOverlapPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (chunks < 1) {
+      func.emitError() << "moecomm-schedule-overlap: chunks must be >= 1, got "
+                       << static_cast<int64_t>(chunks);
+      return signalPassFailure();
+    }
+    if (chunks > 1) {
+      SmallVector<LayoutOp> layouts;
+      func.walk([&](LayoutOp op) { layouts.push_back(op); });
+      for (LayoutOp layout : layouts) {
+        std::string why;
+        FailureOr<Layer> layer = collectLayer(layout, why);
+        if (failed(layer)) {
+          layout.emitRemark() << "moecomm-schedule-overlap: not chunked: "
+                              << why;
+          continue;
+        }
+        chunkLayer(*layer, chunks);
+      }
+    }
+    SmallVector<ExchangeOp> exchanges;
+    func.walk([&](ExchangeOp op) { exchanges.push_back(op); });
+    llvm::SetVector<Block *> blocks;
+    for (ExchangeOp op : exchanges) {
+      blocks.insert(op->getBlock());
+      makeAsync(op);
+    }
+    for (Block *block : blocks)
+      scheduleBlock(*block);
+  }
+};
+
+} // namespace

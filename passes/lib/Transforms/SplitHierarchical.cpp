@@ -1,0 +1,369 @@
+//===- SplitHierarchical.cpp - collective level -> staged level ------------===//
+//
+// Rewrites moecomm.dispatch / moecomm.combine into layout, permute, exchange
+// stages (see Passes.td for the scheme and its sources). The strategy of each
+// dispatch is resolved first (op attribute, pass option, or the static cost
+// model), recorded in its handle type and propagated through function
+// arguments and results so combines in other functions agree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moecomm/Transforms/Passes.h"
+
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/SymbolTable.h"
+#include "moecomm/CostModel.h"
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_MOECOMMSPLITHIERARCHICAL
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+namespace {
+
+/// Bytes of one row of `hidden` elements on the wire (FP8: H bytes plus one
+/// f32 scale per 128 elements).
+int64_t wireRowBytes(WireDtype wire, int64_t hidden) {
+  switch (wire) {
+  case WireDtype::f32:
+    return 4 * hidden;
+  case WireDtype::bf16:
+    return 2 * hidden;
+  case WireDtype::fp8_e4m3:
+    return hidden + 4 * getNumScaleBlocks(hidden);
+  }
+  llvm_unreachable("unknown wire dtype");
+}
+
+/// The static cost model's choice for `op` (DESIGN.md §7, uniform routing).
+Strategy chooseStatically(DispatchOp op, const moecommLinkModel_t &link,
+                          int64_t tokensPerRank) {
+  TopologyAttr topo = op.getTopology();
+  RankedTensorType x = op.getX().getType();
+  int64_t tokens = x.isDynamicDim(0) ? tokensPerRank : x.getDimSize(0);
+  int64_t hidden = x.getDimSize(1);
+  int64_t combineRowBytes = wireRowBytes(
+      x.getElementType().isF32() ? WireDtype::f32 : WireDtype::bf16, hidden);
+  int topk = static_cast<int>(op.getTopkIdx().getType().getDimSize(1));
+  moecommStrategy_t chosen = ::moecomm::chooseStrategyUniform(
+      static_cast<int>(topo.getRanks()), static_cast<int>(topo.getRanksPerNode()),
+      topo.getExperts(), topk, static_cast<double>(tokens),
+      wireRowBytes(op.getWireDtype(), hidden), combineRowBytes, link);
+  return static_cast<Strategy>(chosen);
+}
+
+struct SplitHierarchicalPass
+    : public mlir::moecomm::impl::MoECommSplitHierarchicalBase<SplitHierarchicalPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult configureCollectives(ModuleOp module);
+  LogicalResult retargetRanksPerNode(ModuleOp module);
+  LogicalResult resolveStrategies(ModuleOp module);
+  LogicalResult propagateHandleType(Value value, HandleType type,
+                                    SymbolTableCollection &symbols);
+  void splitDispatch(DispatchOp op);
+  LogicalResult splitCombine(CombineOp op);
+
+  std::optional<Strategy> optionStrategy;
+};
+
+void SplitHierarchicalPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  optionStrategy = symbolizeStrategy(strategy);
+  if (!optionStrategy) {
+    module.emitError() << "moecomm-split-hierarchical: unknown strategy '"
+                       << strategy
+                       << "'; expected per_expert, flat, hierarchical or auto";
+    return signalPassFailure();
+  }
+  if (failed(configureCollectives(module)) ||
+      failed(retargetRanksPerNode(module)) || failed(resolveStrategies(module)))
+    return signalPassFailure();
+
+  SmallVector<DispatchOp> dispatches;
+  SmallVector<CombineOp> combines;
+  module.walk([&](Operation *op) {
+    if (auto d = dyn_cast<DispatchOp>(op))
+      dispatches.push_back(d);
+    else if (auto c = dyn_cast<CombineOp>(op))
+      combines.push_back(c);
+  });
+  // Combines first: they only read the handle, whose producer is replaced
+  // below by a layout op with the same type.
+  for (CombineOp op : combines)
+    if (failed(splitCombine(op)))
+      return signalPassFailure();
+  for (DispatchOp op : dispatches)
+    splitDispatch(op);
+}
+
+/// Applies `ranks` (check), `wire-dtype` and `capacity` (overrides).
+LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
+  std::optional<WireDtype> wire;
+  if (!wireDtype.empty()) {
+    wire = symbolizeWireDtype(wireDtype);
+    if (!wire)
+      return module.emitError()
+             << "moecomm-split-hierarchical: unknown wire-dtype '" << wireDtype
+             << "'; expected f32, bf16 or fp8_e4m3";
+  }
+  if (capacity < 0)
+    return module.emitError() << "moecomm-split-hierarchical: capacity must "
+                                 "be >= 0 rows, got "
+                              << static_cast<int64_t>(capacity);
+  WalkResult result = module.walk([&](DispatchOp op) {
+    int64_t opRanks = op.getTopology().getRanks();
+    if (ranks > 0 && opRanks != ranks) {
+      op.emitError() << "topology has " << opRanks
+                     << " ranks but the pipeline targets "
+                     << static_cast<int64_t>(ranks);
+      return WalkResult::interrupt();
+    }
+    Builder b(op);
+    if (wire) {
+      bool xF32 = op.getX().getType().getElementType().isF32();
+      // A bf16/f32 override applies to the dispatches of that dtype only;
+      // fp8 applies to all.
+      if (*wire == WireDtype::fp8_e4m3 || (*wire == WireDtype::f32) == xF32)
+        op.setWireAttr(WireDtypeAttr::get(b.getContext(), *wire));
+    }
+    if (capacity > 0)
+      op.setCapacityAttr(b.getI64IntegerAttr(capacity));
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// Replaces ranks_per_node in every topology and handle type of the module.
+LogicalResult SplitHierarchicalPass::retargetRanksPerNode(ModuleOp module) {
+  if (ranksPerNode == 0)
+    return success();
+  WalkResult bad = module.walk([&](DispatchOp op) {
+    int64_t opRanks = op.getTopology().getRanks();
+    if (ranksPerNode < 0 || opRanks % ranksPerNode != 0) {
+      op.emitError() << "ranks-per-node " << static_cast<int64_t>(ranksPerNode)
+                     << " does not divide the topology's " << opRanks
+                     << " ranks";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (bad.wasInterrupted())
+    return failure();
+  AttrTypeReplacer replacer;
+  int64_t perNode = ranksPerNode;
+  replacer.addReplacement([perNode](TopologyAttr topo) -> Attribute {
+    if (topo.getRanks() % perNode != 0)
+      return topo;
+    return TopologyAttr::get(topo.getContext(), topo.getRanks(), perNode,
+                             topo.getExperts());
+  });
+  replacer.addReplacement([perNode](HandleType type) -> Type {
+    if (type.getRanks() % perNode != 0)
+      return type;
+    return HandleType::get(type.getContext(), type.getRanks(), perNode,
+                           type.getExperts(), type.getStrategy());
+  });
+  replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+  return success();
+}
+
+/// Picks each dispatch's strategy and records it in its handle type.
+LogicalResult SplitHierarchicalPass::resolveStrategies(ModuleOp module) {
+  const ::moecomm::LinkPreset *linkPreset = ::moecomm::findLinkPreset(preset);
+  if (!linkPreset)
+    return module.emitError() << "moecomm-split-hierarchical: unknown preset '"
+                              << preset
+                              << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
+  SymbolTableCollection symbols;
+  WalkResult result = module.walk([&](DispatchOp op) {
+    Strategy chosen = *optionStrategy;
+    if (auto attr = op.getStrategy())
+      chosen = *attr;
+    if (chosen == Strategy::automatic)
+      chosen = chooseStatically(op, linkPreset->link, tokensPerRank);
+    op.setStrategyAttr(StrategyAttr::get(op.getContext(), chosen));
+    auto type = cast<HandleType>(op.getHandle().getType());
+    if (failed(propagateHandleType(op.getHandle(), type.withStrategy(chosen),
+                                   symbols)))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// Sets `value`'s type to `type` and follows it through func.return (into the
+/// function's results and every call's results) and func.call (into the
+/// callee's arguments).
+LogicalResult
+SplitHierarchicalPass::propagateHandleType(Value value, HandleType type,
+                                           SymbolTableCollection &symbols) {
+  if (value.getType() == type)
+    return success();
+  auto current = cast<HandleType>(value.getType());
+  if (current.getStrategy() && current.getStrategy() != type.getStrategy()) {
+    return emitError(value.getLoc())
+           << "this handle receives layouts planned with different strategies ("
+           << stringifyStrategy(*current.getStrategy()) << " and "
+           << stringifyStrategy(*type.getStrategy())
+           << "); give the dispatches the same strategy<...>";
+  }
+  value.setType(type);
+  for (OpOperand &use : llvm::make_early_inc_range(value.getUses())) {
+    Operation *user = use.getOwner();
+    if (isa<MoECommDialect>(user->getDialect()))
+      continue;
+    if (auto ret = dyn_cast<func::ReturnOp>(user)) {
+      auto func = ret->getParentOfType<func::FuncOp>();
+      unsigned index = use.getOperandNumber();
+      SmallVector<Type> results(func.getResultTypes());
+      results[index] = type;
+      func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                     results));
+      ModuleOp module = func->getParentOfType<ModuleOp>();
+      if (auto uses = SymbolTable::getSymbolUses(func, module))
+        for (SymbolTable::SymbolUse symbolUse : *uses)
+          if (auto call = dyn_cast<func::CallOp>(symbolUse.getUser()))
+            if (failed(propagateHandleType(call.getResult(index), type,
+                                           symbols)))
+              return failure();
+      continue;
+    }
+    if (auto call = dyn_cast<func::CallOp>(user)) {
+      auto callee =
+          symbols.lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+      if (!callee || callee.isExternal())
+        continue;
+      unsigned index = use.getOperandNumber();
+      BlockArgument arg = callee.getArgument(index);
+      if (failed(propagateHandleType(arg, type, symbols)))
+        return failure();
+      SmallVector<Type> inputs(callee.getArgumentTypes());
+      inputs[index] = type;
+      callee.setType(FunctionType::get(callee.getContext(), inputs,
+                                       callee.getResultTypes()));
+      continue;
+    }
+    return user->emitError()
+           << "cannot carry a moecomm handle through '" << user->getName()
+           << "'; pass it directly between dispatch, combine, func.call and "
+              "func.return";
+  }
+  return success();
+}
+
+/// Dispatch: layout, then per stage permute -> exchange (FP8: quantize ->
+/// exchange -> dequantize per hop), then permute into expert-major order.
+void SplitHierarchicalPass::splitDispatch(DispatchOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  TopologyAttr topo = op.getTopology();
+  Strategy strategy = *op.getStrategy();
+  auto layout = LayoutOp::create(b, loc, op.getTopkIdx(), op.getTopkWeights(),
+                                 topo, StrategyAttr::get(ctx, strategy),
+                                 op.getCapacityAttr());
+  Value handle = layout.getHandle();
+  auto dispatch = DirectionAttr::get(ctx, Direction::dispatch);
+  RankedTensorType xType = op.getX().getType();
+  bool fp8 = op.getWireDtype() == WireDtype::fp8_e4m3;
+  int64_t stages =
+      getNumStages(strategy, topo.getRanks(), topo.getRanksPerNode());
+
+  auto dequantize = [&](Value q, Value scales) -> Value {
+    auto qType = cast<RankedTensorType>(q.getType());
+    auto type = RankedTensorType::get(qType.getShape(), xType.getElementType());
+    return DequantizeOp::create(b, loc, type, q, scales).getOut();
+  };
+
+  Value rows = op.getX();
+  Value recv;
+  if (fp8 && stages == 0) {
+    // No wire hop, but the semantics of an FP8 wire still hold.
+    auto quant = QuantizeOp::create(b, loc, rows);
+    auto permute = PermuteOp::create(b, loc, quant.getQ(), quant.getScales(),
+                                     handle, dispatch, IntegerAttr());
+    recv = dequantize(permute.getOut(), permute.getOutScales());
+  } else {
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      auto stageAttr = b.getI64IntegerAttr(stage);
+      auto scope = ScopeAttr::get(
+          ctx, getStageScope(strategy, topo.getRanks(), topo.getRanksPerNode(),
+                             Direction::dispatch, stage));
+      Value send = PermuteOp::create(b, loc, rows, Value(), handle, dispatch,
+                                     stageAttr)
+                       .getOut();
+      if (!fp8) {
+        rows = ExchangeOp::create(b, loc, send, Value(), handle, dispatch,
+                                  stageAttr, scope)
+                   .getRecv();
+        continue;
+      }
+      auto quant = QuantizeOp::create(b, loc, send);
+      auto exchange =
+          ExchangeOp::create(b, loc, quant.getQ(), quant.getScales(), handle,
+                             dispatch, stageAttr, scope);
+      rows = dequantize(exchange.getRecv(), exchange.getRecvScales());
+    }
+    recv = PermuteOp::create(b, loc, rows, Value(), handle, dispatch,
+                             IntegerAttr())
+               .getOut();
+  }
+  op.getRecv().replaceAllUsesWith(recv);
+  op.getRecvWeights().replaceAllUsesWith(layout.getRecvWeights());
+  op.getTokensPerExpert().replaceAllUsesWith(layout.getTokensPerExpert());
+  op.getHandle().replaceAllUsesWith(handle);
+  op.erase();
+}
+
+/// Combine: per stage a summing permute -> exchange (reverse scope order),
+/// then a summing permute into out[T, H].
+LogicalResult SplitHierarchicalPass::splitCombine(CombineOp op) {
+  auto type = cast<HandleType>(op.getHandle().getType());
+  std::optional<Strategy> strategy = type.getStrategy();
+  if (!strategy && optionStrategy != Strategy::automatic)
+    strategy = optionStrategy;
+  if (!strategy)
+    return op.emitError()
+           << "cannot tell which strategy this combine's handle was planned "
+              "with (it does not come from a dispatch in this module); set "
+              "strategy= or the handle type's strategy";
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  auto combine = DirectionAttr::get(ctx, Direction::combine);
+  UnitAttr weighted = op.getWeightedAttr();
+  Value handle = op.getHandle();
+  int64_t ranks = type.getRanks(), perNode = type.getRanksPerNode();
+  Value rows = op.getY();
+  for (int64_t stage = 0, e = getNumStages(*strategy, ranks, perNode);
+       stage < e; ++stage) {
+    auto stageAttr = b.getI64IntegerAttr(stage);
+    auto scope = ScopeAttr::get(
+        ctx, getStageScope(*strategy, ranks, perNode, Direction::combine, stage));
+    Value send = PermuteOp::create(b, loc, rows, Value(), handle, combine,
+                                   stageAttr, weighted)
+                     .getOut();
+    rows = ExchangeOp::create(b, loc, send, Value(), handle, combine, stageAttr,
+                              scope)
+               .getRecv();
+  }
+  Value out = PermuteOp::create(b, loc, rows, Value(), handle, combine,
+                                IntegerAttr(), weighted)
+                  .getOut();
+  if (out.getType() != op.getOut().getType())
+    out = tensor::CastOp::create(b, loc, op.getOut().getType(), out);
+  op.getOut().replaceAllUsesWith(out);
+  op.erase();
+  return success();
+}
+
+} // namespace

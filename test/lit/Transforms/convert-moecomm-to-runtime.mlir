@@ -1,0 +1,85 @@
+// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-quant --moecomm-fuse-permute --convert-moecomm-to-runtime | FileCheck %s
+// RUN: moecomm-opt %s -split-input-file --convert-moecomm-to-runtime | FileCheck %s --check-prefix=DIRECT
+
+// Staged FP8 layer: every op is a runtime call on fresh buffers sized by the
+// layout; the layout is released after its last use.
+// Declarations come first; memref arguments use the C interface.
+// CHECK: func.func private @moecomm_rt_gather_f8_bf16(!llvm.ptr, i32, i64, i32, memref<?x?xf8E4M3FN, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @layer
+// CHECK-SAME: (%[[X:.*]]: memref<?x300xbf16>, %[[I:.*]]: memref<?x3xi32>, %[[W:.*]]: memref<?x3xf32>) -> memref<?x300xbf16>
+// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i32({{.*}}) : (memref<?x?xi32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, i64, i32, i64) -> !llvm.ptr
+// CHECK: %[[N0:.*]] = call @moecomm_rt_rows(%[[L]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i32, i64, i32) -> i64
+// CHECK: call @moecomm_rt_gather_bf16_f8(%[[L]],
+// CHECK: call @moecomm_rt_exchange_f8(%[[L]],
+// CHECK: call @moecomm_rt_gather_f8_f8(%[[L]],
+// CHECK: call @moecomm_rt_exchange_f8(%[[L]],
+// CHECK: call @moecomm_rt_gather_f8_bf16(%[[L]],
+// CHECK: call @moecomm_rt_gather_bf16_bf16(%[[L]],
+// CHECK: call @moecomm_rt_exchange_bf16(%[[L]],
+// CHECK: call @moecomm_rt_gather_bf16_bf16(%[[L]],
+// CHECK: call @moecomm_rt_exchange_bf16(%[[L]],
+// CHECK: call @moecomm_rt_gather_bf16_bf16(%[[L]],
+// CHECK-NEXT: call @moecomm_rt_layout_release(%[[L]])
+// CHECK-NOT: moecomm.{{[a-z]}}
+// CHECK: return
+func.func @layer(%x: tensor<?x300xbf16>, %idx: tensor<?x3xi32>, %w: tensor<?x3xf32>) -> tensor<?x300xbf16> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> wire<fp8_e4m3> : tensor<?x300xbf16>, tensor<?x3xi32>, tensor<?x3xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x300xbf16>
+  return %out : tensor<?x300xbf16>
+}
+
+// -----
+
+// A handle that leaves its function is a pointer owned by the receiver.
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: -> (memref<?x64xf32>, !llvm.ptr)
+// CHECK-NOT: moecomm_rt_layout_release
+// CHECK: return %{{.*}}, %{{.*}} : memref<?x64xf32>, !llvm.ptr
+// CHECK-LABEL: func.func @backward
+// CHECK-SAME: %{{.*}}: !llvm.ptr
+// CHECK: call @moecomm_rt_gather_f32_f32
+func.func @forward(%x: tensor<?x64xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> (tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>
+  return %recv, %h : tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+}
+func.func @backward(%dy: tensor<?x64xf32>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) -> tensor<?x64xf32> {
+  %dx = moecomm.combine %dy, %h : tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x64xf32>
+  return %dx : tensor<?x64xf32>
+}
+
+// -----
+
+// Without the split, collectives lower to the runtime's one-shot calls (its
+// `auto` picks the strategy per call); all_to_all learns its counts first.
+// DIRECT-LABEL: func.func @direct
+// DIRECT: %[[L:.*]] = call @moecomm_rt_layout_i32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AUTO:.*]], %{{.*}})
+// DIRECT: call @moecomm_rt_dispatch_bf16(%[[L]],
+// DIRECT: call @moecomm_rt_combine_bf16(%[[L]],
+// DIRECT: call @moecomm_rt_layout_release(%[[L]])
+// DIRECT: %[[TOTAL:.*]] = call @moecomm_rt_all_to_all_counts_i64(
+// DIRECT: %[[ROWS:.*]] = arith.index_cast %[[TOTAL]] : i64 to index
+// DIRECT: memref.alloc(%[[ROWS]]) {{.*}} : memref<?x64xbf16>
+// DIRECT: call @moecomm_rt_all_to_all_bf16_i64(
+func.func @direct(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %counts: tensor<2xi64>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 2, experts = 4> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 4> -> tensor<?x64xbf16>
+  %a, %ac = moecomm.all_to_all %x, %counts topology<ranks = 2, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<2xi64>
+  return %out, %a : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
+// -----
+
+// Asynchronous exchanges: the start returns the request, the wait completes
+// the buffers in place.
+// CHECK-LABEL: func.func @async
+// CHECK: %[[BUF:.*]] = memref.alloc
+// CHECK: %[[REQ:.*]] = call @moecomm_rt_exchange_start_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[CAST:.*]]) : {{.*}} -> !llvm.ptr
+// CHECK: call @moecomm_rt_wait(%[[REQ]]) : (!llvm.ptr) -> ()
+func.func @async(%x: tensor<?x8xbf16>, %idx: tensor<?x1xi32>, %w: tensor<?x1xf32>) -> tensor<?x8xbf16> {
+  %h, %rw, %tpe = moecomm.layout %idx, %w topology<ranks = 2, ranks_per_node = 2, experts = 2> strategy<flat> : tensor<?x1xi32>, tensor<?x1xf32>
+  %p = moecomm.pack %x, %h dispatch stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 2, strategy = flat> -> tensor<?x8xbf16>
+  %req, %r = moecomm.exchange_start %p, %h dispatch stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 2, strategy = flat>
+  %o = moecomm.exchange_wait %req, %r : tensor<?x8xbf16>
+  %u = moecomm.unpack %o, %h dispatch : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 2, strategy = flat> -> tensor<?x8xbf16>
+  return %u : tensor<?x8xbf16>
+}

@@ -1,0 +1,45 @@
+// Layers that cannot be chunked get a remark and stay correct (only async).
+// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=2 -verify-diagnostics | FileCheck %s
+
+// A transpose mixes rows: not row-wise.
+// CHECK-LABEL: func.func @not_row_wise
+// CHECK-COUNT-1: moecomm.layout
+// CHECK: moecomm.exchange_start
+// CHECK: moecomm.exchange_wait
+func.func @not_row_wise(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %init: tensor<64x?xf32>) -> tensor<?x64xf32> {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: 'linalg.transpose' mixes rows}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %t = linalg.transpose ins(%recv : tensor<?x64xf32>) outs(%init : tensor<64x?xf32>) permutation = [1, 0]
+  %c = tensor.cast %t : tensor<64x?xf32> to tensor<?x64xf32>
+  %out = moecomm.combine %c, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
+// Grouped GEMMs that read tokens_per_expert depend on the whole batch.
+func.func @uses_counts(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<2xi64>) {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: it uses tokens_per_expert, which changes with the chunk}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out, %tpe : tensor<?x64xf32>, tensor<2xi64>
+}
+
+// -----
+
+// The dispatched rows leave the layer.
+func.func @rows_escape(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: a value of the layer ('moecomm.unpack') is used outside it}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out, %recv : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// A dispatch without a combine (e.g. the forward half of a split graph).
+func.func @no_combine(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: its handle is used by 0 combines (need exactly one)}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  return %recv : tensor<?x64xf32>
+}

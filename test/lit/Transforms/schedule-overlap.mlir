@@ -1,0 +1,89 @@
+// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=1 | FileCheck %s --check-prefix=C1
+// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=2 | FileCheck %s --check-prefix=C2
+// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=4 | FileCheck %s --check-prefix=C4
+
+// chunks=1: exchanges become start/wait; the dense work that does not need
+// the received rows runs while they are in flight.
+// C1-LABEL: func.func @layer
+// C1: moecomm.layout
+// C1: %[[REQ:.*]], %[[BUF:.*]] = moecomm.exchange_start {{.*}} dispatch stage 0 scope<global>
+// C1-NEXT: %[[DENSE:.*]] = arith.addf %arg3, %arg3
+// C1-NEXT: moecomm.exchange_wait %[[REQ]], %[[BUF]]
+// C1-NOT: moecomm.exchange %
+//
+// chunks=2: two layouts; chunk 1's dispatch exchange is in flight while
+// chunk 0's expert computation runs, and chunk 0's combine exchange while
+// chunk 1's computation runs; the outputs are reassembled in token order.
+// C2-LABEL: func.func @layer
+// C2: %[[T:.*]] = tensor.dim %arg1, %c0
+// C2: %[[X0:.*]] = tensor.extract_slice %arg0[
+// C2: %[[H0:.*]], %{{.*}}, %{{.*}} = moecomm.layout
+// C2: %[[REQ0:.*]], %[[B0:.*]] = moecomm.exchange_start {{.*}}, %[[H0]] dispatch stage 0
+// C2: %[[H1:.*]], %{{.*}}, %{{.*}} = moecomm.layout
+// C2: %[[REQ1:.*]], %[[B1:.*]] = moecomm.exchange_start {{.*}}, %[[H1]] dispatch stage 0
+// C2: moecomm.exchange_wait %[[REQ0]], %[[B0]]
+// C2: %[[RECV0:.*]] = moecomm.unpack {{.*}}, %[[H0]] dispatch
+// C2-NEXT: arith.mulf %[[RECV0]], %[[RECV0]]
+// C2: %[[CREQ0:.*]], %[[CB0:.*]] = moecomm.exchange_start {{.*}}, %[[H0]] combine stage 0
+// C2: moecomm.exchange_wait %[[REQ1]], %[[B1]]
+// C2: %[[RECV1:.*]] = moecomm.unpack {{.*}}, %[[H1]] dispatch
+// C2-NEXT: arith.mulf %[[RECV1]], %[[RECV1]]
+// C2: moecomm.exchange_wait %[[CREQ0]], %[[CB0]]
+// C2: %[[OUT0:.*]] = moecomm.unpack {{.*}}, %[[H0]] combine weighted
+// C2: %[[ACC:.*]] = tensor.insert_slice %[[OUT0]] into
+// C2: %[[OUT1:.*]] = moecomm.unpack {{.*}}, %[[H1]] combine weighted
+// C2: %[[RES:.*]] = tensor.insert_slice %[[OUT1]] into %[[ACC]]
+// C2: return %[[RES]], %{{.*}} :
+//
+// C4-LABEL: func.func @layer
+// C4-COUNT-4: moecomm.layout
+// C4-COUNT-4: tensor.insert_slice
+// C4-NOT: moecomm.layout
+// C4: return
+func.func @layer(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %dense: tensor<8x8xf32>) -> (tensor<?x64xbf16>, tensor<8x8xf32>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %y = arith.mulf %recv, %recv : tensor<?x64xbf16>
+  %out = moecomm.combine %y, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  %d = arith.addf %dense, %dense : tensor<8x8xf32>
+  return %out, %d : tensor<?x64xbf16>, tensor<8x8xf32>
+}
+
+// -----
+
+// Two independent micro-batches through two layers: with chunks=1 the
+// second micro-batch's dispatch is in flight while the first one computes.
+// C1-LABEL: func.func @micro_batches
+// C1: %[[HA:.*]], %{{.*}}, %{{.*}} = moecomm.layout %arg1
+// C1: %[[RA:.*]], %[[BA:.*]] = moecomm.exchange_start {{.*}}, %[[HA]] dispatch
+// C1: %[[HB:.*]], %{{.*}}, %{{.*}} = moecomm.layout %arg4
+// C1: %[[RB:.*]], %[[BB:.*]] = moecomm.exchange_start {{.*}}, %[[HB]] dispatch
+// C1: moecomm.exchange_wait %[[RA]], %[[BA]]
+// C1: arith.mulf
+// C1: moecomm.exchange_wait %[[RB]], %[[BB]]
+func.func @micro_batches(%xa: tensor<?x64xbf16>, %ia: tensor<?x2xi32>, %wa: tensor<?x2xf32>,
+                         %xb: tensor<?x64xbf16>, %ib: tensor<?x2xi32>, %wb: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %ra, %rwa, %ta, %ha = moecomm.dispatch %xa, %ia, %wa topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %ya = arith.mulf %ra, %ra : tensor<?x64xbf16>
+  %oa = moecomm.combine %ya, %ha weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  %rb, %rwb, %tb, %hb = moecomm.dispatch %xb, %ib, %wb topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %yb = arith.mulf %rb, %rb : tensor<?x64xbf16>
+  %ob = moecomm.combine %yb, %hb weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  return %oa, %ob : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
+// -----
+
+// A row-wise expert computation as a linalg.matmul with an expert weight
+// matrix from outside the layer: chunkable.
+// C2-LABEL: func.func @matmul_expert
+// C2-COUNT-2: moecomm.layout
+// C2-NOT: remark
+func.func @matmul_expert(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %wexp: tensor<64x64xf32>) -> tensor<?x64xf32> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %recv, %c0 : tensor<?x64xf32>
+  %init = tensor.empty(%n) : tensor<?x64xf32>
+  %y = linalg.matmul ins(%recv, %wexp : tensor<?x64xf32>, tensor<64x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %out = moecomm.combine %y, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}

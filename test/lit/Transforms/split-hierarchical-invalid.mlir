@@ -1,0 +1,46 @@
+// RUN: moecomm-opt %s -split-input-file -verify-diagnostics --moecomm-split-hierarchical=strategy=auto
+// RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=fastest 2>&1 | FileCheck %s --check-prefix=STRATEGY
+// RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=ranks=4 2>&1 | FileCheck %s --check-prefix=RANKS
+// RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=ranks-per-node=3 2>&1 | FileCheck %s --check-prefix=PERNODE
+// RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=wire-dtype=fp16 2>&1 | FileCheck %s --check-prefix=WIRE
+
+// STRATEGY: error: moecomm-split-hierarchical: unknown strategy 'fastest'; expected per_expert, flat, hierarchical or auto
+// WIRE: error: moecomm-split-hierarchical: unknown wire-dtype 'fp16'; expected f32, bf16 or fp8_e4m3
+// RANKS: error: topology has 8 ranks but the pipeline targets 4
+// PERNODE: error: ranks-per-node 3 does not divide the topology's 8 ranks
+
+func.func @backward(%dy: tensor<?x64xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{cannot tell which strategy this combine's handle was planned with (it does not come from a dispatch in this module); set strategy= or the handle type's strategy}}
+  %dx = moecomm.combine %dy, %h : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  return %dx : tensor<?x64xbf16>
+}
+func.func @forward(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xbf16> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  return %recv : tensor<?x64xbf16>
+}
+
+// -----
+
+// With strategy=auto the cost model picks flat for one token per rank and
+// hierarchical for 100000; both layouts cannot share one backward function.
+// expected-error @+1 {{this handle receives layouts planned with different strategies (flat and hierarchical); give the dispatches the same strategy<...>}}
+func.func @backward(%dy: tensor<?x64xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x64xbf16> {
+  %dx = moecomm.combine %dy, %h : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  return %dx : tensor<?x64xbf16>
+}
+func.func @two(%x1: tensor<1x64xbf16>, %i1: tensor<1x2xi32>, %w1: tensor<1x2xf32>, %x2: tensor<100000x64xbf16>, %i2: tensor<100000x2xi32>, %w2: tensor<100000x2xf32>, %dy: tensor<?x64xbf16>) {
+  %r1, %rw1, %tpe1, %h1 = moecomm.dispatch %x1, %i1, %w1 topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<1x64xbf16>, tensor<1x2xi32>, tensor<1x2xf32>
+  %r2, %rw2, %tpe2, %h2 = moecomm.dispatch %x2, %i2, %w2 topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<100000x64xbf16>, tensor<100000x2xi32>, tensor<100000x2xf32>
+  %d1 = call @backward(%dy, %h1) : (tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x64xbf16>
+  %d2 = call @backward(%dy, %h2) : (tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @through_cast(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xbf16> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  // expected-error @+1 {{cannot carry a moecomm handle through 'builtin.unrealized_conversion_cast'; pass it directly between dispatch, combine, func.call and func.return}}
+  %c = builtin.unrealized_conversion_cast %h : !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> to i64
+  return %recv : tensor<?x64xbf16>
+}
