@@ -22,6 +22,3 @@ find_program(MOECOMM_LIT lit HINTS ${LLVM_TOOLS_BINARY_DIR} /usr/lib/llvm-22/bin
 set(LLVM_EXTERNAL_LIT ${MOECOMM_LIT})
 set(MOECOMM_TOOLS_DIR ${LLVM_TOOLS_BINARY_DIR})
 
-
-set(MLIR_BINARY_DIR ${CMAKE_BINARY_DIR})
-add_custom_target(moecomm-doc)

@@ -243,11 +243,29 @@ static void printDirection(OpAsmPrinter &printer, Operation *,
 // DispatchOp
 //===----------------------------------------------------------------------===//
 
-WireDtype DispatchOp::getWireDtype() {
-  if (auto wire = getWire())
+/// The wire dtype in effect for rows of `x` and an optional `wire`.
+static WireDtype wireDtypeFor(RankedTensorType x,
+                              std::optional<WireDtype> wire) {
+  if (wire)
     return *wire;
-  return getX().getType().getElementType().isF32() ? WireDtype::f32
-                                                   : WireDtype::bf16;
+  return x.getElementType().isF32() ? WireDtype::f32 : WireDtype::bf16;
+}
+
+/// A non-FP8 wire dtype must be x's dtype.
+static LogicalResult verifyWire(Operation *op, RankedTensorType x,
+                                std::optional<WireDtype> wire) {
+  if (!wire || *wire == WireDtype::fp8_e4m3)
+    return success();
+  if ((*wire == WireDtype::f32) == x.getElementType().isF32())
+    return success();
+  return op->emitOpError() << "wire dtype " << stringifyWireDtype(*wire)
+                           << " does not match x's " << x.getElementType()
+                           << "; use x's dtype or fp8_e4m3";
+}
+
+
+WireDtype DispatchOp::getWireDtype() {
+  return wireDtypeFor(getX().getType(), getWire());
 }
 
 LogicalResult DispatchOp::inferReturnTypes(
@@ -274,14 +292,7 @@ LogicalResult DispatchOp::verify() {
                            getTopkWeights().getType(), x)) ||
       failed(verifyCapacity(*this, getCapacity())))
     return failure();
-  if (auto wire = getWire(); wire && *wire != WireDtype::fp8_e4m3) {
-    bool match = (*wire == WireDtype::f32) == x.getElementType().isF32();
-    if (!match)
-      return emitOpError() << "wire dtype " << stringifyWireDtype(*wire)
-                           << " does not match x's " << x.getElementType()
-                           << "; use x's dtype or fp8_e4m3";
-  }
-  return success();
+  return verifyWire(*this, x, getWire());
 }
 
 //===----------------------------------------------------------------------===//
@@ -314,8 +325,46 @@ LogicalResult CombineOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// AllToAllOp
+// CachedDispatchOp
 //===----------------------------------------------------------------------===//
+
+WireDtype CachedDispatchOp::getWireDtype() {
+  return wireDtypeFor(getX().getType(), getWire());
+}
+
+LogicalResult CachedDispatchOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
+    SmallVectorImpl<Type> &results) {
+  CachedDispatchOp::Adaptor adaptor(operands, attrs, properties);
+  results.push_back(
+      dynamicRows(cast<RankedTensorType>(adaptor.getX().getType())));
+  return success();
+}
+
+LogicalResult CachedDispatchOp::verify() {
+  RankedTensorType x = getX().getType();
+  if (failed(verifyFloatRows(*this, "x", x)) ||
+      failed(verifyWire(*this, x, getWire())))
+    return failure();
+  auto dispatch = getHandle().getDefiningOp<DispatchOp>();
+  if (!dispatch)
+    return success();
+  RankedTensorType fwd = dispatch.getX().getType();
+  if (fwd.getDimSize(1) != x.getDimSize(1))
+    return emitOpError() << "x hidden size " << x.getDimSize(1)
+                         << " differs from the dispatch's x hidden size "
+                         << fwd.getDimSize(1);
+  int64_t t = fwd.getDimSize(0), tx = x.getDimSize(0);
+  if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tx) && t != tx)
+    return emitOpError() << "x has " << tx
+                         << " rows but the dispatch's x has " << t << " tokens";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AllToAllOp
+//===----------------------------------------------------------------------===
 
 LogicalResult AllToAllOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location>, ValueRange operands,

@@ -397,6 +397,34 @@ struct DispatchModel : RuntimeCallModel<DispatchModel, DispatchOp> {
   }
 };
 
+/// Cached dispatch: the runtime's one-shot dispatch along an existing layout.
+struct CachedDispatchModel
+    : RuntimeCallModel<CachedDispatchModel, CachedDispatchOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto dispatch = cast<CachedDispatchOp>(op);
+    rewriter.setInsertionPoint(op);
+    RuntimeAbi abi(rewriter, op->getLoc(), op);
+    FailureOr<SmallVector<Value>> inputs =
+        abiBuffers(rewriter, abi, {dispatch.getX()}, options, state);
+    if (failed(inputs))
+      return failure();
+    Value layout = abi.pointer(dispatch.getHandle());
+    FailureOr<Value> recv =
+        abi.alloc(options, dispatch.getRecv().getType(),
+                  abi.rows(layout, Direction::dispatch, kOutputStep, false));
+    if (failed(recv))
+      return failure();
+    Type elt = dispatch.getX().getType().getElementType();
+    abi.call(("moecomm_rt_dispatch_" + RuntimeAbi::suffix(elt)).str(),
+             {layout, abi.i32(static_cast<int32_t>(dispatch.getWireDtype())),
+              (*inputs)[0], abi.abiMemRef(*recv)});
+    replaceOpWithBufferizedValues(rewriter, op, *recv);
+    return success();
+  }
+};
+
 struct CombineModel : RuntimeCallModel<CombineModel, CombineOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -478,6 +506,7 @@ void mlir::moecomm::registerBufferizableOpInterfaceExternalModels(
     ExchangeStartOp::attachInterface<ExchangeStartModel>(*ctx);
     ExchangeWaitOp::attachInterface<ExchangeWaitModel>(*ctx);
     DispatchOp::attachInterface<DispatchModel>(*ctx);
+    CachedDispatchOp::attachInterface<CachedDispatchModel>(*ctx);
     CombineOp::attachInterface<CombineModel>(*ctx);
     AllToAllOp::attachInterface<AllToAllModel>(*ctx);
   });

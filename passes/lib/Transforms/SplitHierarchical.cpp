@@ -68,7 +68,9 @@ private:
   LogicalResult propagateHandleType(Value value, HandleType type,
                                     SymbolTableCollection &symbols);
   void splitDispatch(DispatchOp op);
+  LogicalResult splitCachedDispatch(CachedDispatchOp op);
   LogicalResult splitCombine(CombineOp op);
+  FailureOr<Strategy> handleStrategy(Operation *op, Value handle);
 
   std::optional<Strategy> optionStrategy;
 };
@@ -87,18 +89,22 @@ void SplitHierarchicalPass::runOnOperation() {
     return signalPassFailure();
 
   SmallVector<DispatchOp> dispatches;
-  SmallVector<CombineOp> combines;
+  SmallVector<Operation *> consumers;
   module.walk([&](Operation *op) {
     if (auto d = dyn_cast<DispatchOp>(op))
       dispatches.push_back(d);
-    else if (auto c = dyn_cast<CombineOp>(op))
-      combines.push_back(c);
+    else if (isa<CombineOp, CachedDispatchOp>(op))
+      consumers.push_back(op);
   });
-  // Combines first: they only read the handle, whose producer is replaced
-  // below by a layout op with the same type.
-  for (CombineOp op : combines)
-    if (failed(splitCombine(op)))
+  // Handle consumers first: they only read the handle, whose producer is
+  // replaced below by a layout op with the same type.
+  for (Operation *op : consumers) {
+    LogicalResult split =
+        isa<CombineOp>(op) ? splitCombine(cast<CombineOp>(op))
+                           : splitCachedDispatch(cast<CachedDispatchOp>(op));
+    if (failed(split))
       return signalPassFailure();
+  }
   for (DispatchOp op : dispatches)
     splitDispatch(op);
 }
@@ -260,82 +266,108 @@ SplitHierarchicalPass::propagateHandleType(Value value, HandleType type,
   return success();
 }
 
-/// Dispatch: layout, then per stage permute -> exchange (FP8: quantize ->
-/// exchange -> dequantize per hop), then permute into expert-major order.
-void SplitHierarchicalPass::splitDispatch(DispatchOp op) {
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  MLIRContext *ctx = op.getContext();
-  TopologyAttr topo = op.getTopology();
-  Strategy strategy = *op.getStrategy();
-  auto layout = LayoutOp::create(b, loc, op.getTopkIdx(), op.getTopkWeights(),
-                                 topo, StrategyAttr::get(ctx, strategy),
-                                 op.getCapacityAttr());
-  Value handle = layout.getHandle();
+/// Rows of `x` moved along `handle`'s plan (`strategy` on its topology):
+/// per stage permute -> exchange (FP8: quantize -> exchange -> dequantize per
+/// hop), then a permute into expert-major order.
+Value emitDispatchRows(OpBuilder &b, Location loc, Value x, Value handle,
+                       Strategy strategy, bool fp8) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<HandleType>(handle.getType());
+  int64_t ranks = type.getRanks(), perNode = type.getRanksPerNode();
   auto dispatch = DirectionAttr::get(ctx, Direction::dispatch);
-  RankedTensorType xType = op.getX().getType();
-  bool fp8 = op.getWireDtype() == WireDtype::fp8_e4m3;
-  int64_t stages =
-      getNumStages(strategy, topo.getRanks(), topo.getRanksPerNode());
-
+  auto xType = cast<RankedTensorType>(x.getType());
   auto dequantize = [&](Value q, Value scales) -> Value {
     auto qType = cast<RankedTensorType>(q.getType());
     auto type = RankedTensorType::get(qType.getShape(), xType.getElementType());
     return DequantizeOp::create(b, loc, type, q, scales).getOut();
   };
-
-  Value rows = op.getX();
-  Value recv;
+  int64_t stages = getNumStages(strategy, ranks, perNode);
   if (fp8 && stages == 0) {
     // No wire hop, but the semantics of an FP8 wire still hold.
-    auto quant = QuantizeOp::create(b, loc, rows);
+    auto quant = QuantizeOp::create(b, loc, x);
     auto permute = PermuteOp::create(b, loc, quant.getQ(), quant.getScales(),
                                      handle, dispatch, IntegerAttr());
-    recv = dequantize(permute.getOut(), permute.getOutScales());
-  } else {
-    for (int64_t stage = 0; stage < stages; ++stage) {
-      auto stageAttr = b.getI64IntegerAttr(stage);
-      auto scope = ScopeAttr::get(
-          ctx, getStageScope(strategy, topo.getRanks(), topo.getRanksPerNode(),
-                             Direction::dispatch, stage));
-      Value send = PermuteOp::create(b, loc, rows, Value(), handle, dispatch,
-                                     stageAttr)
-                       .getOut();
-      if (!fp8) {
-        rows = ExchangeOp::create(b, loc, send, Value(), handle, dispatch,
-                                  stageAttr, scope)
-                   .getRecv();
-        continue;
-      }
-      auto quant = QuantizeOp::create(b, loc, send);
-      auto exchange =
-          ExchangeOp::create(b, loc, quant.getQ(), quant.getScales(), handle,
-                             dispatch, stageAttr, scope);
-      rows = dequantize(exchange.getRecv(), exchange.getRecvScales());
-    }
-    recv = PermuteOp::create(b, loc, rows, Value(), handle, dispatch,
-                             IntegerAttr())
-               .getOut();
+    return dequantize(permute.getOut(), permute.getOutScales());
   }
+  Value rows = x;
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    auto stageAttr = b.getI64IntegerAttr(stage);
+    auto scope = ScopeAttr::get(ctx, getStageScope(strategy, ranks, perNode,
+                                                   Direction::dispatch, stage));
+    Value send =
+        PermuteOp::create(b, loc, rows, Value(), handle, dispatch, stageAttr)
+            .getOut();
+    if (!fp8) {
+      rows = ExchangeOp::create(b, loc, send, Value(), handle, dispatch,
+                                stageAttr, scope)
+                 .getRecv();
+      continue;
+    }
+    auto quant = QuantizeOp::create(b, loc, send);
+    auto exchange = ExchangeOp::create(b, loc, quant.getQ(), quant.getScales(),
+                                       handle, dispatch, stageAttr, scope);
+    rows = dequantize(exchange.getRecv(), exchange.getRecvScales());
+  }
+  return PermuteOp::create(b, loc, rows, Value(), handle, dispatch,
+                           IntegerAttr())
+      .getOut();
+}
+
+/// Dispatch: a layout, then its rows (emitDispatchRows).
+void SplitHierarchicalPass::splitDispatch(DispatchOp op) {
+  OpBuilder b(op);
+  MLIRContext *ctx = op.getContext();
+  auto layout = LayoutOp::create(b, op.getLoc(), op.getTopkIdx(),
+                                 op.getTopkWeights(), op.getTopology(),
+                                 StrategyAttr::get(ctx, *op.getStrategy()),
+                                 op.getCapacityAttr());
+  Value recv = emitDispatchRows(b, op.getLoc(), op.getX(), layout.getHandle(),
+                                *op.getStrategy(),
+                                op.getWireDtype() == WireDtype::fp8_e4m3);
   op.getRecv().replaceAllUsesWith(recv);
   op.getRecvWeights().replaceAllUsesWith(layout.getRecvWeights());
   op.getTokensPerExpert().replaceAllUsesWith(layout.getTokensPerExpert());
-  op.getHandle().replaceAllUsesWith(handle);
+  op.getHandle().replaceAllUsesWith(layout.getHandle());
   op.erase();
+}
+
+/// Cached dispatch: the same rows along the existing layout.
+LogicalResult SplitHierarchicalPass::splitCachedDispatch(CachedDispatchOp op) {
+  FailureOr<Strategy> strategy = handleStrategy(op, op.getHandle());
+  if (failed(strategy))
+    return failure();
+  OpBuilder b(op);
+  Value recv = emitDispatchRows(b, op.getLoc(), op.getX(), op.getHandle(),
+                                *strategy,
+                                op.getWireDtype() == WireDtype::fp8_e4m3);
+  op.getRecv().replaceAllUsesWith(recv);
+  op.erase();
+  return success();
+}
+
+/// The strategy a consumer of `handle` must follow: the handle type's, or
+/// the pass option when it is concrete.
+FailureOr<Strategy> SplitHierarchicalPass::handleStrategy(Operation *op,
+                                                          Value handle) {
+  std::optional<Strategy> strategy =
+      cast<HandleType>(handle.getType()).getStrategy();
+  if (!strategy && optionStrategy != Strategy::automatic)
+    strategy = optionStrategy;
+  if (!strategy)
+    return op->emitError()
+           << "cannot tell which strategy this handle was planned with (it "
+              "does not come from a dispatch in this module); set strategy= "
+              "or the handle type's strategy";
+  return *strategy;
 }
 
 /// Combine: per stage a summing permute -> exchange (reverse scope order),
 /// then a summing permute into out[T, H].
 LogicalResult SplitHierarchicalPass::splitCombine(CombineOp op) {
+  FailureOr<Strategy> strategy = handleStrategy(op, op.getHandle());
+  if (failed(strategy))
+    return failure();
   auto type = cast<HandleType>(op.getHandle().getType());
-  std::optional<Strategy> strategy = type.getStrategy();
-  if (!strategy && optionStrategy != Strategy::automatic)
-    strategy = optionStrategy;
-  if (!strategy)
-    return op.emitError()
-           << "cannot tell which strategy this combine's handle was planned "
-              "with (it does not come from a dispatch in this module); set "
-              "strategy= or the handle type's strategy";
   OpBuilder b(op);
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();

@@ -54,6 +54,7 @@ func.func @backward(%dy: tensor<?x64xf32>, %h: !moecomm.handle<ranks = 2, ranks_
 // DIRECT-LABEL: func.func @direct
 // DIRECT: %[[L:.*]] = call @moecomm_rt_layout_i32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AUTO:.*]], %{{.*}})
 // DIRECT: call @moecomm_rt_dispatch_bf16(%[[L]],
+// DIRECT: call @moecomm_rt_dispatch_bf16(%[[L]],
 // DIRECT: call @moecomm_rt_combine_bf16(%[[L]],
 // DIRECT: call @moecomm_rt_layout_release(%[[L]])
 // DIRECT: %[[TOTAL:.*]] = call @moecomm_rt_all_to_all_counts_i64(
@@ -62,7 +63,8 @@ func.func @backward(%dy: tensor<?x64xf32>, %h: !moecomm.handle<ranks = 2, ranks_
 // DIRECT: call @moecomm_rt_all_to_all_bf16_i64(
 func.func @direct(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %counts: tensor<2xi64>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 2, experts = 4> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
-  %out = moecomm.combine %recv, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 4> -> tensor<?x64xbf16>
+  %again = moecomm.cached_dispatch %x, %h : tensor<?x64xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 4>
+  %out = moecomm.combine %again, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 4> -> tensor<?x64xbf16>
   %a, %ac = moecomm.all_to_all %x, %counts topology<ranks = 2, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<2xi64>
   return %out, %a : tensor<?x64xbf16>, tensor<?x64xbf16>
 }

@@ -10,7 +10,7 @@
 // PERNODE: error: ranks-per-node 3 does not divide the topology's 8 ranks
 
 func.func @backward(%dy: tensor<?x64xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x64xbf16> {
-  // expected-error @+1 {{cannot tell which strategy this combine's handle was planned with (it does not come from a dispatch in this module); set strategy= or the handle type's strategy}}
+  // expected-error @+1 {{cannot tell which strategy this handle was planned with (it does not come from a dispatch in this module); set strategy= or the handle type's strategy}}
   %dx = moecomm.combine %dy, %h : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
   return %dx : tensor<?x64xbf16>
 }

@@ -125,3 +125,21 @@ func.func @own_strategy(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<hierarchical> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
   return %recv : tensor<?x64xbf16>
 }
+
+// -----
+
+// A training step: the backward sends grad_out along the forward's layout
+// (no second layout) and combines the expert gradients unweighted.
+// HIER-LABEL: func.func @training_step
+// HIER-COUNT-1: moecomm.layout
+// HIER: moecomm.permute %arg3, %[[H:.*]] dispatch stage 0
+// HIER: moecomm.exchange {{.*}}, %[[H]] dispatch stage 0 scope<inter_node>
+// HIER-NOT: moecomm.layout
+// HIER: return
+func.func @training_step(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %grad_out: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  %grad_recv = moecomm.cached_dispatch %grad_out, %h : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %grad_x = moecomm.combine %grad_recv, %h : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  return %out, %grad_x : tensor<?x64xbf16>, tensor<?x64xbf16>
+}

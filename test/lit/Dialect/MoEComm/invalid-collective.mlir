@@ -224,3 +224,37 @@ func.func @f(%s: tensor<?x8xbf16>, %c: tensor<3xi64>) {
   %0:2 = moecomm.all_to_all %s, %c topology<ranks = 2, ranks_per_node = 1> : tensor<?x8xbf16>, tensor<3xi64>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>, %g: tensor<?x16xbf16>) {
+  %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  // expected-error @+1 {{'moecomm.cached_dispatch' op x hidden size 16 differs from the dispatch's x hidden size 8}}
+  %0 = moecomm.cached_dispatch %g, %h : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<3x2xf32>, %g: tensor<5x8xbf16>) {
+  %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<3x8xbf16>, tensor<3x2xi32>, tensor<3x2xf32>
+  // expected-error @+1 {{'moecomm.cached_dispatch' op x has 5 rows but the dispatch's x has 3 tokens}}
+  %0 = moecomm.cached_dispatch %g, %h : tensor<5x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x8xf32>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
+  // expected-error @+1 {{'moecomm.cached_dispatch' op wire dtype bf16 does not match x's 'f32'; use x's dtype or fp8_e4m3}}
+  %0 = moecomm.cached_dispatch %g, %h wire<bf16> : tensor<?x8xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x8xf8E4M3FN>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
+  // expected-error @+1 {{'moecomm.cached_dispatch' op x must be bf16 or f32, got 'f8E4M3FN'}}
+  %0 = moecomm.cached_dispatch %g, %h : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  return
+}

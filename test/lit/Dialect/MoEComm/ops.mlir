@@ -15,6 +15,17 @@ func.func @collective(%x: tensor<?x7168xbf16>, %idx: tensor<?x8xi32>, %w: tensor
   return %out, %grad, %tpe : tensor<?x7168xbf16>, tensor<?x7168xbf16>, tensor<16xi64>
 }
 
+// CHECK-LABEL: func.func @training_step
+// CHECK: %[[R:.*]], %[[RW:.*]], %{{.*}}, %[[H:.*]] = moecomm.dispatch
+// CHECK: moecomm.cached_dispatch %arg3, %[[H]] wire<fp8_e4m3> : tensor<?x64xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8>
+func.func @training_step(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %grad_out: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8> -> tensor<?x64xbf16>
+  %grad_recv = moecomm.cached_dispatch %grad_out, %h wire<fp8_e4m3> : tensor<?x64xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8>
+  %grad_x = moecomm.combine %grad_recv, %h : tensor<?x64xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8> -> tensor<?x64xbf16>
+  return %out, %grad_x : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
 // CHECK-LABEL: func.func @defaults
 // CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 1, ranks_per_node = 1, experts = 8> : tensor<4x7xf32>, tensor<4x3xi64>, tensor<4x3xf32>
 // CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2, experts = 8> wire<bf16> strategy<auto> : tensor<0x1xbf16>, tensor<0x1xi32>, tensor<0x1xf32>

@@ -122,6 +122,40 @@ def MoEComm_CombineOp : MoEComm_Op<"combine", [CollectiveEffects]> {
   let hasVerifier = 1;
 }
 
+def MoEComm_CachedDispatchOp : MoEComm_Op<"cached_dispatch", [
+    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "dispatch rows along an existing layout (backward of combine)";
+  let description = [{
+    Moves `x` (`tensor<T x H x bf16|f32>`, one row per token of this rank)
+    along the layout `handle` computed by an earlier `moecomm.dispatch`,
+    without computing a new one: the result is `tensor<? x H x elt(x)>` in
+    that dispatch's expert-major row order. This is the gradient of combine:
+    the backward pass sends `grad_out` to the experts with the forward's
+    layout and multiplies by `recv_weights` locally (DeepEP's cached-handle
+    dispatch). `wire<...>` as for `moecomm.dispatch`.
+
+    Verifier errors: x's hidden size differs from the dispatch's, a static
+    token count differs from the dispatch's, wire dtype mismatches x.
+
+    ```mlir
+    %grad_recv = moecomm.cached_dispatch %grad_out, %h
+        : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
+    ```
+  }];
+  let arguments = (ins MoEComm_Rows:$x, MoEComm_HandleType:$handle,
+                       OptionalAttr<MoEComm_WireDtypeAttr>:$wire);
+  let results = (outs MoEComm_Rows:$recv);
+  let assemblyFormat = [{
+    $x `,` $handle (`wire` `` $wire^)? attr-dict
+    `:` type($x) `,` qualified(type($handle))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The wire dtype in effect: the `wire` attribute, or x's dtype.
+    WireDtype getWireDtype();
+  }];
+}
+
 def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
     CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "ragged all-to-all of rows";
