@@ -8,6 +8,7 @@ PACKAGES=(
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libopenmpi-dev openmpi-bin
   libgtest-dev googletest
+  libxtensor-dev python3-numpy
   gnuplot-nox
 )
 

@@ -63,7 +63,7 @@ struct SplitHierarchicalPass
 
 private:
   LogicalResult configureCollectives(ModuleOp module);
-  LogicalResult retargetRanksPerNode(ModuleOp module);
+  LogicalResult retargetTopology(ModuleOp module);
   LogicalResult resolveStrategies(ModuleOp module);
   LogicalResult propagateHandleType(Value value, HandleType type,
                                     SymbolTableCollection &symbols);
@@ -85,7 +85,7 @@ void SplitHierarchicalPass::runOnOperation() {
     return signalPassFailure();
   }
   if (failed(configureCollectives(module)) ||
-      failed(retargetRanksPerNode(module)) || failed(resolveStrategies(module)))
+      failed(retargetTopology(module)) || failed(resolveStrategies(module)))
     return signalPassFailure();
 
   SmallVector<DispatchOp> dispatches;
@@ -109,7 +109,7 @@ void SplitHierarchicalPass::runOnOperation() {
     splitDispatch(op);
 }
 
-/// Applies `ranks` (check), `wire-dtype` and `capacity` (overrides).
+/// Applies the `wire-dtype` and `capacity` overrides.
 LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
   std::optional<WireDtype> wire;
   if (!wireDtype.empty()) {
@@ -123,14 +123,7 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
     return module.emitError() << "moecomm-split-hierarchical: capacity must "
                                  "be >= 0 rows, got "
                               << static_cast<int64_t>(capacity);
-  WalkResult result = module.walk([&](DispatchOp op) {
-    int64_t opRanks = op.getTopology().getRanks();
-    if (ranks > 0 && opRanks != ranks) {
-      op.emitError() << "topology has " << opRanks
-                     << " ranks but the pipeline targets "
-                     << static_cast<int64_t>(ranks);
-      return WalkResult::interrupt();
-    }
+  module.walk([&](DispatchOp op) {
     Builder b(op);
     if (wire) {
       bool xF32 = op.getX().getType().getElementType().isF32();
@@ -141,44 +134,78 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
     }
     if (capacity > 0)
       op.setCapacityAttr(b.getI64IntegerAttr(capacity));
-    return WalkResult::advance();
   });
-  return failure(result.wasInterrupted());
+  return success();
 }
 
-/// Replaces ranks_per_node in every topology and handle type of the module.
-LogicalResult SplitHierarchicalPass::retargetRanksPerNode(ModuleOp module) {
-  if (ranksPerNode == 0)
+/// Retargets every topology and handle type of the module to `ranks` ranks
+/// and/or `ranks-per-node` ranks per node, then re-infers the moecomm result
+/// types that depend on them (tokens_per_expert is [E/W]).
+LogicalResult SplitHierarchicalPass::retargetTopology(ModuleOp module) {
+  if (ranks == 0 && ranksPerNode == 0)
     return success();
-  WalkResult bad = module.walk([&](DispatchOp op) {
-    int64_t opRanks = op.getTopology().getRanks();
-    if (ranksPerNode < 0 || opRanks % ranksPerNode != 0) {
-      op.emitError() << "ranks-per-node " << static_cast<int64_t>(ranksPerNode)
-                     << " does not divide the topology's " << opRanks
-                     << " ranks";
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
+  int64_t newRanks = ranks, newPerNode = ranksPerNode;
+  auto target = [&](int64_t w, int64_t g) {
+    return std::make_pair(newRanks > 0 ? newRanks : w,
+                          newPerNode > 0 ? newPerNode : g);
+  };
+  auto valid = [](std::pair<int64_t, int64_t> wg, int64_t experts) {
+    auto [w, g] = wg;
+    return w >= 1 && g >= 1 && w % g == 0 && experts % w == 0;
+  };
+  WalkResult bad = module.walk([&](Operation *op) {
+    TopologyAttr topo;
+    if (auto d = dyn_cast<DispatchOp>(op))
+      topo = d.getTopology();
+    else if (auto a = dyn_cast<AllToAllOp>(op))
+      topo = a.getTopology();
+    if (!topo)
+      return WalkResult::advance();
+    auto wg = target(topo.getRanks(), topo.getRanksPerNode());
+    if (valid(wg, topo.getExperts()))
+      return WalkResult::advance();
+    op->emitError() << "cannot retarget " << topo.getRanks() << " ranks x "
+                    << topo.getRanksPerNode() << " per node to " << wg.first
+                    << " ranks x " << wg.second << " per node: "
+                    << (wg.first < 1 || wg.second < 1 ||
+                                wg.first % wg.second != 0
+                            ? "ranks-per-node must divide the ranks"
+                            : "the experts must divide evenly over the ranks");
+    return WalkResult::interrupt();
   });
   if (bad.wasInterrupted())
     return failure();
   AttrTypeReplacer replacer;
-  int64_t perNode = ranksPerNode;
-  replacer.addReplacement([perNode](TopologyAttr topo) -> Attribute {
-    if (topo.getRanks() % perNode != 0)
+  replacer.addReplacement([&](TopologyAttr topo) -> Attribute {
+    auto wg = target(topo.getRanks(), topo.getRanksPerNode());
+    if (!valid(wg, topo.getExperts()))
       return topo;
-    return TopologyAttr::get(topo.getContext(), topo.getRanks(), perNode,
+    return TopologyAttr::get(topo.getContext(), wg.first, wg.second,
                              topo.getExperts());
   });
-  replacer.addReplacement([perNode](HandleType type) -> Type {
-    if (type.getRanks() % perNode != 0)
+  replacer.addReplacement([&](HandleType type) -> Type {
+    auto wg = target(type.getRanks(), type.getRanksPerNode());
+    if (!valid(wg, type.getExperts()))
       return type;
-    return HandleType::get(type.getContext(), type.getRanks(), perNode,
+    return HandleType::get(type.getContext(), wg.first, wg.second,
                            type.getExperts(), type.getStrategy());
   });
   replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
                                         /*replaceLocs=*/false,
                                         /*replaceTypes=*/true);
+  module.walk([](Operation *op) {
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer || !isa<MoECommDialect>(op->getDialect()))
+      return;
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)))
+      return;
+    for (auto [result, type] : llvm::zip(op->getResults(), types))
+      result.setType(type);
+  });
   return success();
 }
 

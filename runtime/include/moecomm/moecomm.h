@@ -211,6 +211,7 @@ typedef struct {
   int64_t dropped;              /* rows dropped by capacity at this rank */
   moecommStrategy_t strategy;   /* the strategy in effect (auto resolved) */
   int numStages;                /* exchange stages per direction (0 when W == 1) */
+  int64_t numTokens;            /* T: this rank's tokens (rows of combine's out) */
 } moecommLayoutInfo_t;
 
 /** Collective. Validates the routing (ids in [-1, E), no duplicate id in a

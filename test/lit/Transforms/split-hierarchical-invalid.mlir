@@ -1,13 +1,13 @@
 // RUN: moecomm-opt %s -split-input-file -verify-diagnostics --moecomm-split-hierarchical=strategy=auto
 // RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=fastest 2>&1 | FileCheck %s --check-prefix=STRATEGY
-// RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=ranks=4 2>&1 | FileCheck %s --check-prefix=RANKS
+// RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=ranks=32 2>&1 | FileCheck %s --check-prefix=RANKS
 // RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=ranks-per-node=3 2>&1 | FileCheck %s --check-prefix=PERNODE
 // RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=wire-dtype=fp16 2>&1 | FileCheck %s --check-prefix=WIRE
 
 // STRATEGY: error: moecomm-split-hierarchical: unknown strategy 'fastest'; expected per_expert, flat, hierarchical or auto
 // WIRE: error: moecomm-split-hierarchical: unknown wire-dtype 'fp16'; expected f32, bf16 or fp8_e4m3
-// RANKS: error: topology has 8 ranks but the pipeline targets 4
-// PERNODE: error: ranks-per-node 3 does not divide the topology's 8 ranks
+// RANKS: error: cannot retarget 8 ranks x 4 per node to 32 ranks x 4 per node: the experts must divide evenly over the ranks
+// PERNODE: error: cannot retarget 8 ranks x 4 per node to 8 ranks x 3 per node: ranks-per-node must divide the ranks
 
 func.func @backward(%dy: tensor<?x64xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{cannot tell which strategy this handle was planned with (it does not come from a dispatch in this module); set strategy= or the handle type's strategy}}

@@ -33,8 +33,8 @@ namespace moecomm {
 /// Options of `moecomm-pipeline` (torch-mlir style options struct).
 struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int64_t> ranks{*this, "ranks",
-                        llvm::cl::desc("check that every topology has this "
-                                       "many ranks (0: accept the IR's)"),
+                        llvm::cl::desc("retarget every topology to this many "
+                                       "ranks (0: keep the IR's)"),
                         llvm::cl::init(0)};
   Option<int64_t> ranksPerNode{*this, "ranks-per-node",
                                llvm::cl::desc("retarget topologies to this "
@@ -42,9 +42,8 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                llvm::cl::init(0)};
   Option<std::string> strategy{
       *this, "strategy",
-      llvm::cl::desc("per_expert, flat, hierarchical, auto (static cost "
-                     "model) or runtime-auto (keep collectives; the runtime "
-                     "chooses per call)"),
+      llvm::cl::desc("per_expert, flat, hierarchical or auto (the static "
+                     "cost model picks per dispatch)"),
       llvm::cl::init("auto")};
   Option<std::string> wireDtype{
       *this, "wire-dtype",

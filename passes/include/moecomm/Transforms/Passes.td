@@ -49,11 +49,13 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     and results, so a combine in another function (the backward pass) uses
     the stages its dispatch was planned with.
 
-    `ranks`, `wire-dtype` and `capacity` check or override the collectives'
-    settings first (the pipeline passes its options here).
+    `ranks` and `ranks-per-node` first retarget every topology (so one graph
+    compiles for any EP size whose ranks divide the experts), and
+    `wire-dtype` and `capacity` override the dispatches' settings (the
+    pipeline passes its options here).
 
-    Errors: a topology whose rank count differs from `ranks`; a
-    `ranks-per-node` that does not divide the ranks; a handle reaching a
+    Errors: a retarget where ranks-per-node does not divide the ranks or the
+    experts do not divide over the ranks; a handle reaching a
     combine whose strategy cannot be determined
     (e.g. a function argument never fed by a dispatch in this module) while
     `strategy=auto`; two different strategies flowing into one function
@@ -71,7 +73,7 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
            "tokens per rank assumed by strategy=auto when T is dynamic">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
-           "require every topology to have this many ranks (0: any)">,
+           "retarget every topology to this many ranks (0: keep the IR's)">,
     Option<"wireDtype", "wire-dtype", "std::string", /*default=*/"\"\"",
            "set every dispatch's wire dtype: f32, bf16 or fp8_e4m3 (empty: "
            "keep the IR's)">,

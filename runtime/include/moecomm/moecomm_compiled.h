@@ -1,0 +1,112 @@
+/*===- moecomm_compiled.h - ABI between compiled MoE graphs and the runtime =*
+ *
+ * `convert-moecomm-to-runtime` lowers moecomm ops to calls of the functions
+ * below; `moecomm-run` (JIT) and ahead-of-time objects resolve them from
+ * libmoecomm_runtime. Host code only needs the first three functions:
+ *
+ *   moecommCompiledBind(comm);          // on each rank's thread
+ *   graph(...);                         // the compiled function
+ *   if (moecommCompiledStatus() != moecommSuccess)
+ *     report(moecommCompiledLastError());
+ *
+ * Memref arguments are MLIR's C-interface descriptors (`llvm.emit_c_interface`,
+ * passed by pointer): {allocated, aligned, offset, sizes[N], strides[N]}; rows
+ * must be contiguous (stride 1 along H, stride H between rows). Function names
+ * carry element types: bf16, f32, f8 (f8E4M3FN rows, always followed by their
+ * [rows][ceil(H/128)] f32 scales), i32, i64. `direction` is 0 = dispatch,
+ * 1 = combine; `step` is an exchange stage index or -1 for the output order.
+ *
+ * Errors: compiled code cannot branch on a status, so the first failure on a
+ * thread is recorded (code + message, see moecommCompiledLastError) and every
+ * later call on that thread returns without doing anything (row queries
+ * return 0, layout calls NULL). Collective failures (bad routing, count
+ * mismatches) are agreed by all ranks, so all ranks stop at the same call.
+ * A layout returned by a compiled function belongs to the caller:
+ * release it with moecomm_rt_layout_release or moecommLayoutDestroy.
+ *===----------------------------------------------------------------------===*/
+#ifndef MOECOMM_MOECOMM_COMPILED_H
+#define MOECOMM_MOECOMM_COMPILED_H
+
+#include "moecomm/moecomm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Makes `comm` the communicator of compiled code running on this thread and
+ *  clears the thread's recorded error. */
+moecommResult_t moecommCompiledBind(moecommComm_t comm);
+/** The first error compiled code hit on this thread since the last bind. */
+moecommResult_t moecommCompiledStatus(void);
+/** Its message ("" when none). */
+const char *moecommCompiledLastError(void);
+
+/** A rank-1 / rank-2 memref descriptor as MLIR passes it. */
+typedef struct {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} moecommMemRef1D;
+typedef struct {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} moecommMemRef2D;
+
+/* Layout: topk_idx [T][K] (i32 or i64), topk_weights [T][K] f32. Checks
+ * that the bound communicator has `ranks` ranks and `ranksPerNode` per node.
+ * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none. */
+void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *topkIdx,
+                                         moecommMemRef2D *topkWeights,
+                                         int64_t ranks, int64_t ranksPerNode,
+                                         int64_t experts, int32_t strategy,
+                                         int64_t capacity);
+void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *topkIdx,
+                                         moecommMemRef2D *topkWeights,
+                                         int64_t ranks, int64_t ranksPerNode,
+                                         int64_t experts, int32_t strategy,
+                                         int64_t capacity);
+void moecomm_rt_layout_release(void *layout);
+/** Rows of `step` of `direction` (send side, or receive side when `recv`);
+ *  step -1: the output (dispatch: R, combine: T). */
+int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
+                        int32_t recv);
+/** recv_weights [R] f32 and tokens_per_expert [E/W] i64. */
+void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out);
+void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
+                                               moecommMemRef1D *out);
+
+/* Gather (permute/pack/unpack): step >= 0 -> moecommPack, -1 -> moecommUnpack.
+ *   _mlir_ciface_moecomm_rt_gather_<in>_<out>(layout, direction, step,
+ *       weighted, in, [inScales], out, [outScales])
+ * for <in>_<out> in bf16_bf16, f32_f32, f8_f8, bf16_f8, f32_f8, f8_bf16,
+ * f8_f32 (scales present exactly for the f8 sides). */
+
+/* FP8: _mlir_ciface_moecomm_rt_quantize_<bf16|f32>(in, q, scales) and
+ * _mlir_ciface_moecomm_rt_dequantize_<bf16|f32>(q, scales, out). */
+
+/* Exchange stage `stage` of `direction`:
+ *   _mlir_ciface_moecomm_rt_exchange_<t>(layout, direction, stage, send,
+ *       [sendScales], recv, [recvScales])
+ *   void *_mlir_ciface_moecomm_rt_exchange_start_<t>(same)  -> request
+ * for t in bf16, f32, f8. */
+void moecomm_rt_wait(void *request);
+
+/* Collective level (the runtime's one-shot calls):
+ *   _mlir_ciface_moecomm_rt_dispatch_<bf16|f32>(layout, wire, x, recv)
+ *     wire: 0 f32, 1 bf16, 2 fp8_e4m3
+ *   _mlir_ciface_moecomm_rt_combine_<bf16|f32>(layout, weighted, y, out)
+ *   int64_t _mlir_ciface_moecomm_rt_all_to_all_counts_<i32|i64>(ranks,
+ *       ranksPerNode, sendCounts [W], recvCounts [W] i64) -> total rows
+ *   _mlir_ciface_moecomm_rt_all_to_all_<bf16|f32>_<i32|i64>(ranks,
+ *       ranksPerNode, send, sendCounts, recv, recvCounts) */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOECOMM_MOECOMM_COMPILED_H */

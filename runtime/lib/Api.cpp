@@ -1,0 +1,606 @@
+//===- Api.cpp - The C entry points of moecomm.h --------------------------===//
+//
+// Argument checks that need no communication, error strings, and the
+// boundary: no C++ exception crosses it, nothing aborts.
+//
+//===----------------------------------------------------------------------===//
+#include "moecomm/moecomm.h"
+
+#include "Comm.h"
+#include "Ops.h"
+#include "ThreadsTransport.h"
+
+#ifdef MOECOMM_HAVE_MPI
+#include "MpiTransport.h"
+#include "moecomm/moecomm_mpi.h"
+#endif
+
+#include <cstring>
+#include <functional>
+#include <new>
+
+using namespace moecomm;
+
+struct moecommThreadGroup {
+  ThreadsShared shared;
+  moecommThreadGroup(int n, int g) : shared(n, g) {}
+};
+
+namespace {
+
+thread_local std::string tlsLastError;
+
+moecommResult_t failNoComm(const Status &st) {
+  tlsLastError = st.message;
+  return st.code;
+}
+
+/// Runs `body` (returning Status) on `comm`, records the result.
+template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
+  if (!comm)
+    return failNoComm(invalidArgument("comm is NULL"));
+  Status st;
+  try {
+    st = comm->usable();
+    if (st.ok())
+      st = body(*comm);
+  } catch (const std::bad_alloc &) {
+    st = systemError(cat("rank ", comm->rank(), ": out of memory"));
+  } catch (const std::exception &e) {
+    st = internalError(cat("rank ", comm->rank(), ": ", e.what()));
+  } catch (...) {
+    st = internalError(cat("rank ", comm->rank(), ": unknown exception"));
+  }
+  return comm->finish(st);
+}
+
+/// Local calls that do not depend on the communicator being healthy.
+template <typename F> moecommResult_t onCommLocal(moecommComm_t comm, F body) {
+  if (!comm)
+    return failNoComm(invalidArgument("comm is NULL"));
+  Status st;
+  try {
+    st = body(*comm);
+  } catch (const std::bad_alloc &) {
+    st = systemError("out of memory");
+  } catch (...) {
+    st = internalError("unknown exception");
+  }
+  return comm->finish(st);
+}
+
+template <typename F> moecommResult_t noComm(F body) {
+  try {
+    Status st = body();
+    if (!st.ok())
+      return failNoComm(st);
+    return moecommSuccess;
+  } catch (const std::bad_alloc &) {
+    return failNoComm(systemError("out of memory"));
+  } catch (...) {
+    return failNoComm(internalError("unknown exception"));
+  }
+}
+
+/// Starts `op` and returns it as a request, or finishes it (blocking).
+moecommResult_t startOrRun(
+    moecommComm_t comm, moecommRequest_t *request,
+    const std::function<Status(Comm &, std::unique_ptr<Operation> &)> &start) {
+  if (request)
+    *request = nullptr;
+  return onComm(comm, [&](Comm &c) -> Status {
+    std::unique_ptr<Operation> op;
+    Status st = start(c, op);
+    if (!st.ok())
+      return st;
+    if (!request)
+      return op->finish();
+    auto *req = new moecommRequest();
+    req->comm = &c;
+    req->op = std::move(op);
+    c.outstanding().push_back(req);
+    *request = req;
+    return Status::success();
+  });
+}
+
+Status checkStream(const Comm &c, moecommStream_t stream) {
+  if (stream)
+    return invalidArgument(cat("rank ", c.rank(),
+                               ": streams need the nccl backend; pass NULL "
+                               "on the CPU backends"));
+  return Status::success();
+}
+
+} // namespace
+
+extern "C" {
+
+const char *moecommGetErrorString(moecommResult_t result) {
+  switch (result) {
+  case moecommSuccess:
+    return "success";
+  case moecommInvalidArgument:
+    return "invalid argument";
+  case moecommMismatch:
+    return "ranks disagree";
+  case moecommSystemError:
+    return "system error";
+  case moecommUnsupported:
+    return "unsupported";
+  case moecommInternalError:
+    return "internal error";
+  default:
+    return "unknown result code";
+  }
+}
+
+const char *moecommCommGetLastError(moecommComm_t comm) {
+  if (!comm)
+    return tlsLastError.c_str();
+  return comm->lastError();
+}
+
+moecommResult_t moecommThreadGroupCreate(int nranks, int ranksPerNode,
+                                         moecommThreadGroup_t *group) {
+  return noComm([&]() -> Status {
+    if (!group)
+      return invalidArgument("group is NULL");
+    *group = nullptr;
+    if (nranks < 1)
+      return invalidArgument(cat("nranks must be >= 1, got ", nranks));
+    if (ranksPerNode < 1 || nranks % ranksPerNode != 0)
+      return invalidArgument(cat("ranks_per_node ", ranksPerNode,
+                                 " does not divide ", nranks, " ranks"));
+    *group = new moecommThreadGroup(nranks, ranksPerNode);
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommThreadGroupDestroy(moecommThreadGroup_t group) {
+  return noComm([&]() -> Status {
+    if (!group)
+      return invalidArgument("group is NULL");
+    if (int live = group->shared.liveComms(); live > 0)
+      return invalidArgument(
+          cat("the thread group still has ", live, " communicators"));
+    delete group;
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommInitThreadRank(moecommComm_t *comm,
+                                          moecommThreadGroup_t group,
+                                          int rank) {
+  return noComm([&]() -> Status {
+    if (!comm)
+      return invalidArgument("comm is NULL");
+    *comm = nullptr;
+    if (!group)
+      return invalidArgument("group is NULL");
+    if (rank < 0 || rank >= group->shared.ranks())
+      return invalidArgument(cat("rank ", rank, " is out of range [0, ",
+                                 group->shared.ranks(), ")"));
+    if (Status st = group->shared.join(rank); !st.ok())
+      return st;
+    *comm = new moecommComm(createThreadsTransport(group->shared, rank),
+                            &group->shared);
+    return Status::success();
+  });
+}
+
+#ifdef MOECOMM_HAVE_MPI
+moecommResult_t moecommCommInitMpi(moecommComm_t *comm, MPI_Comm mpiComm,
+                                   int ranksPerNode) {
+  return noComm([&]() -> Status {
+    if (!comm)
+      return invalidArgument("comm is NULL");
+    *comm = nullptr;
+    std::unique_ptr<Transport> t;
+    if (Status st = createMpiTransport(mpiComm, ranksPerNode, t); !st.ok())
+      return st;
+    *comm = new moecommComm(std::move(t));
+    return Status::success();
+  });
+}
+#endif
+
+moecommResult_t moecommCommDestroy(moecommComm_t comm) {
+  return noComm([&]() -> Status {
+    if (!comm)
+      return invalidArgument("comm is NULL");
+    if (!comm->outstanding().empty())
+      return invalidArgument(cat("rank ", comm->rank(), ": ",
+                                 comm->outstanding().size(),
+                                 " requests are still outstanding"));
+    delete comm;
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommRank(moecommComm_t comm, int *rank) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (!rank)
+      return invalidArgument("rank is NULL");
+    *rank = c.rank();
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommSize(moecommComm_t comm, int *nranks) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (!nranks)
+      return invalidArgument("nranks is NULL");
+    *nranks = c.size();
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommRanksPerNode(moecommComm_t comm, int *ranksPerNode) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (!ranksPerNode)
+      return invalidArgument("ranksPerNode is NULL");
+    *ranksPerNode = c.ranksPerNode();
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommBackend(moecommComm_t comm,
+                                   moecommBackend_t *backend) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (!backend)
+      return invalidArgument("backend is NULL");
+    *backend = c.transport().backend();
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommSetLinkModel(moecommComm_t comm,
+                                        const moecommLinkModel_t *model) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (!model)
+      return invalidArgument("model is NULL");
+    if (!(model->intraAlphaSec >= 0) || !(model->interAlphaSec >= 0) ||
+        !(model->intraBetaBytesPerSec > 0) ||
+        !(model->interBetaBytesPerSec > 0))
+      return invalidArgument("link model: alphas must be >= 0 and betas > 0");
+    c.linkModel = *model;
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommGetTraffic(moecommComm_t comm, int global,
+                                      moecommTraffic_t *traffic) {
+  if (!global)
+    return onCommLocal(comm, [&](Comm &c) -> Status {
+      if (!traffic)
+        return invalidArgument("traffic is NULL");
+      *traffic = c.traffic();
+      return Status::success();
+    });
+  return onComm(comm, [&](Comm &c) -> Status {
+    Signature sig(OpKind::GetTraffic);
+    if (!traffic)
+      sig.setError(
+          invalidArgument(cat("rank ", c.rank(), ": traffic is NULL")));
+    if (Status st = c.agree(sig, nullptr); !st.ok())
+      return st;
+    std::vector<moecommTraffic_t> all(c.size());
+    if (Status st =
+            c.allGather(&c.traffic(), sizeof(moecommTraffic_t), all.data());
+        !st.ok())
+      return st;
+    moecommTraffic_t total;
+    std::memset(&total, 0, sizeof(total));
+    const size_t n = sizeof(moecommTraffic_t) / sizeof(uint64_t);
+    for (const moecommTraffic_t &t : all) {
+      const uint64_t *src = reinterpret_cast<const uint64_t *>(&t);
+      uint64_t *dst = reinterpret_cast<uint64_t *>(&total);
+      for (size_t i = 0; i < n; ++i)
+        dst[i] += src[i];
+    }
+    *traffic = total;
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommResetTraffic(moecommComm_t comm) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    std::memset(&c.traffic(), 0, sizeof(moecommTraffic_t));
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommAllReduceSum(moecommComm_t comm, int64_t *values,
+                                    int64_t count) {
+  return onComm(comm, [&](Comm &c) -> Status {
+    Signature sig(OpKind::AllReduceSum);
+    if (count < 0)
+      sig.setError(invalidArgument(
+          cat("rank ", c.rank(), ": count must be >= 0, got ", count)));
+    else if (count > 0 && !values)
+      sig.setError(invalidArgument(cat("rank ", c.rank(), ": values is NULL")));
+    else if (count > (int64_t(1) << 24))
+      sig.setError(invalidArgument(
+          cat("rank ", c.rank(), ": count ", count, " is too large")));
+    sig.add(count);
+    static const char *const names[] = {"count"};
+    if (Status st = c.agree(sig, names); !st.ok())
+      return st;
+    if (count == 0)
+      return Status::success();
+    std::vector<int64_t> all((size_t)count * c.size());
+    if (Status st = c.allGather(values, count * 8, all.data()); !st.ok())
+      return st;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t s = 0;
+      for (int r = 0; r < c.size(); ++r)
+        s += all[(size_t)r * count + i];
+      values[i] = s;
+    }
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommBarrier(moecommComm_t comm) {
+  return onComm(comm, [&](Comm &c) -> Status {
+    return c.agree(Signature(OpKind::Barrier), nullptr);
+  });
+}
+
+moecommResult_t moecommLayoutCreate(moecommComm_t comm,
+                                    const moecommLayoutDesc_t *desc,
+                                    moecommLayout_t *layout) {
+  if (layout)
+    *layout = nullptr;
+  return onComm(comm, [&](Comm &c) -> Status {
+    std::unique_ptr<moecommLayout> l;
+    if (!layout) {
+      // Still take part in the agreement so no rank hangs.
+      Signature sig(OpKind::LayoutCreate);
+      sig.setError(invalidArgument(cat("rank ", c.rank(), ": layout is NULL")));
+      return c.agree(sig, nullptr);
+    }
+    Status st = createLayout(c, desc, l);
+    if (st.ok())
+      *layout = l.release();
+    return st;
+  });
+}
+
+moecommResult_t moecommLayoutDestroy(moecommLayout_t layout) {
+  return noComm([&]() -> Status {
+    if (!layout)
+      return invalidArgument("layout is NULL");
+    delete layout;
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommLayoutGetInfo(moecommLayout_t layout,
+                                     moecommLayoutInfo_t *info) {
+  return noComm([&]() -> Status {
+    if (!layout || !info)
+      return invalidArgument("layout and info must not be NULL");
+    *info = layout->info;
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommLayoutTokensPerExpert(moecommLayout_t layout,
+                                             int64_t *tokensPerExpert) {
+  return noComm([&]() -> Status {
+    if (!layout || !tokensPerExpert)
+      return invalidArgument("layout and tokensPerExpert must not be NULL");
+    std::copy(layout->plan.tokensPerExpert.begin(),
+              layout->plan.tokensPerExpert.end(), tokensPerExpert);
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommLayoutRecvWeights(moecommLayout_t layout,
+                                         float *recvWeights) {
+  return noComm([&]() -> Status {
+    if (!layout || (!recvWeights && layout->plan.recvRows() > 0))
+      return invalidArgument("layout and recvWeights must not be NULL");
+    std::copy(layout->plan.recvWeights.begin(), layout->plan.recvWeights.end(),
+              recvWeights);
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommLayoutRecvSources(moecommLayout_t layout,
+                                         int64_t *sources) {
+  return noComm([&]() -> Status {
+    if (!layout || (!sources && layout->plan.recvRows() > 0))
+      return invalidArgument("layout and sources must not be NULL");
+    std::copy(layout->plan.recvSources.begin(), layout->plan.recvSources.end(),
+              sources);
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommLayoutStage(moecommLayout_t layout,
+                                   moecommDirection_t direction, int stage,
+                                   moecommScope_t *scope, int64_t *sendRows,
+                                   int64_t *recvRows) {
+  return noComm([&]() -> Status {
+    if (!layout)
+      return invalidArgument("layout is NULL");
+    if (direction != moecommDirectionDispatch &&
+        direction != moecommDirectionCombine)
+      return invalidArgument(cat("direction ", (int)direction,
+                                 " is neither dispatch nor combine"));
+    const DirectionPlan &dp = direction == moecommDirectionDispatch
+                                  ? layout->plan.dispatch
+                                  : layout->plan.combine;
+    if (stage < 0 || stage >= (int)dp.stages.size())
+      return invalidArgument(
+          cat("stage ", stage, " is out of range [0, ", dp.stages.size(), ")"));
+    const StagePlan &sp = dp.stages[stage];
+    if (scope)
+      *scope = sp.scope;
+    if (sendRows)
+      *sendRows = sp.sendRows();
+    if (recvRows)
+      *recvRows = sp.recvRows();
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommDispatch(moecommComm_t comm, moecommLayout_t layout,
+                                const moecommRows_t *x,
+                                moecommDataType_t wireType, moecommRows_t *recv,
+                                moecommStream_t stream) {
+  return moecommDispatchStart(comm, layout, x, wireType, recv, stream, nullptr);
+}
+
+moecommResult_t moecommDispatchStart(moecommComm_t comm, moecommLayout_t layout,
+                                     const moecommRows_t *x,
+                                     moecommDataType_t wireType,
+                                     moecommRows_t *recv,
+                                     moecommStream_t stream,
+                                     moecommRequest_t *request) {
+  return startOrRun(comm, request,
+                    [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
+                      const moecommLayout *l = layout;
+                      Status st = checkStream(c, stream);
+                      if (!st.ok()) {
+                        // Take part with a bad layout so every rank agrees.
+                        Signature sig(OpKind::Dispatch);
+                        sig.setError(st);
+                        return c.agree(sig, nullptr);
+                      }
+                      return startDispatch(c, l, x, wireType, recv, op);
+                    });
+}
+
+moecommResult_t moecommCombine(moecommComm_t comm, moecommLayout_t layout,
+                               const moecommRows_t *y, int weighted,
+                               moecommRows_t *out, moecommStream_t stream) {
+  return moecommCombineStart(comm, layout, y, weighted, out, stream, nullptr);
+}
+
+moecommResult_t moecommCombineStart(moecommComm_t comm, moecommLayout_t layout,
+                                    const moecommRows_t *y, int weighted,
+                                    moecommRows_t *out, moecommStream_t stream,
+                                    moecommRequest_t *request) {
+  return startOrRun(comm, request,
+                    [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
+                      Status st = checkStream(c, stream);
+                      if (!st.ok()) {
+                        Signature sig(OpKind::Combine);
+                        sig.setError(st);
+                        return c.agree(sig, nullptr);
+                      }
+                      return startCombine(c, layout, y, weighted, out, op);
+                    });
+}
+
+moecommResult_t moecommWait(moecommRequest_t request) {
+  if (!request)
+    return failNoComm(invalidArgument("request is NULL"));
+  Comm *comm = request->comm;
+  Status st;
+  try {
+    st = waitRequest(request);
+  } catch (const std::bad_alloc &) {
+    st = systemError("out of memory");
+  } catch (...) {
+    st = internalError("unknown exception");
+  }
+  return comm->finish(st);
+}
+
+moecommResult_t moecommAllToAllCounts(moecommComm_t comm,
+                                      const int64_t *sendCounts,
+                                      int64_t *recvCounts) {
+  return onComm(comm, [&](Comm &c) -> Status {
+    return allToAllCounts(c, sendCounts, recvCounts);
+  });
+}
+
+moecommResult_t moecommAllToAll(moecommComm_t comm, const moecommRows_t *send,
+                                const int64_t *sendCounts, moecommRows_t *recv,
+                                const int64_t *recvCounts,
+                                moecommStream_t stream) {
+  return moecommAllToAllStart(comm, send, sendCounts, recv, recvCounts, stream,
+                              nullptr);
+}
+
+moecommResult_t
+moecommAllToAllStart(moecommComm_t comm, const moecommRows_t *send,
+                     const int64_t *sendCounts, moecommRows_t *recv,
+                     const int64_t *recvCounts, moecommStream_t stream,
+                     moecommRequest_t *request) {
+  return startOrRun(
+      comm, request, [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
+        Status st = checkStream(c, stream);
+        if (!st.ok()) {
+          Signature sig(OpKind::AllToAll);
+          sig.setError(st);
+          return c.agree(sig, nullptr);
+        }
+        return startAllToAll(c, send, sendCounts, recv, recvCounts, op);
+      });
+}
+
+moecommResult_t moecommQuantizeFp8(const moecommRows_t *in,
+                                   moecommRows_t *out) {
+  return noComm([&]() { return quantizeRows(in, out); });
+}
+
+moecommResult_t moecommDequantizeFp8(const moecommRows_t *in,
+                                     moecommRows_t *out) {
+  return noComm([&]() { return dequantizeRows(in, out); });
+}
+
+moecommResult_t moecommPack(moecommComm_t comm, moecommLayout_t layout,
+                            moecommDirection_t direction, int stage,
+                            const moecommRows_t *in, int weighted,
+                            moecommRows_t *out, moecommStream_t stream) {
+  return onComm(comm, [&](Comm &c) -> Status {
+    if (Status st = checkStream(c, stream); !st.ok())
+      return st;
+    return packRows(c, layout, direction, stage, in, weighted, out);
+  });
+}
+
+moecommResult_t moecommExchange(moecommComm_t comm, moecommLayout_t layout,
+                                moecommDirection_t direction, int stage,
+                                const moecommRows_t *send, moecommRows_t *recv,
+                                moecommStream_t stream) {
+  return moecommExchangeStart(comm, layout, direction, stage, send, recv,
+                              stream, nullptr);
+}
+
+moecommResult_t moecommExchangeStart(moecommComm_t comm, moecommLayout_t layout,
+                                     moecommDirection_t direction, int stage,
+                                     const moecommRows_t *send,
+                                     moecommRows_t *recv,
+                                     moecommStream_t stream,
+                                     moecommRequest_t *request) {
+  return startOrRun(
+      comm, request, [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
+        Status st = checkStream(c, stream);
+        if (!st.ok()) {
+          Signature sig(OpKind::Exchange);
+          sig.setError(st);
+          return c.agree(sig, nullptr);
+        }
+        return startExchange(c, layout, direction, stage, send, recv, op);
+      });
+}
+
+moecommResult_t moecommUnpack(moecommComm_t comm, moecommLayout_t layout,
+                              moecommDirection_t direction,
+                              const moecommRows_t *in, int weighted,
+                              moecommRows_t *out, moecommStream_t stream) {
+  return onComm(comm, [&](Comm &c) -> Status {
+    if (Status st = checkStream(c, stream); !st.ok())
+      return st;
+    return unpackRows(c, layout, direction, in, weighted, out);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,189 @@
+//===- Comm.cpp - The communicator behind moecommComm_t -------------------===//
+#include "Comm.h"
+
+#include "Fp8.h"
+#include "RowKernels.h"
+#include "ThreadsTransport.h"
+#include "moecomm/CostModel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+namespace moecomm {
+
+const char *opName(OpKind op) {
+  switch (op) {
+  case OpKind::LayoutCreate:
+    return "moecommLayoutCreate";
+  case OpKind::LayoutFinish:
+    return "moecommLayoutCreate (finish)";
+  case OpKind::Dispatch:
+    return "moecommDispatch";
+  case OpKind::Combine:
+    return "moecommCombine";
+  case OpKind::AllToAll:
+    return "moecommAllToAll";
+  case OpKind::AllToAllCounts:
+    return "moecommAllToAllCounts";
+  case OpKind::Exchange:
+    return "moecommExchange";
+  case OpKind::AllReduceSum:
+    return "moecommAllReduceSum";
+  case OpKind::Barrier:
+    return "moecommBarrier";
+  case OpKind::GetTraffic:
+    return "moecommCommGetTraffic";
+  }
+  return "an unknown collective";
+}
+
+void Signature::setError(const Status &st) {
+  if (st.ok() || status != 0)
+    return;
+  status = (int32_t)st.code;
+  size_t n = std::min(st.message.size(), sizeof(message) - 1);
+  std::memcpy(message, st.message.data(), n);
+  message[n] = '\0';
+}
+
+Comm::Comm(std::unique_ptr<Transport> transport, ThreadsShared *threads)
+    : linkModel(defaultLinkModel()), transport_(std::move(transport)),
+      threads_(threads) {
+  static std::atomic<uint64_t> nextUid{1};
+  uid_ = nextUid++;
+  std::memset(&traffic_, 0, sizeof(traffic_));
+}
+
+Comm::~Comm() {
+  transport_.reset();
+  if (threads_)
+    threads_->leave();
+}
+
+moecommResult_t Comm::finish(const Status &st) {
+  if (st.ok())
+    return moecommSuccess;
+  lastError_ = st.message.empty() ? moecommGetErrorString(st.code) : st.message;
+  if ((st.code == moecommSystemError || st.code == moecommInternalError) &&
+      sticky_.ok())
+    sticky_ = st;
+  return st.code;
+}
+
+Status Comm::usable() const {
+  if (sticky_.ok())
+    return Status::success();
+  return Status::error(
+      sticky_.code,
+      cat("the communicator is unusable after an earlier failure: ",
+          sticky_.message));
+}
+
+uint64_t Comm::reserveSeqs(uint64_t n) {
+  uint64_t first = nextSeq_;
+  nextSeq_ += n;
+  return first;
+}
+
+Status Comm::allGather(const void *mine, int64_t bytes, void *all) {
+  if (Status st = usable(); !st.ok())
+    return st;
+  Status st = transport_->allGather(reserveSeqs(1), mine, bytes, all);
+  if (!st.ok())
+    finish(st);
+  return st;
+}
+
+Status Comm::agree(const Signature &mine, const char *const *fieldNames) {
+  const int W = size();
+  std::vector<Signature> all(W, Signature(OpKind::Barrier));
+  if (Status st = allGather(&mine, sizeof(Signature), all.data()); !st.ok())
+    return st;
+  for (int r = 1; r < W; ++r)
+    if (all[r].op != all[0].op)
+      return mismatch(cat("ranks disagree on the collective: rank 0 calls ",
+                          opName((OpKind)all[0].op), ", rank ", r, " calls ",
+                          opName((OpKind)all[r].op)));
+  for (int r = 0; r < W; ++r)
+    if (all[r].status != moecommSuccess) {
+      all[r].message[sizeof(all[r].message) - 1] = '\0';
+      return Status::error((moecommResult_t)all[r].status, all[r].message);
+    }
+  for (int i = 0; i < all[0].numFields; ++i)
+    for (int r = 1; r < W; ++r)
+      if (all[r].numFields != all[0].numFields ||
+          all[r].fields[i] != all[0].fields[i])
+        return mismatch(cat("ranks disagree on ", fieldNames[i],
+                            ": rank 0 has ", all[0].fields[i], ", rank ", r,
+                            " has ", all[r].fields[i]));
+  return Status::success();
+}
+
+void Comm::countPayload(moecommDirection_t dir, moecommScope_t scope, int peer,
+                        int64_t bytes) {
+  if (peer == rank() || bytes <= 0)
+    return;
+  int G = ranksPerNode();
+  int link =
+      peer / G == rank() / G ? moecommLinkIntraNode : moecommLinkInterNode;
+  traffic_.bytes[dir][scope][link] += (uint64_t)bytes;
+  traffic_.messages[dir][scope][link] += 1;
+}
+
+void Comm::countMetadata(int peer, int64_t bytes) {
+  if (peer == rank() || bytes <= 0)
+    return;
+  int G = ranksPerNode();
+  int link =
+      peer / G == rank() / G ? moecommLinkIntraNode : moecommLinkInterNode;
+  traffic_.metadataBytes[link] += (uint64_t)bytes;
+  traffic_.metadataMessages[link] += 1;
+}
+
+PooledBuffer Comm::acquire(int64_t bytes) {
+  bytes = std::max<int64_t>(bytes, 64);
+  size_t best = pool_.size();
+  for (size_t i = 0; i < pool_.size(); ++i)
+    if (pool_[i].capacity >= bytes &&
+        (best == pool_.size() || pool_[i].capacity < pool_[best].capacity))
+      best = i;
+  if (best < pool_.size()) {
+    Free f = std::move(pool_[best]);
+    pool_.erase(pool_.begin() + best);
+    return PooledBuffer(this, std::move(f.mem), f.capacity);
+  }
+  return PooledBuffer(this, std::unique_ptr<uint8_t[]>(new uint8_t[bytes]),
+                      bytes);
+}
+
+void Comm::release(std::unique_ptr<uint8_t[]> mem, int64_t capacity) {
+  pool_.push_back({std::move(mem), capacity});
+  // Keep a bounded number of buffers: drop the smallest.
+  if (pool_.size() > 12) {
+    auto it = std::min_element(
+        pool_.begin(), pool_.end(),
+        [](const Free &a, const Free &b) { return a.capacity < b.capacity; });
+    pool_.erase(it);
+  }
+}
+
+RowBuffer RowBuffer::make(Comm &comm, int64_t n, int64_t hidden,
+                          moecommDataType_t type) {
+  RowBuffer b;
+  int64_t dataBytes = n * hidden * elementSize(type);
+  int64_t padded = (dataBytes + 63) / 64 * 64;
+  int64_t scaleBytes =
+      type == moecommFloat8E4M3 ? n * fp8Blocks(hidden) * 4 : 0;
+  b.mem = comm.acquire(padded + scaleBytes);
+  b.rows.data = b.mem.data();
+  b.rows.scales = type == moecommFloat8E4M3
+                      ? reinterpret_cast<float *>(b.mem.data() + padded)
+                      : nullptr;
+  b.rows.rows = n;
+  b.rows.hidden = hidden;
+  b.rows.type = type;
+  return b;
+}
+
+} // namespace moecomm

@@ -1,0 +1,183 @@
+//===- Comm.h - The communicator behind moecommComm_t -----------*- C++ -*-===//
+//
+// A communicator owns its transport, the sticky error state (a transport
+// failure makes it unusable; input errors do not), the last-error message,
+// the traffic counters, the link model of moecommAuto, a pool of scratch
+// buffers, the sequence numbers of its collectives and its outstanding
+// requests. One thread uses a communicator at a time.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_LIB_COMM_H
+#define MOECOMM_LIB_COMM_H
+
+#include "Status.h"
+#include "Transport.h"
+#include "moecomm/moecomm.h"
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct moecommRequest;
+
+namespace moecomm {
+
+class ThreadsShared;
+
+/// Collective kinds, compared across ranks before anything moves.
+enum class OpKind : int32_t {
+  LayoutCreate = 1,
+  LayoutFinish,
+  Dispatch,
+  Combine,
+  AllToAll,
+  AllToAllCounts,
+  Exchange,
+  AllReduceSum,
+  Barrier,
+  GetTraffic,
+};
+const char *opName(OpKind op);
+
+/// The fixed-size block every rank contributes when a collective starts: the
+/// operation, this rank's local verdict on its arguments and the parameters
+/// that must be equal on every rank.
+struct Signature {
+  static constexpr int kMaxFields = 12;
+  int32_t op = 0;
+  int32_t status = 0; ///< moecommResult_t of the local checks
+  int32_t numFields = 0;
+  int32_t pad = 0;
+  int64_t fields[kMaxFields] = {};
+  char message[416] = {};
+
+  Signature(OpKind op) : op((int32_t)op) {}
+  /// Appends a parameter that must agree on all ranks.
+  void add(int64_t v) {
+    if (numFields < kMaxFields)
+      fields[numFields++] = v;
+  }
+  /// Records this rank's local error (the first one wins).
+  void setError(const Status &st);
+};
+
+/// A scratch buffer from the communicator's pool; returns itself on
+/// destruction.
+class PooledBuffer;
+
+class Comm {
+public:
+  explicit Comm(std::unique_ptr<Transport> transport,
+                ThreadsShared *threads = nullptr);
+  ~Comm();
+
+  Transport &transport() { return *transport_; }
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+  int ranksPerNode() const { return transport_->ranksPerNode(); }
+  ThreadsShared *threadsShared() const { return threads_; }
+  /// Unique in the process (never reused, unlike the address).
+  uint64_t uid() const { return uid_; }
+
+  //--- errors --------------------------------------------------------------
+  /// Records `st` as this call's result: a failure becomes the last-error
+  /// message, a transport or internal failure also makes the communicator
+  /// unusable. Returns st.code.
+  moecommResult_t finish(const Status &st);
+  /// The sticky error, or success if the communicator is usable.
+  Status usable() const;
+  const char *lastError() const { return lastError_.c_str(); }
+
+  //--- collectives ---------------------------------------------------------
+  /// Reserves `n` consecutive sequence numbers (the same on every rank, as
+  /// collectives are issued in the same order).
+  uint64_t reserveSeqs(uint64_t n);
+  /// Agreement: allGathers `mine` and returns, identically on every rank,
+  /// Mismatch if ranks run different collectives, else the lowest failing
+  /// rank's local error, else Mismatch naming the first parameter
+  /// (fieldNames[i]) that differs from rank 0's.
+  Status agree(const Signature &mine, const char *const *fieldNames);
+  /// allGather of a fixed-size block (all = [W][bytes]).
+  Status allGather(const void *mine, int64_t bytes, void *all);
+
+  //--- traffic -------------------------------------------------------------
+  void countPayload(moecommDirection_t dir, moecommScope_t scope, int peer,
+                    int64_t bytes);
+  void countMetadata(int peer, int64_t bytes);
+  moecommTraffic_t &traffic() { return traffic_; }
+  moecommLinkModel_t linkModel;
+
+  //--- layouts and requests ------------------------------------------------
+  int64_t nextLayoutId() { return ++layoutIds_; }
+  std::deque<moecommRequest *> &outstanding() { return outstanding_; }
+
+  //--- scratch buffers -----------------------------------------------------
+  PooledBuffer acquire(int64_t bytes);
+  void release(std::unique_ptr<uint8_t[]> mem, int64_t capacity);
+
+private:
+  std::unique_ptr<Transport> transport_;
+  ThreadsShared *threads_;
+  uint64_t uid_;
+  Status sticky_;
+  std::string lastError_;
+  moecommTraffic_t traffic_;
+  uint64_t nextSeq_ = 1;
+  int64_t layoutIds_ = 0;
+  std::deque<moecommRequest *> outstanding_;
+  struct Free {
+    std::unique_ptr<uint8_t[]> mem;
+    int64_t capacity;
+  };
+  std::vector<Free> pool_;
+};
+
+class PooledBuffer {
+public:
+  PooledBuffer() = default;
+  PooledBuffer(Comm *owner, std::unique_ptr<uint8_t[]> mem, int64_t capacity)
+      : owner_(owner), mem_(std::move(mem)), capacity_(capacity) {}
+  PooledBuffer(PooledBuffer &&o) noexcept { *this = std::move(o); }
+  PooledBuffer &operator=(PooledBuffer &&o) noexcept {
+    reset();
+    owner_ = o.owner_;
+    mem_ = std::move(o.mem_);
+    capacity_ = o.capacity_;
+    o.owner_ = nullptr;
+    o.capacity_ = 0;
+    return *this;
+  }
+  ~PooledBuffer() { reset(); }
+  uint8_t *data() const { return mem_.get(); }
+  void reset() {
+    if (owner_ && mem_)
+      owner_->release(std::move(mem_), capacity_);
+    owner_ = nullptr;
+    mem_.reset();
+    capacity_ = 0;
+  }
+
+private:
+  Comm *owner_ = nullptr;
+  std::unique_ptr<uint8_t[]> mem_;
+  int64_t capacity_ = 0;
+};
+
+/// A block of rows in pooled memory (data plus, for FP8, scales).
+struct RowBuffer {
+  PooledBuffer mem;
+  moecommRows_t rows{};
+  /// Allocates `n` rows of `hidden` elements of `type` from `comm`'s pool.
+  static RowBuffer make(Comm &comm, int64_t n, int64_t hidden,
+                        moecommDataType_t type);
+};
+
+} // namespace moecomm
+
+/// The C handle.
+struct moecommComm final : moecomm::Comm {
+  using moecomm::Comm::Comm;
+};
+
+#endif // MOECOMM_LIB_COMM_H

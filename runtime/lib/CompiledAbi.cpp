@@ -1,0 +1,479 @@
+//===- CompiledAbi.cpp - entry points for compiled MoE graphs --------------===//
+//
+// The functions convert-moecomm-to-runtime emits calls to (see
+// moecomm_compiled.h): thin adapters from MLIR memref descriptors to the
+// public C API, plus a per-thread bound communicator and sticky error,
+// because compiled code cannot branch on return codes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moecomm/moecomm_compiled.h"
+
+#include <string>
+#include <vector>
+
+namespace {
+
+thread_local moecommComm_t boundComm = nullptr;
+thread_local moecommResult_t firstError = moecommSuccess;
+thread_local std::string firstMessage;
+
+bool stopped() { return firstError != moecommSuccess; }
+
+void fail(moecommResult_t code, const std::string &message) {
+  if (stopped())
+    return;
+  firstError = code;
+  firstMessage = message;
+}
+
+/// Records a failed API call with the communicator's message.
+bool ok(moecommResult_t result) {
+  if (result == moecommSuccess)
+    return true;
+  fail(result, moecommCommGetLastError(boundComm));
+  return false;
+}
+
+size_t elementBytes(moecommDataType_t type) {
+  switch (type) {
+  case moecommFloat32:
+  case moecommInt32:
+    return 4;
+  case moecommBfloat16:
+    return 2;
+  case moecommFloat8E4M3:
+    return 1;
+  case moecommInt64:
+    return 8;
+  }
+  return 0;
+}
+
+/// Address of element 0 of a descriptor.
+template <typename MemRef>
+void *base(const MemRef *m, moecommDataType_t type) {
+  return static_cast<char *>(m->aligned) + m->offset * elementBytes(type);
+}
+
+/// Rows view of a 2-D descriptor: rows must be contiguous.
+bool rowsOf(const moecommMemRef2D *m, moecommDataType_t type,
+            const moecommMemRef2D *scales, moecommRows_t *rows) {
+  for (const moecommMemRef2D *d : {m, scales}) {
+    if (!d)
+      continue;
+    bool contiguous =
+        (d->sizes[1] <= 1 || d->strides[1] == 1) &&
+        (d->sizes[0] <= 1 || d->strides[0] == d->sizes[1]);
+    if (!contiguous) {
+      fail(moecommInvalidArgument,
+           "compiled code passed non-contiguous rows (sizes [" +
+               std::to_string(d->sizes[0]) + ", " +
+               std::to_string(d->sizes[1]) + "], strides [" +
+               std::to_string(d->strides[0]) + ", " +
+               std::to_string(d->strides[1]) + "])");
+      return false;
+    }
+  }
+  rows->data = base(m, type);
+  rows->scales = scales ? static_cast<float *>(base(scales, moecommFloat32))
+                        : nullptr;
+  rows->rows = m->sizes[0];
+  rows->hidden = m->sizes[1];
+  rows->type = type;
+  return true;
+}
+
+bool contiguous1D(const moecommMemRef1D *m) {
+  if (m->sizes[0] <= 1 || m->strides[0] == 1)
+    return true;
+  fail(moecommInvalidArgument, "compiled code passed a strided vector");
+  return false;
+}
+
+bool commBound() {
+  if (boundComm)
+    return true;
+  fail(moecommInvalidArgument,
+       "no communicator is bound to this thread; call moecommCompiledBind");
+  return false;
+}
+
+void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
+                   moecommDataType_t idxType, int64_t ranks,
+                   int64_t ranksPerNode, int64_t experts, int32_t strategy,
+                   int64_t capacity) {
+  if (stopped() || !commBound())
+    return nullptr;
+  int size = 0, perNode = 0;
+  if (!ok(moecommCommSize(boundComm, &size)) ||
+      !ok(moecommCommRanksPerNode(boundComm, &perNode)))
+    return nullptr;
+  if (size != ranks || perNode != ranksPerNode) {
+    fail(moecommMismatch,
+         "the graph was compiled for " + std::to_string(ranks) + " ranks x " +
+             std::to_string(ranksPerNode) +
+             " per node but the communicator has " + std::to_string(size) +
+             " ranks x " + std::to_string(perNode) + " per node");
+    return nullptr;
+  }
+  moecommRows_t idxRows, weightRows;
+  if (!rowsOf(idx, idxType, nullptr, &idxRows) ||
+      !rowsOf(weights, moecommFloat32, nullptr, &weightRows))
+    return nullptr;
+  moecommLayoutDesc_t desc = {};
+  desc.numTokens = idxRows.rows;
+  desc.topk = static_cast<int32_t>(idxRows.hidden);
+  desc.numExperts = experts;
+  desc.idxType = idxType;
+  desc.topkIdx = idxRows.data;
+  desc.topkWeights = static_cast<const float *>(weightRows.data);
+  desc.capacity = capacity;
+  desc.strategy = static_cast<moecommStrategy_t>(strategy);
+  desc.wireType = moecommBfloat16;
+  moecommLayout_t layout = nullptr;
+  if (!ok(moecommLayoutCreate(boundComm, &desc, &layout)))
+    return nullptr;
+  return layout;
+}
+
+moecommLayout_t asLayout(void *layout) {
+  return static_cast<moecommLayout_t>(layout);
+}
+
+/// Gather for permute/pack (step >= 0) and unpack (step -1).
+void gather(void *layout, int32_t direction, int64_t step, int32_t weighted,
+            moecommMemRef2D *in, moecommDataType_t inType,
+            moecommMemRef2D *inScales, moecommMemRef2D *out,
+            moecommDataType_t outType, moecommMemRef2D *outScales) {
+  if (stopped() || !layout)
+    return;
+  moecommRows_t src, dst;
+  if (!rowsOf(in, inType, inScales, &src) ||
+      !rowsOf(out, outType, outScales, &dst))
+    return;
+  auto dir = static_cast<moecommDirection_t>(direction);
+  if (step < 0)
+    ok(moecommUnpack(boundComm, asLayout(layout), dir, &src, weighted, &dst,
+                     nullptr));
+  else
+    ok(moecommPack(boundComm, asLayout(layout), dir, static_cast<int>(step),
+                   &src, weighted, &dst, nullptr));
+}
+
+/// Blocking (request == nullptr) or started exchange.
+void *exchange(bool start, void *layout, int32_t direction, int64_t stage,
+               moecommMemRef2D *send, moecommMemRef2D *sendScales,
+               moecommMemRef2D *recv, moecommMemRef2D *recvScales,
+               moecommDataType_t type) {
+  if (stopped() || !layout)
+    return nullptr;
+  moecommRows_t src, dst;
+  if (!rowsOf(send, type, sendScales, &src) ||
+      !rowsOf(recv, type, recvScales, &dst))
+    return nullptr;
+  auto dir = static_cast<moecommDirection_t>(direction);
+  if (!start) {
+    ok(moecommExchange(boundComm, asLayout(layout), dir,
+                       static_cast<int>(stage), &src, &dst, nullptr));
+    return nullptr;
+  }
+  moecommRequest_t request = nullptr;
+  if (!ok(moecommExchangeStart(boundComm, asLayout(layout), dir,
+                               static_cast<int>(stage), &src, &dst, nullptr,
+                               &request)))
+    return nullptr;
+  return request;
+}
+
+void convertFp8(bool quantize, moecommMemRef2D *rows, moecommDataType_t type,
+                moecommMemRef2D *q, moecommMemRef2D *scales) {
+  if (stopped())
+    return;
+  moecommRows_t wide, narrow;
+  if (!rowsOf(rows, type, nullptr, &wide) ||
+      !rowsOf(q, moecommFloat8E4M3, scales, &narrow))
+    return;
+  if (quantize) {
+    moecommResult_t r = moecommQuantizeFp8(&wide, &narrow);
+    if (r != moecommSuccess)
+      fail(r, "moecomm_rt_quantize: rows do not match");
+  } else {
+    moecommResult_t r = moecommDequantizeFp8(&narrow, &wide);
+    if (r != moecommSuccess)
+      fail(r, "moecomm_rt_dequantize: rows do not match");
+  }
+}
+
+/// All-to-all counts as int64, whatever the IR's count type.
+bool countsOf(const moecommMemRef1D *m, moecommDataType_t type, int64_t ranks,
+              std::vector<int64_t> &counts) {
+  if (!contiguous1D(m))
+    return false;
+  if (m->sizes[0] != ranks) {
+    fail(moecommInvalidArgument, "all_to_all counts have " +
+                                     std::to_string(m->sizes[0]) +
+                                     " entries for " + std::to_string(ranks) +
+                                     " ranks");
+    return false;
+  }
+  counts.resize(ranks);
+  for (int64_t i = 0; i < ranks; ++i)
+    counts[i] = type == moecommInt32
+                    ? static_cast<const int32_t *>(base(m, type))[i]
+                    : static_cast<const int64_t *>(base(m, type))[i];
+  return true;
+}
+
+bool a2aTopology(int64_t ranks, int64_t ranksPerNode) {
+  if (stopped() || !commBound())
+    return false;
+  int size = 0, perNode = 0;
+  if (!ok(moecommCommSize(boundComm, &size)) ||
+      !ok(moecommCommRanksPerNode(boundComm, &perNode)))
+    return false;
+  if (size == ranks && perNode == ranksPerNode)
+    return true;
+  fail(moecommMismatch, "all_to_all was compiled for " + std::to_string(ranks) +
+                            " ranks x " + std::to_string(ranksPerNode) +
+                            " per node but the communicator has " +
+                            std::to_string(size) + " x " +
+                            std::to_string(perNode));
+  return false;
+}
+
+int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
+                       moecommMemRef1D *sendCounts, moecommDataType_t type,
+                       moecommMemRef1D *recvCounts) {
+  std::vector<int64_t> send;
+  if (!a2aTopology(ranks, ranksPerNode) ||
+      !countsOf(sendCounts, type, ranks, send) || !contiguous1D(recvCounts))
+    return 0;
+  auto *recv = static_cast<int64_t *>(base(recvCounts, moecommInt64));
+  if (!ok(moecommAllToAllCounts(boundComm, send.data(), recv)))
+    return 0;
+  int64_t total = 0;
+  for (int64_t i = 0; i < ranks; ++i)
+    total += recv[i];
+  return total;
+}
+
+void allToAll(int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,
+              moecommDataType_t type, moecommMemRef1D *sendCounts,
+              moecommDataType_t countType, moecommMemRef2D *recv,
+              moecommMemRef1D *recvCounts) {
+  std::vector<int64_t> sendN, recvN;
+  moecommRows_t src, dst;
+  if (!a2aTopology(ranks, ranksPerNode) ||
+      !countsOf(sendCounts, countType, ranks, sendN) ||
+      !countsOf(recvCounts, moecommInt64, ranks, recvN) ||
+      !rowsOf(send, type, nullptr, &src) || !rowsOf(recv, type, nullptr, &dst))
+    return;
+  ok(moecommAllToAll(boundComm, &src, sendN.data(), &dst, recvN.data(),
+                     nullptr));
+}
+
+} // namespace
+
+extern "C" {
+
+moecommResult_t moecommCompiledBind(moecommComm_t comm) {
+  boundComm = comm;
+  firstError = moecommSuccess;
+  firstMessage.clear();
+  return comm ? moecommSuccess : moecommInvalidArgument;
+}
+
+moecommResult_t moecommCompiledStatus(void) { return firstError; }
+
+const char *moecommCompiledLastError(void) { return firstMessage.c_str(); }
+
+void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *idx,
+                                         moecommMemRef2D *weights,
+                                         int64_t ranks, int64_t ranksPerNode,
+                                         int64_t experts, int32_t strategy,
+                                         int64_t capacity) {
+  return createLayout(idx, weights, moecommInt32, ranks, ranksPerNode, experts,
+                      strategy, capacity);
+}
+
+void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *idx,
+                                         moecommMemRef2D *weights,
+                                         int64_t ranks, int64_t ranksPerNode,
+                                         int64_t experts, int32_t strategy,
+                                         int64_t capacity) {
+  return createLayout(idx, weights, moecommInt64, ranks, ranksPerNode, experts,
+                      strategy, capacity);
+}
+
+void moecomm_rt_layout_release(void *layout) {
+  if (layout)
+    moecommLayoutDestroy(asLayout(layout));
+}
+
+int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
+                        int32_t recv) {
+  if (stopped() || !layout)
+    return 0;
+  if (step < 0) {
+    moecommLayoutInfo_t info;
+    if (!ok(moecommLayoutGetInfo(asLayout(layout), &info)))
+      return 0;
+    return direction == moecommDirectionDispatch ? info.recvRows
+                                                 : info.numTokens;
+  }
+  moecommScope_t scope;
+  int64_t sendRows = 0, recvRows = 0;
+  if (!ok(moecommLayoutStage(asLayout(layout),
+                             static_cast<moecommDirection_t>(direction),
+                             static_cast<int>(step), &scope, &sendRows,
+                             &recvRows)))
+    return 0;
+  return recv ? recvRows : sendRows;
+}
+
+void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
+  if (stopped() || !layout || !contiguous1D(out))
+    return;
+  ok(moecommLayoutRecvWeights(asLayout(layout),
+                              static_cast<float *>(base(out, moecommFloat32))));
+}
+
+void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
+                                               moecommMemRef1D *out) {
+  if (stopped() || !layout || !contiguous1D(out))
+    return;
+  ok(moecommLayoutTokensPerExpert(
+      asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
+}
+
+void moecomm_rt_wait(void *request) {
+  if (request)
+    ok(moecommWait(static_cast<moecommRequest_t>(request)));
+}
+
+// Gathers: <in>_<out>, scales follow each f8 side.
+#define MOECOMM_GATHER(IN, INT, OUT, OUTT)                                     \
+  void _mlir_ciface_moecomm_rt_gather_##IN##_##OUT(                            \
+      void *layout, int32_t direction, int64_t step, int32_t weighted,         \
+      moecommMemRef2D *in, moecommMemRef2D *out) {                             \
+    gather(layout, direction, step, weighted, in, INT, nullptr, out, OUTT,     \
+           nullptr);                                                           \
+  }
+MOECOMM_GATHER(bf16, moecommBfloat16, bf16, moecommBfloat16)
+MOECOMM_GATHER(f32, moecommFloat32, f32, moecommFloat32)
+#undef MOECOMM_GATHER
+
+void _mlir_ciface_moecomm_rt_gather_f8_f8(void *layout, int32_t direction,
+                                          int64_t step, int32_t weighted,
+                                          moecommMemRef2D *in,
+                                          moecommMemRef2D *inScales,
+                                          moecommMemRef2D *out,
+                                          moecommMemRef2D *outScales) {
+  gather(layout, direction, step, weighted, in, moecommFloat8E4M3, inScales,
+         out, moecommFloat8E4M3, outScales);
+}
+
+#define MOECOMM_QUANTIZING_GATHER(T, TYPE)                                     \
+  void _mlir_ciface_moecomm_rt_gather_##T##_f8(                                \
+      void *layout, int32_t direction, int64_t step, int32_t weighted,         \
+      moecommMemRef2D *in, moecommMemRef2D *out, moecommMemRef2D *outScales) { \
+    gather(layout, direction, step, weighted, in, TYPE, nullptr, out,          \
+           moecommFloat8E4M3, outScales);                                      \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_gather_f8_##T(                                  \
+      void *layout, int32_t direction, int64_t step, int32_t weighted,         \
+      moecommMemRef2D *in, moecommMemRef2D *inScales, moecommMemRef2D *out) {  \
+    gather(layout, direction, step, weighted, in, moecommFloat8E4M3, inScales, \
+           out, TYPE, nullptr);                                                \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_quantize_##T(                                   \
+      moecommMemRef2D *in, moecommMemRef2D *q, moecommMemRef2D *scales) {      \
+    convertFp8(true, in, TYPE, q, scales);                                     \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_dequantize_##T(                                 \
+      moecommMemRef2D *q, moecommMemRef2D *scales, moecommMemRef2D *out) {     \
+    convertFp8(false, out, TYPE, q, scales);                                   \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_dispatch_##T(void *layout, int32_t wire,        \
+                                            moecommMemRef2D *x,                \
+                                            moecommMemRef2D *recv) {           \
+    moecommRows_t src, dst;                                                    \
+    if (stopped() || !layout || !rowsOf(x, TYPE, nullptr, &src) ||             \
+        !rowsOf(recv, TYPE, nullptr, &dst))                                    \
+      return;                                                                  \
+    ok(moecommDispatch(boundComm, asLayout(layout), &src,                      \
+                       static_cast<moecommDataType_t>(wire), &dst, nullptr));  \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_combine_##T(void *layout, int32_t weighted,     \
+                                           moecommMemRef2D *y,                 \
+                                           moecommMemRef2D *out) {             \
+    moecommRows_t src, dst;                                                    \
+    if (stopped() || !layout || !rowsOf(y, TYPE, nullptr, &src) ||             \
+        !rowsOf(out, TYPE, nullptr, &dst))                                     \
+      return;                                                                  \
+    ok(moecommCombine(boundComm, asLayout(layout), &src, weighted, &dst,       \
+                      nullptr));                                               \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_exchange_##T(                                   \
+      void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,   \
+      moecommMemRef2D *recv) {                                                 \
+    exchange(false, layout, direction, stage, send, nullptr, recv, nullptr,    \
+             TYPE);                                                            \
+  }                                                                            \
+  void *_mlir_ciface_moecomm_rt_exchange_start_##T(                            \
+      void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,   \
+      moecommMemRef2D *recv) {                                                 \
+    return exchange(true, layout, direction, stage, send, nullptr, recv,       \
+                    nullptr, TYPE);                                            \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_all_to_all_##T##_i32(                           \
+      int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,              \
+      moecommMemRef1D *sendCounts, moecommMemRef2D *recv,                      \
+      moecommMemRef1D *recvCounts) {                                           \
+    allToAll(ranks, ranksPerNode, send, TYPE, sendCounts, moecommInt32, recv,  \
+             recvCounts);                                                      \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_all_to_all_##T##_i64(                           \
+      int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,              \
+      moecommMemRef1D *sendCounts, moecommMemRef2D *recv,                      \
+      moecommMemRef1D *recvCounts) {                                           \
+    allToAll(ranks, ranksPerNode, send, TYPE, sendCounts, moecommInt64, recv,  \
+             recvCounts);                                                      \
+  }
+MOECOMM_QUANTIZING_GATHER(bf16, moecommBfloat16)
+MOECOMM_QUANTIZING_GATHER(f32, moecommFloat32)
+#undef MOECOMM_QUANTIZING_GATHER
+
+void _mlir_ciface_moecomm_rt_exchange_f8(void *layout, int32_t direction,
+                                         int64_t stage, moecommMemRef2D *send,
+                                         moecommMemRef2D *sendScales,
+                                         moecommMemRef2D *recv,
+                                         moecommMemRef2D *recvScales) {
+  exchange(false, layout, direction, stage, send, sendScales, recv, recvScales,
+           moecommFloat8E4M3);
+}
+
+void *_mlir_ciface_moecomm_rt_exchange_start_f8(
+    void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,
+    moecommMemRef2D *sendScales, moecommMemRef2D *recv,
+    moecommMemRef2D *recvScales) {
+  return exchange(true, layout, direction, stage, send, sendScales, recv,
+                  recvScales, moecommFloat8E4M3);
+}
+
+int64_t _mlir_ciface_moecomm_rt_all_to_all_counts_i32(
+    int64_t ranks, int64_t ranksPerNode, moecommMemRef1D *sendCounts,
+    moecommMemRef1D *recvCounts) {
+  return allToAllCounts(ranks, ranksPerNode, sendCounts, moecommInt32,
+                        recvCounts);
+}
+
+int64_t _mlir_ciface_moecomm_rt_all_to_all_counts_i64(
+    int64_t ranks, int64_t ranksPerNode, moecommMemRef1D *sendCounts,
+    moecommMemRef1D *recvCounts) {
+  return allToAllCounts(ranks, ranksPerNode, sendCounts, moecommInt64,
+                        recvCounts);
+}
+
+} // extern "C"

@@ -1,0 +1,208 @@
+//===- MpiTransport.cpp - One process per rank over Open MPI --------------===//
+//
+// Exchanges are MPI_Isend/MPI_Irecv of bytes on the scope's communicator,
+// tagged by the sequence number, in chunks below 2^31 bytes; the copy to self
+// is a memcpy. allGather is MPI_Allgather.
+//
+//===----------------------------------------------------------------------===//
+#include "MpiTransport.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace moecomm {
+
+namespace {
+
+constexpr int64_t kChunk = int64_t(1) << 30;
+constexpr uint64_t kTagSpace = 32000; // MPI_TAG_UB >= 32767
+
+std::string mpiError(int err) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(err, buf, &len);
+  return std::string(buf, len);
+}
+
+Status check(int err, const char *what) {
+  if (err == MPI_SUCCESS)
+    return Status::success();
+  return systemError(cat(what, " failed: ", mpiError(err)));
+}
+
+class MpiPending : public PendingExchange {
+public:
+  Exchange ex;
+  std::vector<MPI_Request> requests;
+  // For each receive request: the bytes expected.
+  std::vector<int64_t> expectBytes;
+  std::vector<bool> isRecv;
+};
+
+class MpiTransport : public Transport {
+public:
+  MpiTransport(int rank, int size, int G, MPI_Comm world, MPI_Comm intra,
+               MPI_Comm inter)
+      : Transport(rank, size, G), world_(world), intra_(intra), inter_(inter) {}
+  ~MpiTransport() override {
+    MPI_Comm_free(&inter_);
+    MPI_Comm_free(&intra_);
+    MPI_Comm_free(&world_);
+  }
+
+  moecommBackend_t backend() const override { return moecommBackendMpi; }
+
+  Status allGather(uint64_t, const void *mine, int64_t bytes,
+                   void *all) override {
+    if (bytes > kChunk)
+      return internalError("allGather block too large");
+    return check(MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes,
+                               MPI_BYTE, world_),
+                 "MPI_Allgather");
+  }
+
+  Status startExchange(Exchange ex,
+                       std::unique_ptr<PendingExchange> &pending) override {
+    auto p = std::make_unique<MpiPending>();
+    p->ex = std::move(ex);
+    MPI_Comm comm = commOf(p->ex.scope);
+    const int me = memberIndex(p->ex.scope);
+    const int n = (int)group(p->ex.scope).size();
+    const int tag = (int)(p->ex.seq % kTagSpace);
+    Status status;
+    for (const ExchangePart &part : p->ex.parts)
+      if (part.sendRowIndex)
+        status = internalError("the mpi transport needs packed sends");
+    auto post = [&](bool recv, uint8_t *buf, int64_t bytes, int peer) {
+      for (int64_t off = 0; off < bytes && status.ok(); off += kChunk) {
+        int count = (int)std::min(kChunk, bytes - off);
+        MPI_Request req;
+        int err =
+            recv ? MPI_Irecv(buf + off, count, MPI_BYTE, peer, tag, comm, &req)
+                 : MPI_Isend(buf + off, count, MPI_BYTE, peer, tag, comm, &req);
+        status = check(err, recv ? "MPI_Irecv" : "MPI_Isend");
+        if (status.ok()) {
+          p->requests.push_back(req);
+          p->expectBytes.push_back(count);
+          p->isRecv.push_back(recv);
+        }
+      }
+    };
+    // Receives first, then sends, each part in order on both sides, so the
+    // MPI matching order (source, tag, communicator) lines up.
+    for (const ExchangePart &part : p->ex.parts)
+      for (int m = 0; m < n && status.ok(); ++m)
+        if (m != me)
+          post(true, part.recv + part.recvOffsets[m], part.recvBytes[m], m);
+    for (const ExchangePart &part : p->ex.parts)
+      for (int m = 0; m < n && status.ok(); ++m)
+        if (m != me)
+          post(false, const_cast<uint8_t *>(part.send) + part.sendOffsets[m],
+               part.sendBytes[m], m);
+    for (const ExchangePart &part : p->ex.parts) {
+      if (part.sendBytes[me] != part.recvBytes[me] && status.ok())
+        status = internalError(cat("exchange ", p->ex.seq, ": rank ", rank(),
+                                   " sends itself ", part.sendBytes[me],
+                                   " bytes but expects ", part.recvBytes[me]));
+      else if (part.sendBytes[me] > 0)
+        std::memcpy(part.recv + part.recvOffsets[me],
+                    part.send + part.sendOffsets[me], part.sendBytes[me]);
+    }
+    pending = std::move(p);
+    return status;
+  }
+
+  Status waitExchange(std::unique_ptr<PendingExchange> pending,
+                      bool consumed) override {
+    if (consumed)
+      return internalError("the mpi transport cannot be read in place");
+    auto *p = static_cast<MpiPending *>(pending.get());
+    if (p->requests.empty())
+      return Status::success();
+    std::vector<MPI_Status> st(p->requests.size());
+    int err =
+        MPI_Waitall((int)p->requests.size(), p->requests.data(), st.data());
+    if (err != MPI_SUCCESS) {
+      for (size_t i = 0; i < st.size(); ++i)
+        if (st[i].MPI_ERROR != MPI_SUCCESS &&
+            st[i].MPI_ERROR != MPI_ERR_PENDING)
+          return systemError(
+              cat("exchange ", p->ex.seq,
+                  ": MPI_Waitall failed: ", mpiError(st[i].MPI_ERROR)));
+      return check(err, "MPI_Waitall");
+    }
+    for (size_t i = 0; i < st.size(); ++i) {
+      if (!p->isRecv[i])
+        continue;
+      int count = 0;
+      MPI_Get_count(&st[i], MPI_BYTE, &count);
+      if (count != p->expectBytes[i])
+        return internalError(cat("exchange ", p->ex.seq, ": received ", count,
+                                 " bytes, expected ", p->expectBytes[i]));
+    }
+    return Status::success();
+  }
+
+private:
+  MPI_Comm commOf(moecommScope_t scope) const {
+    return scope == moecommScopeIntraNode   ? intra_
+           : scope == moecommScopeInterNode ? inter_
+                                            : world_;
+  }
+  MPI_Comm world_, intra_, inter_;
+};
+
+} // namespace
+
+Status createMpiTransport(MPI_Comm comm, int ranksPerNode,
+                          std::unique_ptr<Transport> &out) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    return invalidArgument("MPI is not initialized");
+  if (comm == MPI_COMM_NULL)
+    return invalidArgument("the MPI communicator is MPI_COMM_NULL");
+  int rank = 0, size = 0;
+  if (Status st = check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank"); !st.ok())
+    return st;
+  if (Status st = check(MPI_Comm_size(comm, &size), "MPI_Comm_size"); !st.ok())
+    return st;
+  // Every rank must agree on ranksPerNode before splitting.
+  std::vector<int> all(size);
+  if (Status st = check(MPI_Allgather(&ranksPerNode, 1, MPI_INT, all.data(), 1,
+                                      MPI_INT, comm),
+                        "MPI_Allgather");
+      !st.ok())
+    return st;
+  for (int r = 0; r < size; ++r)
+    if (all[r] != all[0])
+      return mismatch(cat("ranks disagree on ranks_per_node: rank 0 has ",
+                          all[0], ", rank ", r, " has ", all[r]));
+  if (ranksPerNode < 1 || size % ranksPerNode != 0)
+    return invalidArgument(cat("ranks_per_node ", ranksPerNode,
+                               " does not divide ", size, " ranks"));
+  MPI_Comm world, intra, inter;
+  if (Status st = check(MPI_Comm_dup(comm, &world), "MPI_Comm_dup"); !st.ok())
+    return st;
+  MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+  int G = ranksPerNode;
+  if (Status st = check(MPI_Comm_split(world, rank / G, rank, &intra),
+                        "MPI_Comm_split");
+      !st.ok()) {
+    MPI_Comm_free(&world);
+    return st;
+  }
+  if (Status st = check(MPI_Comm_split(world, rank % G, rank, &inter),
+                        "MPI_Comm_split");
+      !st.ok()) {
+    MPI_Comm_free(&intra);
+    MPI_Comm_free(&world);
+    return st;
+  }
+  MPI_Comm_set_errhandler(intra, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  out = std::make_unique<MpiTransport>(rank, size, G, world, intra, inter);
+  return Status::success();
+}
+
+} // namespace moecomm

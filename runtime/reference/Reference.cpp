@@ -1,0 +1,384 @@
+//===- Reference.cpp - Single-process oracle for dispatch/combine ---------===//
+//
+// Simple loops over all tokens of all ranks; see Reference.h. Written apart
+// from the runtime's plan builder and FP8 code on purpose.
+//
+//===----------------------------------------------------------------------===//
+#include "moecomm/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+namespace moecomm {
+namespace ref {
+
+namespace {
+std::string rankPrefix(int r) { return "rank " + std::to_string(r); }
+} // namespace
+
+std::string validate(const Problem &p, moecommResult_t *code) {
+  if (code)
+    *code = moecommSuccess;
+  auto fail = [&](std::string msg) {
+    if (code)
+      *code = moecommInvalidArgument;
+    return msg;
+  };
+  if (p.ranks < 1 || p.ranksPerNode < 1 || p.ranks % p.ranksPerNode != 0)
+    return fail("invalid topology: " + std::to_string(p.ranks) + " ranks, " +
+                std::to_string(p.ranksPerNode) + " per node");
+  if ((int)p.routing.size() != p.ranks)
+    return fail("routing has " + std::to_string(p.routing.size()) +
+                " ranks, expected " + std::to_string(p.ranks));
+  // Every rank checks the same things in the same order; the lowest failing
+  // rank's first error wins.
+  for (int r = 0; r < p.ranks; ++r) {
+    const RankRouting &rr = p.routing[r];
+    if (p.topk < 1)
+      return fail(rankPrefix(r) + ": topk must be >= 1, got " +
+                  std::to_string(p.topk));
+    if (p.numExperts < 1)
+      return fail(rankPrefix(r) + ": num_experts must be >= 1, got " +
+                  std::to_string(p.numExperts));
+    if (p.numExperts > INT32_MAX)
+      return fail(rankPrefix(r) + ": num_experts " +
+                  std::to_string(p.numExperts) + " does not fit in 31 bits");
+    if (rr.numTokens < 0)
+      return fail(rankPrefix(r) + ": num_tokens must be >= 0, got " +
+                  std::to_string(rr.numTokens));
+    if (p.capacity < 0)
+      return fail(rankPrefix(r) + ": capacity must be >= 0, got " +
+                  std::to_string(p.capacity));
+    if (p.numExperts % p.ranks != 0)
+      return fail("num_experts " + std::to_string(p.numExperts) +
+                  " is not divisible by " + std::to_string(p.ranks) + " ranks");
+    if ((int64_t)rr.topkIdx.size() != rr.numTokens * p.topk)
+      return fail(rankPrefix(r) + ": topk_idx has " +
+                  std::to_string(rr.topkIdx.size()) + " entries, expected " +
+                  std::to_string(rr.numTokens * p.topk));
+    if (!rr.topkWeights.empty() &&
+        (int64_t)rr.topkWeights.size() != rr.numTokens * p.topk)
+      return fail(rankPrefix(r) + ": topk_weights has " +
+                  std::to_string(rr.topkWeights.size()) +
+                  " entries, expected " +
+                  std::to_string(rr.numTokens * p.topk));
+    for (int64_t t = 0; t < rr.numTokens; ++t) {
+      for (int k = 0; k < p.topk; ++k) {
+        int64_t e = rr.topkIdx[t * p.topk + k];
+        if (e < -1 || e >= p.numExperts)
+          return fail(rankPrefix(r) + " token " + std::to_string(t) + " slot " +
+                      std::to_string(k) + ": expert id " + std::to_string(e) +
+                      " out of range [-1, " + std::to_string(p.numExperts) +
+                      ")");
+        if (e == -1)
+          continue;
+        for (int j = 0; j < k; ++j)
+          if (rr.topkIdx[t * p.topk + j] == e)
+            return fail(rankPrefix(r) + " token " + std::to_string(t) +
+                        ": expert id " + std::to_string(e) +
+                        " appears in slots " + std::to_string(j) + " and " +
+                        std::to_string(k));
+      }
+    }
+  }
+  return "";
+}
+
+std::vector<RankLayout> layout(const Problem &p) {
+  const int W = p.ranks;
+  const int64_t L = p.localExperts();
+  const int K = p.topk;
+  std::vector<RankLayout> out(W);
+  // Gather every pair per destination rank in (source rank, source token,
+  // expert id) order: this is the capacity keep order.
+  struct Pair {
+    int64_t s, t, e;
+    int k;
+    float w;
+  };
+  std::vector<std::vector<Pair>> incoming(W);
+  for (int s = 0; s < W; ++s) {
+    const RankRouting &rr = p.routing[s];
+    for (int64_t t = 0; t < rr.numTokens; ++t) {
+      std::vector<Pair> tok;
+      for (int k = 0; k < K; ++k) {
+        int64_t e = rr.topkIdx[t * K + k];
+        if (e < 0)
+          continue;
+        float w = rr.topkWeights.empty() ? 1.0f : rr.topkWeights[t * K + k];
+        tok.push_back({s, t, e, k, w});
+      }
+      std::sort(tok.begin(), tok.end(),
+                [](const Pair &a, const Pair &b) { return a.e < b.e; });
+      for (const Pair &pr : tok)
+        incoming[pr.e / L].push_back(pr);
+    }
+  }
+  for (int d = 0; d < W; ++d) {
+    std::vector<Pair> &in = incoming[d];
+    // Already in (s, t, e) order by construction; sort anyway to make the
+    // definition explicit.
+    std::sort(in.begin(), in.end(), [](const Pair &a, const Pair &b) {
+      return std::make_tuple(a.s, a.t, a.e) < std::make_tuple(b.s, b.t, b.e);
+    });
+    int64_t keep = (int64_t)in.size();
+    if (p.capacity > 0 && keep > p.capacity)
+      keep = p.capacity;
+    out[d].dropped = (int64_t)in.size() - keep;
+    in.resize(keep);
+    out[d].tokensPerExpert.assign(L, 0);
+    for (const Pair &pr : in) {
+      out[d].rows.push_back({pr.e - d * L, pr.s, pr.t, pr.k, pr.w});
+      out[d].tokensPerExpert[pr.e - d * L]++;
+    }
+    std::sort(out[d].rows.begin(), out[d].rows.end(),
+              [](const RecvRow &a, const RecvRow &b) {
+                return std::make_tuple(a.localExpert, a.srcRank, a.srcToken) <
+                       std::make_tuple(b.localExpert, b.srcRank, b.srcToken);
+              });
+  }
+  return out;
+}
+
+std::vector<std::vector<bool>> keptSlots(const Problem &p,
+                                         const std::vector<RankLayout> &l) {
+  std::vector<std::vector<bool>> kept(p.ranks);
+  for (int r = 0; r < p.ranks; ++r)
+    kept[r].assign(p.routing[r].numTokens * p.topk, false);
+  for (const RankLayout &rl : l)
+    for (const RecvRow &row : rl.rows)
+      kept[row.srcRank][row.srcToken * p.topk + row.slot] = true;
+  return kept;
+}
+
+std::vector<float> standardX(int rank, int64_t numTokens, int64_t hidden) {
+  std::vector<float> x(numTokens * hidden);
+  for (int64_t t = 0; t < numTokens; ++t)
+    for (int64_t h = 0; h < hidden; ++h) {
+      int64_t v = ((int64_t)rank * 977 + t * 131 + h * 7) % 255 - 127;
+      x[t * hidden + h] = (float)v / 128.0f;
+    }
+  return x;
+}
+
+float roundTo(float v, moecommDataType_t type) {
+  if (type != moecommBfloat16)
+    return v;
+  if (std::isnan(v))
+    return v;
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  // Round to nearest even on the low 16 bits.
+  uint32_t low = u & 0xFFFFu;
+  uint32_t hi = u >> 16;
+  if (low > 0x8000u || (low == 0x8000u && (hi & 1u)))
+    hi += 1;
+  u = hi << 16;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+// --- Reference FP8 (e4m3fn) by table search ---------------------------------
+
+float fp8Decode(uint8_t code) {
+  int sign = code >> 7;
+  int exp = (code >> 3) & 0xF;
+  int man = code & 0x7;
+  if (exp == 0xF && man == 0x7)
+    return std::nanf("");
+  double v;
+  if (exp == 0)
+    v = std::ldexp((double)man / 8.0, -6);
+  else
+    v = std::ldexp(1.0 + (double)man / 8.0, exp - 7);
+  return (float)(sign ? -v : v);
+}
+
+uint8_t fp8Encode(float v) {
+  if (std::isnan(v))
+    return 0x7F;
+  uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  double a = std::fabs((double)v);
+  if (a >= 448.0)
+    return sign | 0x7E;
+  // Codes 0x00..0x7E are increasing in value; find the nearest, ties to the
+  // code with an even mantissa (even code).
+  uint8_t best = 0;
+  for (int c = 0; c <= 0x7E; ++c) {
+    double cv = fp8Decode((uint8_t)c);
+    if (cv <= a)
+      best = (uint8_t)c;
+    else
+      break;
+  }
+  if (best < 0x7E) {
+    double lo = fp8Decode(best), hi = fp8Decode((uint8_t)(best + 1));
+    if (a - lo > hi - a || (a - lo == hi - a && (best & 1)))
+      best = (uint8_t)(best + 1);
+  }
+  return sign | best;
+}
+
+namespace {
+// dequantize(quantize(row)) then round to dataType.
+void fp8RoundTripRow(const float *in, float *out, int64_t H,
+                     moecommDataType_t dataType) {
+  for (int64_t b0 = 0; b0 < H; b0 += 128) {
+    int64_t b1 = std::min<int64_t>(H, b0 + 128);
+    float amax = 0.0f;
+    for (int64_t h = b0; h < b1; ++h)
+      amax = std::max(amax, std::fabs(in[h]));
+    float scale = amax == 0.0f ? 1.0f : amax / 448.0f;
+    for (int64_t h = b0; h < b1; ++h) {
+      float q = fp8Decode(fp8Encode(in[h] / scale));
+      out[h] = roundTo(q * scale, dataType);
+    }
+  }
+}
+} // namespace
+
+std::vector<std::vector<float>>
+dispatch(const Problem &p, const std::vector<RankLayout> &l,
+         const std::vector<std::vector<float>> &x) {
+  const int64_t H = p.hidden;
+  std::vector<std::vector<float>> out(p.ranks);
+  std::vector<float> src(H);
+  for (int d = 0; d < p.ranks; ++d) {
+    out[d].resize(l[d].rows.size() * H);
+    for (size_t i = 0; i < l[d].rows.size(); ++i) {
+      const RecvRow &row = l[d].rows[i];
+      const float *xr = &x[row.srcRank][row.srcToken * H];
+      for (int64_t h = 0; h < H; ++h)
+        src[h] = roundTo(xr[h], p.dataType);
+      float *o = &out[d][i * H];
+      if (p.wireType == moecommFloat8E4M3)
+        fp8RoundTripRow(src.data(), o, H, p.dataType);
+      else
+        std::copy(src.begin(), src.end(), o);
+    }
+  }
+  return out;
+}
+
+namespace {
+// (rank, token, slot) -> (dest rank, row index) of every kept pair.
+std::map<std::tuple<int64_t, int64_t, int>, std::pair<int, int64_t>>
+rowIndex(const Problem &p, const std::vector<RankLayout> &l) {
+  std::map<std::tuple<int64_t, int64_t, int>, std::pair<int, int64_t>> m;
+  for (int d = 0; d < p.ranks; ++d)
+    for (size_t i = 0; i < l[d].rows.size(); ++i) {
+      const RecvRow &r = l[d].rows[i];
+      m[{r.srcRank, r.srcToken, r.slot}] = {d, (int64_t)i};
+    }
+  return m;
+}
+} // namespace
+
+std::vector<std::vector<float>>
+combine(const Problem &p, const std::vector<RankLayout> &l,
+        const std::vector<std::vector<float>> &y, bool weighted) {
+  const int64_t H = p.hidden;
+  const int K = p.topk;
+  auto idx = rowIndex(p, l);
+  std::vector<std::vector<float>> out(p.ranks);
+  std::vector<float> acc(H);
+  for (int r = 0; r < p.ranks; ++r) {
+    const RankRouting &rr = p.routing[r];
+    out[r].assign(rr.numTokens * H, 0.0f);
+    for (int64_t t = 0; t < rr.numTokens; ++t) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int k = 0; k < K; ++k) {
+        auto it = idx.find({r, t, k});
+        if (it == idx.end())
+          continue; // masked or dropped
+        float w = rr.topkWeights.empty() ? 1.0f : rr.topkWeights[t * K + k];
+        const float *yr = &y[it->second.first][it->second.second * H];
+        for (int64_t h = 0; h < H; ++h) {
+          float v = roundTo(yr[h], p.dataType);
+          if (weighted) {
+            float prod = w * v;
+            acc[h] = acc[h] + prod;
+          } else {
+            acc[h] = acc[h] + v;
+          }
+        }
+      }
+      for (int64_t h = 0; h < H; ++h)
+        out[r][t * H + h] = roundTo(acc[h], p.dataType);
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<double>>
+combineAbsSum(const Problem &p, const std::vector<RankLayout> &l,
+              const std::vector<std::vector<float>> &y, bool weighted) {
+  const int64_t H = p.hidden;
+  const int K = p.topk;
+  auto idx = rowIndex(p, l);
+  std::vector<std::vector<double>> out(p.ranks);
+  for (int r = 0; r < p.ranks; ++r) {
+    const RankRouting &rr = p.routing[r];
+    out[r].assign(rr.numTokens * H, 0.0);
+    for (int64_t t = 0; t < rr.numTokens; ++t)
+      for (int k = 0; k < K; ++k) {
+        auto it = idx.find({r, t, k});
+        if (it == idx.end())
+          continue;
+        double w = weighted && !rr.topkWeights.empty()
+                       ? (double)rr.topkWeights[t * K + k]
+                       : 1.0;
+        const float *yr = &y[it->second.first][it->second.second * H];
+        for (int64_t h = 0; h < H; ++h)
+          out[r][t * H + h] += std::fabs(w * (double)yr[h]);
+      }
+  }
+  return out;
+}
+
+int64_t rowBytes(moecommDataType_t type, int64_t hidden) {
+  switch (type) {
+  case moecommFloat32:
+  case moecommInt32:
+    return 4 * hidden;
+  case moecommBfloat16:
+    return 2 * hidden;
+  case moecommFloat8E4M3:
+    return hidden + 4 * ((hidden + 127) / 128);
+  case moecommInt64:
+    return 8 * hidden;
+  }
+  return 0;
+}
+
+int64_t interNodeLowerBoundBytes(const Problem &p,
+                                 const std::vector<RankLayout> &l,
+                                 int64_t rowBytes) {
+  auto kept = keptSlots(p, l);
+  const int64_t perNode = (int64_t)p.ranksPerNode * p.localExperts();
+  int64_t total = 0;
+  for (int r = 0; r < p.ranks; ++r) {
+    const RankRouting &rr = p.routing[r];
+    int home = r / p.ranksPerNode;
+    for (int64_t t = 0; t < rr.numTokens; ++t) {
+      std::vector<int64_t> nodes;
+      for (int k = 0; k < p.topk; ++k) {
+        if (!kept[r][t * p.topk + k])
+          continue;
+        int64_t n = rr.topkIdx[t * p.topk + k] / perNode;
+        if (n != home &&
+            std::find(nodes.begin(), nodes.end(), n) == nodes.end())
+          nodes.push_back(n);
+      }
+      total += (int64_t)nodes.size() * rowBytes;
+    }
+  }
+  return total;
+}
+
+} // namespace ref
+} // namespace moecomm

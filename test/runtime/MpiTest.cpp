@@ -1,0 +1,256 @@
+//===- MpiTest.cpp - The oracles and faults on the MPI backend ------------===//
+//
+// Launched by ctest as `mpirun -np 4` and `mpirun -np 8 --oversubscribe`.
+// Every process computes the whole reference (cheap) and checks its own
+// rank; global quantities (adjointness) are summed with MPI_Allreduce.
+// Tests never return early between collective calls, so a failing check on
+// one rank cannot leave the others waiting.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include "moecomm/moecomm_mpi.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstring>
+
+using namespace moecomm;
+using namespace moecomm::test;
+
+namespace {
+
+int worldRank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int worldSize() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
+              moecommDataType_t wire, RoutingKind rk, int64_t T,
+              int64_t capacity = 0) {
+  CaseSpec s;
+  s.W = W;
+  s.G = G;
+  s.E = E;
+  s.K = K;
+  s.H = H;
+  s.data = data;
+  s.wire = wire;
+  s.routing = rk;
+  s.T = T;
+  s.capacity = capacity;
+  s.randomWeights = true;
+  s.seed = (uint64_t)(W * 31 + G * 7 + K + H);
+  return s;
+}
+
+/// Runs every strategy of `spec` on `mpiComm` (of spec.W ranks).
+void runCell(MPI_Comm mpiComm, const CaseSpec &spec) {
+  SCOPED_TRACE(spec.name());
+  int rank = 0;
+  MPI_Comm_rank(mpiComm, &rank);
+  Expected exp = computeExpected(makeProblem(spec));
+  moecommComm_t comm = nullptr;
+  moecommResult_t init = moecommCommInitMpi(&comm, mpiComm, spec.G);
+  EXPECT_EQ(init, moecommSuccess) << moecommCommGetLastError(nullptr);
+  if (init != moecommSuccess)
+    return; // every rank failed the same collective init
+  moecommBackend_t backend;
+  moecommCommBackend(comm, &backend);
+  EXPECT_EQ(backend, moecommBackendMpi);
+  for (moecommStrategy_t s :
+       {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto}) {
+    SCOPED_TRACE("strategy " + std::to_string(s));
+    RankRun run = runRank(comm, exp, s, rank);
+    checkRank(exp, s, rank, run);
+    checkLowerBound(exp, run);
+    double part[3], sum[3];
+    adjointParts(exp, rank, run, part[0], part[1], part[2]);
+    MPI_Allreduce(part, sum, 3, MPI_DOUBLE, MPI_SUM, mpiComm);
+    if (exp.problem.wireType != moecommFloat8E4M3) {
+      double u =
+          exp.problem.dataType == moecommBfloat16 ? 1.0 / 256 : 1.0 / 16777216;
+      EXPECT_NEAR(sum[0], sum[1],
+                  (4 * u + 3.0 * exp.problem.topk / 16777216) * sum[2] + 1e-20)
+          << "adjointness";
+    }
+  }
+  EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
+}
+
+TEST(Mpi, OracleMatrix) {
+  const int W = worldSize();
+  constexpr auto F32 = moecommFloat32, BF16 = moecommBfloat16,
+                 FP8 = moecommFloat8E4M3;
+  using RK = RoutingKind;
+  std::vector<CaseSpec> cells;
+  for (int G : {1, 2, 4, 8}) {
+    if (G > W || W % G)
+      continue;
+    cells.push_back(cell(W, G, 8 * W, 3, 24, BF16, FP8, RK::Skewed, 7));
+    cells.push_back(cell(W, G, 4 * W, 5, 7, F32, F32, RK::UniformMasked, 6));
+  }
+  cells.push_back(cell(W, 2, 2 * W, 2, 7168, BF16, BF16, RK::Uniform, 3));
+  cells.push_back(cell(W, 2, 8 * W, 8, 128, BF16, FP8, RK::EmptyRanks, 5));
+  cells.push_back(cell(W, W / 2, 2 * W, 2, 300, F32, F32, RK::OneExpert, 8, 9));
+  for (const CaseSpec &c : cells)
+    runCell(MPI_COMM_WORLD, c);
+}
+
+TEST(Mpi, SubCommunicators) {
+  // Two independent pairs of ranks (W = 2) next to each other.
+  MPI_Comm pair;
+  MPI_Comm_split(MPI_COMM_WORLD, worldRank() / 2, worldRank(), &pair);
+  runCell(pair, cell(2, 1, 16, 5, 129, moecommBfloat16, moecommFloat8E4M3,
+                     RoutingKind::Skewed, 9));
+  runCell(pair, cell(2, 2, 4, 1, 1, moecommFloat32, moecommFloat32,
+                     RoutingKind::AllMasked, 4));
+  MPI_Comm_free(&pair);
+}
+
+TEST(Mpi, FaultsAreAgreedAndRecoverable) {
+  const int W = worldSize(), r = worldRank();
+  moecommComm_t comm = nullptr;
+  ASSERT_EQ(moecommCommInitMpi(&comm, MPI_COMM_WORLD, 2), moecommSuccess);
+  auto lastError = [&] { return std::string(moecommCommGetLastError(comm)); };
+  // A bad expert id on rank 2.
+  CaseSpec s = cell(W, 2, 256, 2, 16, moecommFloat32, moecommFloat32,
+                    RoutingKind::Uniform, 6);
+  Expected good = computeExpected(makeProblem(s));
+  ref::Problem bad = good.problem;
+  bad.routing[2].topkIdx[1] = 300;
+  moecommLayoutDesc_t d = descFor(bad, r, moecommHierarchical);
+  moecommLayout_t l = nullptr;
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommInvalidArgument);
+  EXPECT_EQ(lastError(),
+            "rank 2 token 0 slot 1: expert id 300 out of range [-1, 256)");
+  // Ranks disagree on K.
+  CaseSpec s4 = s;
+  s4.K = 4;
+  ref::Problem k4 = makeProblem(s4);
+  d = descFor(r == W - 1 ? k4 : good.problem, r, moecommFlat);
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommMismatch);
+  EXPECT_EQ(lastError(), "ranks disagree on topk: rank 0 has 2, rank " +
+                             std::to_string(W - 1) + " has 4");
+  // all_to_all counts that are not a transpose: error before any payload.
+  std::vector<int64_t> send(W, 1), recv(W, 1);
+  if (r == 1)
+    recv[2] = 5;
+  std::vector<float> sb(W * 2, (float)r), rb(W * 2 + 4 * 2, -1.0f);
+  moecommRows_t sv{sb.data(), nullptr, W, 2, moecommFloat32};
+  moecommRows_t rv{rb.data(), nullptr, r == 1 ? W + 4 : W, 2, moecommFloat32};
+  EXPECT_EQ(moecommAllToAll(comm, &sv, send.data(), &rv, recv.data(), nullptr),
+            moecommMismatch);
+  EXPECT_EQ(lastError(),
+            "rank 1 expects 5 rows from rank 2 but rank 2 sends 1");
+  for (float v : rb)
+    EXPECT_EQ(v, -1.0f);
+  // Different collectives.
+  int64_t one = 1;
+  moecommResult_t res =
+      r == 0 ? moecommBarrier(comm) : moecommAllReduceSum(comm, &one, 1);
+  EXPECT_EQ(res, moecommMismatch);
+  // Still usable: a correct all_to_all and a full run.
+  recv[2] = 1;
+  rv.rows = W;
+  EXPECT_EQ(moecommAllToAll(comm, &sv, send.data(), &rv, recv.data(), nullptr),
+            moecommSuccess);
+  for (int src = 0; src < W; ++src)
+    EXPECT_EQ(rb[src * 2], (float)src);
+  RankRun run = runRank(comm, good, moecommHierarchical, r);
+  checkRank(good, moecommHierarchical, r, run);
+  EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
+}
+
+TEST(Mpi, InitErrors) {
+  const int r = worldRank();
+  moecommComm_t comm = nullptr;
+  EXPECT_EQ(moecommCommInitMpi(&comm, MPI_COMM_WORLD, 3),
+            moecommInvalidArgument);
+  EXPECT_EQ(moecommCommInitMpi(&comm, MPI_COMM_WORLD, r == 0 ? 1 : 2),
+            moecommMismatch);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_EQ(moecommCommInitMpi(&comm, MPI_COMM_NULL, 1),
+            moecommInvalidArgument);
+}
+
+TEST(Mpi, StartWaitOutOfOrder) {
+  const int W = worldSize(), r = worldRank();
+  moecommComm_t comm = nullptr;
+  ASSERT_EQ(moecommCommInitMpi(&comm, MPI_COMM_WORLD, 2), moecommSuccess);
+  CaseSpec s = cell(W, 2, 4 * W, 3, 40, moecommBfloat16, moecommFloat8E4M3,
+                    RoutingKind::Uniform, 8);
+  Expected exp = computeExpected(makeProblem(s));
+  const ref::Problem &p = exp.problem;
+  moecommLayoutDesc_t d = descFor(p, r, moecommHierarchical);
+  moecommLayout_t l = nullptr;
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommSuccess);
+  moecommLayoutInfo_t info{};
+  moecommLayoutGetInfo(l, &info);
+  Rows x = Rows::fromValues(exp.x[r], p.hidden, p.dataType);
+  Rows y = Rows::fromValues(exp.y[r], p.hidden, p.dataType);
+  y.rows.rows = info.recvRows;
+  Rows r1(info.recvRows, p.hidden, p.dataType),
+      r2(info.recvRows, p.hidden, p.dataType),
+      o1(p.routing[r].numTokens, p.hidden, p.dataType),
+      o2(p.routing[r].numTokens, p.hidden, p.dataType);
+  moecommRequest_t q[3] = {};
+  EXPECT_EQ(moecommDispatchStart(comm, l, x.view(), p.wireType, r1.view(),
+                                 nullptr, &q[0]),
+            moecommSuccess);
+  EXPECT_EQ(
+      moecommCombineStart(comm, l, y.view(), 1, o1.view(), nullptr, &q[1]),
+      moecommSuccess);
+  EXPECT_EQ(moecommDispatchStart(comm, l, x.view(), p.wireType, r2.view(),
+                                 nullptr, &q[2]),
+            moecommSuccess);
+  for (int i = 2; i >= 0; --i)
+    EXPECT_EQ(moecommWait(q[i]), moecommSuccess);
+  EXPECT_TRUE(sameBits(r1.values(), exp.dispatch[r]));
+  EXPECT_TRUE(sameBits(r2.values(), exp.dispatch[r]));
+  EXPECT_EQ(moecommCombine(comm, l, y.view(), 1, o2.view(), nullptr),
+            moecommSuccess);
+  EXPECT_TRUE(sameBits(o1.values(), o2.values()));
+  moecommLayoutDestroy(l);
+  EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
+}
+
+/// On ranks other than 0, print only failures (prefixed with the rank).
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult &r) override {
+    if (r.failed())
+      fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
+              r.file_name() ? r.file_name() : "?", r.line_number(),
+              r.summary());
+  }
+
+private:
+  int rank_;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  int rank = worldRank();
+  if (rank != 0) {
+    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter(rank));
+  }
+  int rc = RUN_ALL_TESTS();
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}

@@ -1,0 +1,725 @@
+//===- TestUtil.cpp - Problems, rank runs and oracles for runtime tests ---===//
+#include "TestUtil.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#ifndef MOECOMM_EXAMPLES_DATA
+#error "MOECOMM_EXAMPLES_DATA must point at examples/data"
+#endif
+
+namespace moecomm {
+namespace test {
+
+const char *routingName(RoutingKind k) {
+  switch (k) {
+  case RoutingKind::Uniform:
+    return "uniform";
+  case RoutingKind::UniformMasked:
+    return "masked";
+  case RoutingKind::Skewed:
+    return "skewed";
+  case RoutingKind::OneExpert:
+    return "oneexpert";
+  case RoutingKind::AllMasked:
+    return "allmasked";
+  case RoutingKind::EmptyRanks:
+    return "emptyranks";
+  }
+  return "?";
+}
+
+static const char *typeName(moecommDataType_t t) {
+  switch (t) {
+  case moecommFloat32:
+    return "f32";
+  case moecommBfloat16:
+    return "bf16";
+  case moecommFloat8E4M3:
+    return "fp8";
+  default:
+    return "int";
+  }
+}
+
+std::string CaseSpec::name() const {
+  std::ostringstream os;
+  os << "W" << W << "_G" << G << "_E" << E << "_K" << K << "_H" << H << "_"
+     << typeName(data) << "_" << typeName(wire) << "_" << routingName(routing)
+     << "_T" << T;
+  if (capacity)
+    os << "_cap" << capacity;
+  return os.str();
+}
+
+std::vector<double> loadExpertLoads(const std::string &model) {
+  std::string path =
+      std::string(MOECOMM_EXAMPLES_DATA) + "/expert_load_olmoe_mixtral.json";
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    return {};
+  auto json = llvm::json::parse((*buf)->getBuffer());
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return {};
+  }
+  std::vector<double> loads;
+  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Object *models = root ? root->getObject("models") : nullptr;
+  const llvm::json::Object *m = models ? models->getObject(model) : nullptr;
+  const llvm::json::Object *domains = m ? m->getObject("domains") : nullptr;
+  const llvm::json::Object *arxiv =
+      domains ? domains->getObject("arxiv") : nullptr;
+  const llvm::json::Array *layer = arxiv ? arxiv->getArray("layer7") : nullptr;
+  if (!layer)
+    return {};
+  for (const llvm::json::Value &v : *layer)
+    loads.push_back(v.getAsNumber().value_or(0.0));
+  return loads;
+}
+
+ref::Problem makeProblem(const CaseSpec &spec) {
+  ref::Problem p;
+  p.ranks = spec.W;
+  p.ranksPerNode = spec.G;
+  p.numExperts = spec.E;
+  p.topk = spec.K;
+  p.hidden = spec.H;
+  p.dataType = spec.data;
+  p.wireType = spec.wire;
+  p.capacity = spec.capacity;
+  p.routing.resize(spec.W);
+  std::vector<double> loads;
+  if (spec.routing == RoutingKind::Skewed) {
+    std::vector<double> src =
+        loadExpertLoads(spec.E % 64 == 0 ? "olmoe-1b-7b" : "mixtral-8x7b");
+    if (src.empty())
+      ADD_FAILURE() << "cannot read the expert loads";
+    for (int64_t e = 0; e < spec.E; ++e)
+      loads.push_back(src.empty() ? 1.0 : src[e % src.size()]);
+  }
+  for (int r = 0; r < spec.W; ++r) {
+    std::mt19937_64 rng(spec.seed * 1000003 + r * 7919 + 17);
+    ref::RankRouting &rr = p.routing[r];
+    int64_t T = std::max<int64_t>(0, spec.T + (r * 7) % 5 - 2);
+    if (spec.routing == RoutingKind::EmptyRanks && r % 2 == 1)
+      T = 0;
+    rr.numTokens = T;
+    rr.topkIdx.assign(T * spec.K, -1);
+    rr.topkWeights.assign(T * spec.K, 0.0f);
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<int64_t> chosen;
+      switch (spec.routing) {
+      case RoutingKind::Uniform:
+      case RoutingKind::UniformMasked:
+      case RoutingKind::EmptyRanks: {
+        std::vector<int64_t> all(spec.E);
+        for (int64_t e = 0; e < spec.E; ++e)
+          all[e] = e;
+        for (int k = 0; k < spec.K && k < spec.E; ++k) {
+          std::uniform_int_distribution<int64_t> d(k, spec.E - 1);
+          std::swap(all[k], all[d(rng)]);
+          chosen.push_back(all[k]);
+        }
+        break;
+      }
+      case RoutingKind::Skewed: {
+        std::vector<double> w = loads;
+        for (int k = 0; k < spec.K && k < spec.E; ++k) {
+          double total = 0;
+          for (double v : w)
+            total += v;
+          double u = std::uniform_real_distribution<double>(0, total)(rng);
+          int64_t e = 0;
+          for (; e < spec.E - 1; ++e) {
+            if (u < w[e] && w[e] > 0)
+              break;
+            u -= w[e];
+          }
+          while (w[e] <= 0) // never pick twice
+            e = (e + 1) % spec.E;
+          chosen.push_back(e);
+          w[e] = 0;
+        }
+        break;
+      }
+      case RoutingKind::OneExpert:
+        chosen.push_back(spec.E - 1);
+        break;
+      case RoutingKind::AllMasked:
+        break;
+      }
+      for (size_t k = 0; k < chosen.size() && (int)k < spec.K; ++k) {
+        bool mask = spec.routing == RoutingKind::UniformMasked &&
+                    std::uniform_int_distribution<int>(0, 3)(rng) == 0;
+        if (!mask)
+          rr.topkIdx[t * spec.K + k] = chosen[k];
+      }
+      for (int k = 0; k < spec.K; ++k) {
+        float w =
+            spec.randomWeights
+                ? std::uniform_real_distribution<float>(0.01f, 1.0f)(rng)
+                : (float)std::uniform_int_distribution<int>(1, 64)(rng) / 64.0f;
+        rr.topkWeights[t * spec.K + k] = w;
+      }
+    }
+  }
+  return p;
+}
+
+std::vector<float> makeX(const ref::Problem &p, int rank) {
+  std::vector<float> x =
+      ref::standardX(rank, p.routing[rank].numTokens, p.hidden);
+  float scale = std::ldexp(1.0f, rank % 5 - 2);
+  for (float &v : x)
+    v *= scale;
+  return x;
+}
+
+std::vector<float> makeY(const ref::Problem &p, int rank,
+                         const ref::RankLayout &layout) {
+  const int64_t H = p.hidden, L = p.localExperts();
+  std::vector<float> y(layout.rows.size() * H);
+  for (size_t i = 0; i < layout.rows.size(); ++i) {
+    const ref::RecvRow &r = layout.rows[i];
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t v = (r.srcRank * 131 + r.srcToken * 71 +
+                   (rank * L + r.localExpert) * 37 + h * 13) %
+                      61 -
+                  30;
+      y[i * H + h] = (float)v / 16.0f;
+    }
+  }
+  return y;
+}
+
+moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
+                            moecommStrategy_t strategy) {
+  const ref::RankRouting &rr = p.routing[rank];
+  moecommLayoutDesc_t desc{};
+  desc.numTokens = rr.numTokens;
+  desc.topk = p.topk;
+  desc.numExperts = p.numExperts;
+  desc.idxType = moecommInt64;
+  desc.topkIdx = rr.topkIdx.data();
+  desc.topkWeights = rr.topkWeights.empty() ? nullptr : rr.topkWeights.data();
+  desc.capacity = p.capacity;
+  desc.strategy = strategy;
+  desc.hidden = p.hidden;
+  desc.wireType = p.wireType;
+  return desc;
+}
+
+//===--- Rows -------------------------------------------------------------===//
+
+static int64_t elemSize(moecommDataType_t t) {
+  return t == moecommFloat32 ? 4 : t == moecommBfloat16 ? 2 : 1;
+}
+
+Rows::Rows(int64_t n, int64_t hidden, moecommDataType_t type) {
+  data.assign(std::max<int64_t>(1, n * hidden * elemSize(type)), 0xCD);
+  if (type == moecommFloat8E4M3)
+    scales.assign(std::max<int64_t>(1, n * ((hidden + 127) / 128)), -7.0f);
+  rows.data = data.data();
+  rows.scales = type == moecommFloat8E4M3 ? scales.data() : nullptr;
+  rows.rows = n;
+  rows.hidden = hidden;
+  rows.type = type;
+}
+
+Rows &Rows::operator=(Rows &&o) noexcept {
+  data = std::move(o.data);
+  scales = std::move(o.scales);
+  rows = o.rows;
+  rows.data = data.data();
+  rows.scales = rows.type == moecommFloat8E4M3 ? scales.data() : nullptr;
+  return *this;
+}
+
+std::vector<float> Rows::values() const {
+  int64_t n = rows.rows * rows.hidden;
+  std::vector<float> v(n);
+  if (n == 0)
+    return v;
+  if (rows.type == moecommFloat32) {
+    std::memcpy(v.data(), data.data(), n * 4);
+  } else if (rows.type == moecommBfloat16) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t u = (uint32_t)(data[2 * i] | (data[2 * i + 1] << 8)) << 16;
+      std::memcpy(&v[i], &u, 4);
+    }
+  }
+  return v;
+}
+
+Rows Rows::fromValues(const std::vector<float> &v, int64_t hidden,
+                      moecommDataType_t type) {
+  Rows r((int64_t)v.size() / std::max<int64_t>(1, hidden), hidden, type);
+  for (size_t i = 0; i < v.size(); ++i) {
+    float f = ref::roundTo(v[i], type);
+    if (type == moecommFloat32) {
+      std::memcpy(&r.data[4 * i], &f, 4);
+    } else {
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      uint16_t b = (uint16_t)(u >> 16);
+      std::memcpy(&r.data[2 * i], &b, 2);
+    }
+  }
+  return r;
+}
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+}
+
+//===--- Expected ---------------------------------------------------------===//
+
+Expected computeExpected(const ref::Problem &p) {
+  Expected e;
+  e.problem = p;
+  e.layout = ref::layout(p);
+  for (int r = 0; r < p.ranks; ++r) {
+    e.x.push_back(makeX(p, r));
+    e.y.push_back(makeY(p, r, e.layout[r]));
+  }
+  e.dispatch = ref::dispatch(p, e.layout, e.x);
+  e.combineW = ref::combine(p, e.layout, e.y, true);
+  e.combineU = ref::combine(p, e.layout, e.y, false);
+  e.absW = ref::combineAbsSum(p, e.layout, e.y, true);
+  e.absU = ref::combineAbsSum(p, e.layout, e.y, false);
+  e.identityW = ref::combine(p, e.layout, e.dispatch, true);
+  e.identityU = ref::combine(p, e.layout, e.dispatch, false);
+  e.idAbsW = ref::combineAbsSum(p, e.layout, e.dispatch, true);
+  e.idAbsU = ref::combineAbsSum(p, e.layout, e.dispatch, false);
+  Topology topo;
+  topo.ranks = p.ranks;
+  topo.ranksPerNode = p.ranksPerNode;
+  topo.numExperts = p.numExperts;
+  std::vector<RoutingView> views(p.ranks);
+  for (int r = 0; r < p.ranks; ++r) {
+    views[r].numTokens = p.routing[r].numTokens;
+    views[r].topk = p.topk;
+    views[r].topkIdx = p.routing[r].topkIdx.data();
+    views[r].idxType = moecommInt64;
+    views[r].topkWeights = p.routing[r].topkWeights.empty()
+                               ? nullptr
+                               : p.routing[r].topkWeights.data();
+  }
+  e.summary = summarizeRouting(topo, p.capacity, views);
+  return e;
+}
+
+moecommStrategy_t resolvedStrategy(const Expected &exp,
+                                   moecommStrategy_t requested) {
+  if (requested != moecommAuto)
+    return requested;
+  const ref::Problem &p = exp.problem;
+  return chooseStrategy(exp.summary, wireRowBytes(p.wireType, p.hidden),
+                        wireRowBytes(p.dataType, p.hidden), defaultLinkModel());
+}
+
+//===--- Running one rank -------------------------------------------------===//
+
+RankRun runRank(moecommComm_t comm, const Expected &exp,
+                moecommStrategy_t strategy, int rank) {
+  const ref::Problem &p = exp.problem;
+  const ref::RankRouting &rr = p.routing[rank];
+  const int64_t H = p.hidden, T = rr.numTokens;
+  RankRun run;
+  auto note = [&](moecommResult_t r, const char *what) {
+    if (r != moecommSuccess && run.result == moecommSuccess) {
+      run.result = r;
+      run.error = std::string(what) + ": " + moecommCommGetLastError(comm);
+    }
+  };
+  int G = 0, W = 0;
+  moecommCommRanksPerNode(comm, &G);
+  moecommCommSize(comm, &W);
+  if (G != p.ranksPerNode || W != p.ranks) {
+    run.result = moecommInternalError;
+    run.error = "the communicator's topology differs from the problem's";
+  }
+  moecommLayoutDesc_t desc = descFor(p, rank, strategy);
+  note(moecommCommResetTraffic(comm), "reset");
+  moecommLayout_t layout = nullptr;
+  moecommResult_t lr = moecommLayoutCreate(comm, &desc, &layout);
+  note(lr, "layout");
+  if (lr != moecommSuccess)
+    return run; // every rank got the same result
+  note(moecommCommGetTraffic(comm, 0, &run.layoutTraffic), "traffic");
+  note(moecommLayoutGetInfo(layout, &run.info), "info");
+  const int64_t R = run.info.recvRows;
+  run.tokensPerExpert.assign(run.info.localExperts, -1);
+  run.weights.assign(R, -1.0f);
+  run.sources.assign(2 * R, -1);
+  note(moecommLayoutTokensPerExpert(layout, run.tokensPerExpert.data()), "tpe");
+  note(moecommLayoutRecvWeights(layout, run.weights.data()), "weights");
+  note(moecommLayoutRecvSources(layout, run.sources.data()), "sources");
+  for (int s = 0; s < run.info.numStages; ++s) {
+    moecommScope_t sc;
+    note(moecommLayoutStage(layout, moecommDirectionDispatch, s, &sc, nullptr,
+                            nullptr),
+         "stage");
+    run.dispatchScopes.push_back(sc);
+    note(moecommLayoutStage(layout, moecommDirectionCombine, s, &sc, nullptr,
+                            nullptr),
+         "stage");
+    run.combineScopes.push_back(sc);
+  }
+
+  // One-shot dispatch.
+  Rows x = Rows::fromValues(exp.x[rank], H, p.dataType);
+  x.rows.rows = T; // also when T == 0
+  Rows recv(R, H, p.dataType);
+  note(moecommCommResetTraffic(comm), "reset");
+  note(
+      moecommDispatch(comm, layout, x.view(), p.wireType, recv.view(), nullptr),
+      "dispatch");
+  note(moecommCommGetTraffic(comm, 0, &run.dispatchTraffic), "traffic");
+  note(moecommCommGetTraffic(comm, 1, &run.dispatchGlobal), "traffic");
+  run.dispatch = recv.values();
+
+  // Staged dispatch: pack -> exchange per stage, then unpack.
+  {
+    std::deque<Rows> keep; // stable addresses: `in` points into it
+    moecommRows_t *in = x.view();
+    if (run.info.numStages == 0 && p.wireType == moecommFloat8E4M3) {
+      keep.emplace_back(T, H, moecommFloat8E4M3);
+      note(moecommQuantizeFp8(x.view(), keep.back().view()), "quantize");
+      in = keep.back().view();
+    }
+    for (int s = 0; s < run.info.numStages; ++s) {
+      int64_t sendRows = 0, recvRows = 0;
+      note(moecommLayoutStage(layout, moecommDirectionDispatch, s, nullptr,
+                              &sendRows, &recvRows),
+           "stage");
+      keep.emplace_back(sendRows, H, p.wireType);
+      Rows &send = keep.back();
+      note(moecommPack(comm, layout, moecommDirectionDispatch, s, in, 0,
+                       send.view(), nullptr),
+           "pack");
+      keep.emplace_back(recvRows, H, p.wireType);
+      note(moecommExchange(comm, layout, moecommDirectionDispatch, s,
+                           keep[keep.size() - 2].view(), keep.back().view(),
+                           nullptr),
+           "exchange");
+      in = keep.back().view();
+    }
+    Rows out(R, H, p.dataType);
+    note(moecommUnpack(comm, layout, moecommDirectionDispatch, in, 0,
+                       out.view(), nullptr),
+         "unpack");
+    run.dispatchStaged = out.values();
+  }
+  // Start / wait dispatch.
+  {
+    Rows out(R, H, p.dataType);
+    moecommRequest_t req = nullptr;
+    note(moecommDispatchStart(comm, layout, x.view(), p.wireType, out.view(),
+                              nullptr, &req),
+         "dispatch start");
+    if (req)
+      note(moecommWait(req), "wait");
+    run.dispatchAsync = out.values();
+  }
+
+  // Combine of y.
+  Rows y = Rows::fromValues(exp.y[rank], H, p.dataType);
+  y.rows.rows = R;
+  {
+    Rows out(T, H, p.dataType);
+    note(moecommCommResetTraffic(comm), "reset");
+    note(moecommCombine(comm, layout, y.view(), 1, out.view(), nullptr),
+         "combine");
+    note(moecommCommGetTraffic(comm, 0, &run.combineTraffic), "traffic");
+    note(moecommCommGetTraffic(comm, 1, &run.combineGlobal), "traffic");
+    run.combineW = out.values();
+    Rows outU(T, H, p.dataType);
+    note(moecommCombine(comm, layout, y.view(), 0, outU.view(), nullptr),
+         "combine");
+    run.combineU = outU.values();
+  }
+  // Staged combine (weighted).
+  {
+    std::deque<Rows> keep; // stable addresses: `in` points into it
+    moecommRows_t *in = y.view();
+    for (int s = 0; s < run.info.numStages; ++s) {
+      int64_t sendRows = 0, recvRows = 0;
+      note(moecommLayoutStage(layout, moecommDirectionCombine, s, nullptr,
+                              &sendRows, &recvRows),
+           "stage");
+      keep.emplace_back(sendRows, H, p.dataType);
+      note(moecommPack(comm, layout, moecommDirectionCombine, s, in, 1,
+                       keep.back().view(), nullptr),
+           "pack");
+      keep.emplace_back(recvRows, H, p.dataType);
+      note(moecommExchange(comm, layout, moecommDirectionCombine, s,
+                           keep[keep.size() - 2].view(), keep.back().view(),
+                           nullptr),
+           "exchange");
+      in = keep.back().view();
+    }
+    Rows out(T, H, p.dataType);
+    note(moecommUnpack(comm, layout, moecommDirectionCombine, in, 1, out.view(),
+                       nullptr),
+         "unpack");
+    run.combineStagedW = out.values();
+  }
+  {
+    Rows out(T, H, p.dataType);
+    moecommRequest_t req = nullptr;
+    note(moecommCombineStart(comm, layout, y.view(), 1, out.view(), nullptr,
+                             &req),
+         "combine start");
+    if (req)
+      note(moecommWait(req), "wait");
+    run.combineAsyncW = out.values();
+  }
+  // Identity experts: y = dispatch output.
+  {
+    Rows outW(T, H, p.dataType), outU(T, H, p.dataType);
+    note(moecommCombine(comm, layout, recv.view(), 1, outW.view(), nullptr),
+         "combine");
+    note(moecommCombine(comm, layout, recv.view(), 0, outU.view(), nullptr),
+         "combine");
+    run.identityW = outW.values();
+    run.identityU = outU.values();
+  }
+  note(moecommLayoutDestroy(layout), "destroy");
+  return run;
+}
+
+//===--- Checks -----------------------------------------------------------===//
+
+namespace {
+
+double unitRoundoff(moecommDataType_t t) {
+  return t == moecommBfloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -24);
+}
+
+/// Rounding levels of the combine output besides f32 accumulation: 0 for
+/// bit-exact strategies, 2 for flat (expert partial, final), 3 for two-stage
+/// hierarchical (expert partial, relay partial, final).
+int roundingLevels(const Expected &exp, moecommStrategy_t s) {
+  const ref::Problem &p = exp.problem;
+  size_t stages =
+      stageScopes(p.ranks, p.ranksPerNode, s, moecommDirectionCombine).size();
+  if (stages == 0 || s == moecommPerExpert)
+    return 0;
+  return stages == 2 ? 3 : 2;
+}
+
+/// |got - want| <= ((levels + 1) u + 3 K 2^-24) * abs + tiny per element.
+void expectWithinBound(const std::vector<float> &got,
+                       const std::vector<float> &want,
+                       const std::vector<double> &abs, int levels,
+                       const Expected &exp, const std::string &what) {
+  const ref::Problem &p = exp.problem;
+  ASSERT_EQ(got.size(), want.size()) << what;
+  if (levels == 0) {
+    EXPECT_TRUE(sameBits(got, want)) << what << " is not bit-exact";
+    return;
+  }
+  double u = unitRoundoff(p.dataType);
+  double rel = (levels + 1) * u + 3.0 * p.topk * std::ldexp(1.0, -24);
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs((double)got[i] - (double)want[i]);
+    double bound = rel * abs[i] + 1e-30;
+    if (!(err <= bound)) {
+      if (bad++ < 3)
+        ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", reference "
+                      << want[i] << ", error " << err << " > bound " << bound;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": elements outside the bound";
+}
+
+} // namespace
+
+void checkRank(const Expected &exp, moecommStrategy_t requested, int rank,
+               const RankRun &run) {
+  const ref::Problem &p = exp.problem;
+  const ref::RankLayout &L = exp.layout[rank];
+  const int64_t H = p.hidden;
+  SCOPED_TRACE("rank " + std::to_string(rank));
+  ASSERT_EQ(run.result, moecommSuccess) << run.error;
+  moecommStrategy_t s = resolvedStrategy(exp, requested);
+  EXPECT_EQ(run.info.strategy, s);
+  std::vector<moecommScope_t> ds =
+      stageScopes(p.ranks, p.ranksPerNode, s, moecommDirectionDispatch);
+  std::vector<moecommScope_t> cs =
+      stageScopes(p.ranks, p.ranksPerNode, s, moecommDirectionCombine);
+  EXPECT_EQ(run.info.numStages, (int)ds.size());
+  EXPECT_EQ(run.dispatchScopes, ds);
+  EXPECT_EQ(run.combineScopes, cs);
+  ASSERT_EQ(run.info.recvRows, (int64_t)L.rows.size());
+  EXPECT_EQ(run.info.localExperts, p.localExperts());
+  EXPECT_EQ(run.info.numTokens, p.routing[rank].numTokens);
+  EXPECT_EQ(run.info.dropped, L.dropped);
+  // Oracle 2: tokens per expert = histogram minus drops.
+  EXPECT_EQ(run.tokensPerExpert, L.tokensPerExpert);
+  for (size_t i = 0; i < L.rows.size(); ++i) {
+    EXPECT_EQ(run.sources[2 * i], L.rows[i].srcRank) << "row " << i;
+    EXPECT_EQ(run.sources[2 * i + 1], L.rows[i].srcToken) << "row " << i;
+    EXPECT_EQ(std::memcmp(&run.weights[i], &L.rows[i].weight, 4), 0)
+        << "weight of row " << i;
+  }
+  // Oracle 1: dispatch is bit-exact (every path).
+  EXPECT_TRUE(sameBits(run.dispatch, exp.dispatch[rank])) << "dispatch";
+  EXPECT_TRUE(sameBits(run.dispatchStaged, exp.dispatch[rank]))
+      << "staged dispatch";
+  EXPECT_TRUE(sameBits(run.dispatchAsync, exp.dispatch[rank]))
+      << "start/wait dispatch";
+  // Combine: per_expert bit-exact, others within the documented bound.
+  int levels = roundingLevels(exp, s);
+  expectWithinBound(run.combineW, exp.combineW[rank], exp.absW[rank], levels,
+                    exp, "weighted combine");
+  expectWithinBound(run.combineU, exp.combineU[rank], exp.absU[rank], levels,
+                    exp, "unweighted combine");
+  EXPECT_TRUE(sameBits(run.combineStagedW, run.combineW)) << "staged combine";
+  EXPECT_TRUE(sameBits(run.combineAsyncW, run.combineW))
+      << "start/wait combine";
+  // Oracle 3: identity experts.
+  expectWithinBound(run.identityW, exp.identityW[rank], exp.idAbsW[rank],
+                    levels, exp, "identity weighted combine");
+  expectWithinBound(run.identityU, exp.identityU[rank], exp.idAbsU[rank],
+                    levels, exp, "identity unweighted combine");
+  if (p.wireType != moecommFloat8E4M3) {
+    // ... and against x * sum of kept weights (x * count), independently of
+    // the reference's combine.
+    auto kept = ref::keptSlots(p, exp.layout);
+    const ref::RankRouting &rr = p.routing[rank];
+    double rel = (levels + 2) * unitRoundoff(p.dataType) +
+                 3.0 * p.topk * std::ldexp(1.0, -24);
+    int bad = 0;
+    for (int64_t t = 0; t < rr.numTokens; ++t) {
+      double sw = 0, sa = 0;
+      int count = 0;
+      for (int k = 0; k < p.topk; ++k)
+        if (kept[rank][t * p.topk + k]) {
+          sw += rr.topkWeights[t * p.topk + k];
+          sa += std::fabs(rr.topkWeights[t * p.topk + k]);
+          ++count;
+        }
+      for (int64_t h = 0; h < H; ++h) {
+        double xv = exp.x[rank][t * H + h];
+        double ew = xv * sw, eu = xv * count;
+        if (std::fabs(run.identityW[t * H + h] - ew) >
+                rel * std::fabs(xv) * sa + 1e-30 ||
+            std::fabs(run.identityU[t * H + h] - eu) >
+                rel * std::fabs(xv) * count + 1e-30)
+          ++bad;
+      }
+    }
+    EXPECT_EQ(bad, 0) << "identity combine differs from x * sum(w)";
+  }
+  // Traffic: exactly what countTraffic says, per rank, stage scope and link.
+  StrategyTraffic tr = countTraffic(exp.summary, s, wireRowBytes(p.wireType, H),
+                                    wireRowBytes(p.dataType, H));
+  for (int dir = 0; dir < 2; ++dir) {
+    const auto &stages = dir == 0 ? tr.dispatch : tr.combine;
+    const moecommTraffic_t &got =
+        dir == 0 ? run.dispatchTraffic : run.combineTraffic;
+    uint64_t bytes[3][2] = {}, msgs[3][2] = {};
+    for (const StageTraffic &st : stages)
+      for (int l = 0; l < 2; ++l) {
+        bytes[st.scope][l] += st.ranks[rank].bytesSent[l];
+        msgs[st.scope][l] += st.ranks[rank].messagesSent[l];
+      }
+    for (int sc = 0; sc < 3; ++sc)
+      for (int l = 0; l < 2; ++l) {
+        EXPECT_EQ(got.bytes[dir][sc][l], bytes[sc][l])
+            << "bytes dir " << dir << " scope " << sc << " link " << l;
+        EXPECT_EQ(got.messages[dir][sc][l], msgs[sc][l])
+            << "messages dir " << dir << " scope " << sc << " link " << l;
+        EXPECT_EQ(got.bytes[1 - dir][sc][l], 0u) << "other direction";
+        EXPECT_EQ(got.bytes[2][sc][l], 0u) << "all_to_all";
+      }
+  }
+  // Metadata travels whenever there is more than one rank.
+  if (p.ranks > 1)
+    EXPECT_GT(run.layoutTraffic.metadataBytes[0] +
+                  run.layoutTraffic.metadataBytes[1],
+              0u);
+  else
+    EXPECT_EQ(run.layoutTraffic.metadataBytes[0] +
+                  run.layoutTraffic.metadataBytes[1],
+              0u);
+}
+
+void adjointParts(const Expected &exp, int rank, const RankRun &run,
+                  double &lhs, double &rhs, double &scale) {
+  lhs = rhs = scale = 0;
+  const std::vector<float> &y = exp.y[rank];
+  for (size_t i = 0; i < run.dispatch.size() && i < y.size(); ++i)
+    lhs += (double)run.dispatch[i] * (double)y[i];
+  const std::vector<float> &x = exp.x[rank];
+  for (size_t i = 0; i < x.size() && i < run.combineU.size(); ++i) {
+    rhs += (double)x[i] * (double)run.combineU[i];
+    scale += std::fabs((double)x[i]) * exp.absU[rank][i];
+  }
+}
+
+void checkLowerBound(const Expected &exp, const RankRun &run) {
+  const ref::Problem &p = exp.problem;
+  if (run.result != moecommSuccess)
+    return;
+  int64_t dRow = wireRowBytes(p.wireType, p.hidden);
+  int64_t cRow = wireRowBytes(p.dataType, p.hidden);
+  int64_t lbD = ref::interNodeLowerBoundBytes(p, exp.layout, dRow);
+  int64_t lbC = ref::interNodeLowerBoundBytes(p, exp.layout, cRow);
+  uint64_t gotD = 0, gotC = 0;
+  for (int sc = 0; sc < 3; ++sc) {
+    gotD += run.dispatchGlobal.bytes[0][sc][moecommLinkInterNode];
+    gotC += run.combineGlobal.bytes[1][sc][moecommLinkInterNode];
+  }
+  if (run.info.strategy == moecommHierarchical) {
+    // Oracle 5: exactly the lower bound.
+    EXPECT_EQ(gotD, (uint64_t)lbD) << "hierarchical dispatch inter-node bytes";
+    EXPECT_EQ(gotC, (uint64_t)lbC) << "hierarchical combine inter-node bytes";
+  } else {
+    EXPECT_GE(gotD, (uint64_t)lbD);
+    EXPECT_GE(gotC, (uint64_t)lbC);
+  }
+}
+
+void runOnThreads(int W, int G,
+                  const std::function<void(moecommComm_t, int)> &fn) {
+  moecommThreadGroup_t group = nullptr;
+  ASSERT_EQ(moecommThreadGroupCreate(W, G, &group), moecommSuccess)
+      << moecommCommGetLastError(nullptr);
+  std::vector<std::thread> threads;
+  std::vector<moecommResult_t> init(W, moecommSuccess);
+  for (int r = 0; r < W; ++r)
+    threads.emplace_back([&, r] {
+      moecommComm_t comm = nullptr;
+      init[r] = moecommCommInitThreadRank(&comm, group, r);
+      if (init[r] != moecommSuccess)
+        return;
+      fn(comm, r);
+      moecommCommDestroy(comm);
+    });
+  for (auto &t : threads)
+    t.join();
+  for (int r = 0; r < W; ++r)
+    EXPECT_EQ(init[r], moecommSuccess) << "rank " << r;
+  EXPECT_EQ(moecommThreadGroupDestroy(group), moecommSuccess)
+      << moecommCommGetLastError(nullptr);
+}
+
+} // namespace test
+} // namespace moecomm

@@ -1,0 +1,148 @@
+//===- TestUtil.h - Problems, rank runs and oracles for runtime tests -----===//
+//
+// Shared by the threads tests (in-process) and the MPI test program: a case
+// spec -> a reference problem with generated routing; runRank() drives one
+// rank through layout / dispatch / combine (one-shot, staged, start/wait) on
+// any communicator; checkRank() compares one rank's results with the
+// reference (DESIGN.md §5 oracles); checkGlobal() checks what needs every
+// rank (adjointness, inter-node lower bound) from global sums.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TEST_RUNTIME_TESTUTIL_H
+#define MOECOMM_TEST_RUNTIME_TESTUTIL_H
+
+#include "moecomm/CostModel.h"
+#include "moecomm/Reference.h"
+#include "moecomm/Traffic.h"
+#include "moecomm/moecomm.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace moecomm {
+namespace test {
+
+enum class RoutingKind {
+  Uniform,       ///< K distinct experts uniformly, no masks
+  UniformMasked, ///< uniform, ~25% of slots masked (-1)
+  Skewed,        ///< sampled without replacement by OLMoE/Mixtral loads
+  OneExpert,     ///< every token: slot 0 -> one expert, other slots masked
+  AllMasked,     ///< every slot -1
+  EmptyRanks,    ///< odd ranks have T = 0; others uniform
+};
+const char *routingName(RoutingKind k);
+
+struct CaseSpec {
+  int W = 1, G = 1;
+  int64_t E = 1;
+  int K = 1;
+  int64_t H = 1;
+  moecommDataType_t data = moecommBfloat16;
+  moecommDataType_t wire = moecommBfloat16;
+  RoutingKind routing = RoutingKind::Uniform;
+  int64_t T = 4; ///< base tokens per rank (varied per rank)
+  int64_t capacity = 0;
+  bool randomWeights = false; ///< f32 weights in (0,1) instead of k/64
+  uint64_t seed = 1;
+  std::string name() const;
+};
+
+/// Per-expert loads from examples/data/expert_load_olmoe_mixtral.json
+/// ("olmoe-1b-7b" 64 experts or "mixtral-8x7b" 8 experts; domain arxiv,
+/// layer 7).
+std::vector<double> loadExpertLoads(const std::string &model);
+
+/// The problem of a spec, with generated routing (deterministic).
+ref::Problem makeProblem(const CaseSpec &spec);
+/// x of rank r: DESIGN.md §8's payload times 2^((r % 5) - 2) (exact in bf16).
+std::vector<float> makeX(const ref::Problem &p, int rank);
+/// y of rank d for combine: dyadic values from each received row's identity.
+std::vector<float> makeY(const ref::Problem &p, int rank,
+                         const ref::RankLayout &layout);
+
+/// The layout desc of `rank` of `p` (int64 ids; pointers into p).
+moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
+                            moecommStrategy_t strategy);
+
+/// Row storage for moecommRows_t.
+struct Rows {
+  std::vector<uint8_t> data;
+  std::vector<float> scales;
+  moecommRows_t rows{};
+  Rows() = default;
+  Rows(int64_t n, int64_t hidden, moecommDataType_t type);
+  Rows(const Rows &) = delete;
+  Rows(Rows &&o) noexcept { *this = std::move(o); }
+  Rows &operator=(Rows &&o) noexcept;
+  moecommRows_t *view() { return &rows; }
+  /// Values as f32 (f32 / bf16 only).
+  std::vector<float> values() const;
+  /// From f32 values (rounded to the type; f32 / bf16 only).
+  static Rows fromValues(const std::vector<float> &v, int64_t hidden,
+                         moecommDataType_t type);
+};
+
+/// Bitwise comparison of float vectors (NaNs equal by bits).
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b);
+
+/// Everything the reference says about a problem.
+struct Expected {
+  ref::Problem problem;
+  std::vector<ref::RankLayout> layout;
+  std::vector<std::vector<float>> x, dispatch, y;
+  std::vector<std::vector<float>> combineW, combineU;   ///< of y
+  std::vector<std::vector<double>> absW, absU;          ///< of y
+  std::vector<std::vector<float>> identityW, identityU; ///< y = dispatch
+  std::vector<std::vector<double>> idAbsW, idAbsU;
+  RoutingSummary summary;
+};
+Expected computeExpected(const ref::Problem &p);
+
+/// One rank's results.
+struct RankRun {
+  moecommResult_t result = moecommSuccess; ///< first failure, if any
+  std::string error;
+  moecommLayoutInfo_t info{};
+  std::vector<moecommScope_t> dispatchScopes, combineScopes;
+  std::vector<int64_t> tokensPerExpert, sources;
+  std::vector<float> weights;
+  std::vector<float> dispatch, dispatchStaged, dispatchAsync;
+  std::vector<float> combineW, combineU, combineStagedW, combineAsyncW;
+  std::vector<float> identityW, identityU;
+  moecommTraffic_t dispatchTraffic{}, combineTraffic{};
+  moecommTraffic_t dispatchGlobal{}, combineGlobal{};
+  moecommTraffic_t layoutTraffic{};
+};
+
+/// Runs one rank (collective: every rank of `comm` calls it).
+RankRun runRank(moecommComm_t comm, const Expected &exp,
+                moecommStrategy_t strategy, int rank);
+
+/// Compares one rank's run with the reference (gtest EXPECTs).
+void checkRank(const Expected &exp, moecommStrategy_t requested, int rank,
+               const RankRun &run);
+
+/// Inner products for adjointness, summed over this rank's rows:
+/// <dispatch(x), y> and <x, combineU(y)> in f64.
+void adjointParts(const Expected &exp, int rank, const RankRun &run,
+                  double &lhs, double &rhs, double &scale);
+
+/// Checks the inter-node lower bound for hierarchical from the global
+/// traffic of one rank's run (every rank holds the same global sums).
+void checkLowerBound(const Expected &exp, const RankRun &run);
+
+/// The strategy moecommAuto must resolve to.
+moecommStrategy_t resolvedStrategy(const Expected &exp,
+                                   moecommStrategy_t requested);
+
+/// Runs fn(comm, rank) on W threads over a fresh thread group; returns
+/// false (and a message) if the group or a communicator cannot be made.
+void runOnThreads(int W, int G,
+                  const std::function<void(moecommComm_t, int)> &fn);
+
+} // namespace test
+} // namespace moecomm
+
+#endif // MOECOMM_TEST_RUNTIME_TESTUTIL_H

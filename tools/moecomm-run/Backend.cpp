@@ -1,0 +1,412 @@
+//===- Backend.cpp - run an ExecutionPath on every rank -------------------===//
+
+#include "Backend.h"
+#include "Dump.h"
+#include "Progress.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#ifdef MOECOMM_RUN_HAVE_MPI
+#include "moecomm/moecomm_mpi.h"
+#include <mpi.h>
+#endif
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+const char *backendName(BackendKind kind) {
+  return kind == BackendKind::Threads ? "threads" : "mpi";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A failure carried between threads / processes: exit-status class and text.
+struct Failure {
+  bool badInput = true;
+  std::string message;
+};
+
+Failure toFailure(Error e) {
+  Failure f;
+  handleAllErrors(std::move(e), [&](const StringError &se) {
+    f.badInput = se.convertToErrorCode() ==
+                 std::make_error_code(std::errc::invalid_argument);
+    f.message = se.getMessage();
+  });
+  return f;
+}
+
+Error fromFailure(const Failure &f) {
+  return f.badInput ? inputError(f.message) : systemError(f.message);
+}
+
+/// The per-rank loop shared by both backends. `agree` is called after every
+/// iteration with this rank's failure flag and returns whether any rank failed
+/// (so all ranks stop together).
+std::optional<Failure>
+rankLoop(moecommComm_t comm, int rank, const BackendOptions &options,
+         ExecutionPath &path, const RoutingProblem &problem,
+         const ReferenceResult &reference, Progress *progress,
+         const std::function<bool(bool)> &agree,
+         std::vector<IterationSummary> &summaries) {
+  LayerResult result;
+  for (int it = 0; it < options.iterations; ++it) {
+    std::optional<Failure> failure;
+    if (Error e = path.runIteration(comm, problem, rank, it, result)) {
+      failure = toFailure(std::move(e));
+    } else {
+      IterationSummary s;
+      s.traffic = result.traffic;
+      s.seconds = result.seconds;
+      s.strategy = result.strategy;
+      s.recvRows = result.recvRows;
+      s.dropped = result.dropped;
+      s.tokensPerExpert = result.tokensPerExpert;
+      s.stages = result.stages;
+      s.check = verifyRank(problem, reference, result);
+      summaries.push_back(std::move(s));
+      if (it + 1 == options.iterations && !options.dumpDir.empty())
+        if (Error e = dumpRank(options.dumpDir, result))
+          failure = toFailure(std::move(e));
+    }
+    bool anyFailed = agree(failure.has_value());
+    if (failure)
+      return failure;
+    if (anyFailed)
+      return std::nullopt; // another rank reports it
+    if (progress)
+      progress->update("iteration", it + 1, options.iterations);
+  }
+  return std::nullopt;
+}
+
+/// A reusable barrier that also ORs a flag over the participants.
+class FlagBarrier {
+public:
+  explicit FlagBarrier(int count) : count(count) {}
+  bool arrive(bool flag) {
+    std::unique_lock<std::mutex> lock(mutex);
+    const uint64_t gen = generation;
+    pending = pending || flag;
+    if (++arrived == count) {
+      result = pending;
+      pending = false;
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+      return result;
+    }
+    cv.wait(lock, [&] { return generation != gen; });
+    return result;
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable cv;
+  int count;
+  int arrived = 0;
+  bool pending = false;
+  bool result = false;
+  uint64_t generation = 0;
+};
+
+Expected<RunSummary> runThreads(const BackendOptions &options,
+                                ExecutionPath &path, const RoutingProblem &p,
+                                const ReferenceResult &reference) {
+  moecommThreadGroup_t group = nullptr;
+  if (Error e = runtimeError(
+          moecommThreadGroupCreate(p.ranks, p.ranksPerNode, &group), nullptr,
+          "moecommThreadGroupCreate"))
+    return std::move(e);
+
+  RunSummary summary;
+  summary.ranks.resize(p.ranks);
+  std::vector<std::optional<Failure>> failures(p.ranks);
+  FlagBarrier barrier(p.ranks);
+  Progress progress(options.progress);
+  const auto start = Clock::now();
+  {
+    std::vector<std::thread> threads;
+    threads.reserve(p.ranks);
+    for (int r = 0; r < p.ranks; ++r)
+      threads.emplace_back([&, r] {
+        moecommComm_t comm = nullptr;
+        if (Error e = runtimeError(moecommCommInitThreadRank(&comm, group, r),
+                                   nullptr, "moecommCommInitThreadRank")) {
+          failures[r] = toFailure(std::move(e));
+          return;
+        }
+        failures[r] = rankLoop(
+            comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
+            [&](bool failed) { return barrier.arrive(failed); },
+            summary.ranks[r]);
+        moecommCommDestroy(comm);
+      });
+    for (std::thread &t : threads)
+      t.join();
+  }
+  summary.wallSeconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  progress.finish();
+  moecommThreadGroupDestroy(group);
+  for (const std::optional<Failure> &f : failures)
+    if (f)
+      return fromFailure(*f);
+  return summary;
+}
+
+#ifdef MOECOMM_RUN_HAVE_MPI
+
+json::Value trafficToJson(const moecommTraffic_t &t) {
+  json::Array a;
+  for (int d = 0; d < 3; ++d)
+    for (int s = 0; s < 3; ++s)
+      for (int l = 0; l < 2; ++l) {
+        a.push_back(static_cast<int64_t>(t.bytes[d][s][l]));
+        a.push_back(static_cast<int64_t>(t.messages[d][s][l]));
+      }
+  for (int l = 0; l < 2; ++l) {
+    a.push_back(static_cast<int64_t>(t.metadataBytes[l]));
+    a.push_back(static_cast<int64_t>(t.metadataMessages[l]));
+  }
+  return a;
+}
+
+void trafficFromJson(const json::Array &a, moecommTraffic_t &t) {
+  size_t i = 0;
+  auto next = [&]() -> uint64_t {
+    return i < a.size()
+               ? static_cast<uint64_t>(a[i++].getAsInteger().value_or(0))
+               : 0;
+  };
+  for (int d = 0; d < 3; ++d)
+    for (int s = 0; s < 3; ++s)
+      for (int l = 0; l < 2; ++l) {
+        t.bytes[d][s][l] = next();
+        t.messages[d][s][l] = next();
+      }
+  for (int l = 0; l < 2; ++l) {
+    t.metadataBytes[l] = next();
+    t.metadataMessages[l] = next();
+  }
+}
+
+/// One rank's outcome as JSON text, for MPI_Gatherv to rank 0.
+std::string serializeRank(const std::vector<IterationSummary> &its,
+                          const std::optional<Failure> &failure) {
+  json::Array iterations;
+  for (const IterationSummary &s : its) {
+    json::Array stages, failures;
+    for (const StageInfo &st : s.stages)
+      stages.push_back(json::Array{static_cast<int64_t>(st.direction), st.stage,
+                                   static_cast<int64_t>(st.scope), st.sendRows,
+                                   st.recvRows});
+    for (const std::string &f : s.check.failures)
+      failures.push_back(f);
+    iterations.push_back(
+        json::Object{{"traffic", trafficToJson(s.traffic)},
+                     {"seconds", s.seconds},
+                     {"strategy", static_cast<int64_t>(s.strategy)},
+                     {"recv_rows", s.recvRows},
+                     {"dropped", s.dropped},
+                     {"tpe", json::Array(s.tokensPerExpert)},
+                     {"stages", std::move(stages)},
+                     {"ok", s.check.ok},
+                     {"failures", std::move(failures)},
+                     {"max_abs_err", s.check.maxAbsErr},
+                     {"max_abs_err_ref", s.check.maxAbsErrVsReference},
+                     {"bound_ratio", s.check.worstBoundRatio},
+                     {"row_mismatches", s.check.dispatchRowMismatches}});
+  }
+  json::Object o{{"iterations", std::move(iterations)}};
+  if (failure)
+    o["error"] = json::Object{{"bad_input", failure->badInput},
+                              {"message", failure->message}};
+  std::string text;
+  raw_string_ostream os(text);
+  os << json::Value(std::move(o));
+  return text;
+}
+
+/// Parses serializeRank()'s text back; sets `failure` when the rank failed.
+void deserializeRank(StringRef text, std::vector<IterationSummary> &its,
+                     std::optional<Failure> &failure) {
+  Expected<json::Value> v = json::parse(text);
+  if (!v) {
+    consumeError(v.takeError());
+    failure = Failure{false, "internal error: unreadable rank summary"};
+    return;
+  }
+  const json::Object *o = v->getAsObject();
+  if (const json::Object *err = o->getObject("error"))
+    failure = Failure{err->getBoolean("bad_input").value_or(false),
+                      err->getString("message").value_or("").str()};
+  for (const json::Value &iv : *o->getArray("iterations")) {
+    const json::Object &io = *iv.getAsObject();
+    IterationSummary s;
+    trafficFromJson(*io.getArray("traffic"), s.traffic);
+    s.seconds = io.getNumber("seconds").value_or(0);
+    s.strategy =
+        static_cast<moecommStrategy_t>(io.getInteger("strategy").value_or(0));
+    s.recvRows = io.getInteger("recv_rows").value_or(0);
+    s.dropped = io.getInteger("dropped").value_or(0);
+    for (const json::Value &x : *io.getArray("tpe"))
+      s.tokensPerExpert.push_back(x.getAsInteger().value_or(0));
+    for (const json::Value &x : *io.getArray("stages")) {
+      const json::Array &a = *x.getAsArray();
+      StageInfo st;
+      st.direction = static_cast<moecommDirection_t>(*a[0].getAsInteger());
+      st.stage = static_cast<int>(*a[1].getAsInteger());
+      st.scope = static_cast<moecommScope_t>(*a[2].getAsInteger());
+      st.sendRows = *a[3].getAsInteger();
+      st.recvRows = *a[4].getAsInteger();
+      s.stages.push_back(st);
+    }
+    s.check.ok = io.getBoolean("ok").value_or(false);
+    for (const json::Value &x : *io.getArray("failures"))
+      s.check.failures.push_back(x.getAsString().value_or("").str());
+    s.check.maxAbsErr = io.getNumber("max_abs_err").value_or(0);
+    s.check.maxAbsErrVsReference = io.getNumber("max_abs_err_ref").value_or(0);
+    s.check.worstBoundRatio = io.getNumber("bound_ratio").value_or(0);
+    s.check.dispatchRowMismatches = io.getInteger("row_mismatches").value_or(0);
+    its.push_back(std::move(s));
+  }
+}
+
+Expected<RunSummary> runMpi(const BackendOptions &options,
+                            const MpiWorld &world, ExecutionPath &path,
+                            const RoutingProblem &p,
+                            const ReferenceResult &reference) {
+  moecommComm_t comm = nullptr;
+  std::vector<IterationSummary> mine;
+  std::optional<Failure> failure;
+  Progress progress(options.progress && world.rank == 0);
+  const auto start = Clock::now();
+  if (Error e = runtimeError(
+          moecommCommInitMpi(&comm, MPI_COMM_WORLD, p.ranksPerNode), nullptr,
+          "moecommCommInitMpi")) {
+    failure = toFailure(std::move(e));
+  } else {
+    failure = rankLoop(
+        comm, world.rank, options, path, p, reference,
+        world.rank == 0 ? &progress : nullptr,
+        [&](bool failed) {
+          int local = failed ? 1 : 0, any = 0;
+          MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+          return any != 0;
+        },
+        mine);
+    moecommCommDestroy(comm);
+  }
+  const double wall =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  progress.finish();
+
+  // Gather every rank's summary on rank 0.
+  std::string text = serializeRank(mine, failure);
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(world.rank == 0 ? world.size : 0);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
+             MPI_COMM_WORLD);
+  std::vector<int> offsets;
+  std::string all;
+  if (world.rank == 0) {
+    offsets.resize(world.size);
+    int total = 0;
+    for (int r = 0; r < world.size; ++r) {
+      offsets[r] = total;
+      total += lengths[r];
+    }
+    all.resize(static_cast<size_t>(total));
+  }
+  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(),
+              offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  RunSummary summary;
+  summary.wallSeconds = wall;
+  if (world.rank != 0)
+    return failure ? Expected<RunSummary>(fromFailure(*failure))
+                   : Expected<RunSummary>(std::move(summary));
+  summary.ranks.resize(world.size);
+  std::optional<Failure> first;
+  for (int r = 0; r < world.size; ++r) {
+    std::optional<Failure> f;
+    deserializeRank(StringRef(all.data() + offsets[r], lengths[r]),
+                    summary.ranks[r], f);
+    if (f && !first)
+      first = f;
+  }
+  if (first)
+    return fromFailure(*first);
+  return summary;
+}
+
+#endif // MOECOMM_RUN_HAVE_MPI
+
+} // namespace
+
+Expected<MpiWorld> initMpi(int &argc, char **&argv) {
+#ifdef MOECOMM_RUN_HAVE_MPI
+  MpiWorld world;
+  // moecomm calls MPI only from the calling thread: any thread level works.
+  if (MPI_Init(&argc, &argv) != MPI_SUCCESS)
+    return systemError("MPI_Init failed");
+  world.initialized = true;
+  MPI_Comm_size(MPI_COMM_WORLD, &world.size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
+  return world;
+#else
+  (void)argc;
+  (void)argv;
+  return inputError("--backend mpi is not available: moecomm-run was built "
+                    "without MPI (MOECOMM_ENABLE_MPI=OFF)");
+#endif
+}
+
+void finalizeMpi(const MpiWorld &world) {
+#ifdef MOECOMM_RUN_HAVE_MPI
+  if (world.initialized)
+    MPI_Finalize();
+#else
+  (void)world;
+#endif
+}
+
+int mpiMaxInt(const MpiWorld &world, int value) {
+#ifdef MOECOMM_RUN_HAVE_MPI
+  if (world.initialized) {
+    int result = value;
+    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return result;
+  }
+#else
+  (void)world;
+#endif
+  return value;
+}
+
+Expected<RunSummary> runOnBackend(const BackendOptions &options,
+                                  const MpiWorld &world, ExecutionPath &path,
+                                  const RoutingProblem &problem,
+                                  const ReferenceResult &reference) {
+  if (options.kind == BackendKind::Threads)
+    return runThreads(options, path, problem, reference);
+#ifdef MOECOMM_RUN_HAVE_MPI
+  return runMpi(options, world, path, problem, reference);
+#else
+  (void)world;
+  return inputError("--backend mpi is not available: moecomm-run was built "
+                    "without MPI (MOECOMM_ENABLE_MPI=OFF)");
+#endif
+}
+
+} // namespace moecomm::run

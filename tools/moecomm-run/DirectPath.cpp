@@ -1,0 +1,211 @@
+//===- DirectPath.cpp - moecomm-run's runtime-direct execution ------------===//
+
+#include "DirectPath.h"
+
+#include "moecomm/Reference.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+ExecutionPath::~ExecutionPath() = default;
+
+Error runtimeError(moecommResult_t result, moecommComm_t comm, StringRef what) {
+  if (result == moecommSuccess)
+    return Error::success();
+  std::string message = moecommCommGetLastError(comm);
+  // Keep the report to one line whatever the runtime wrote.
+  for (char &c : message)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  std::string text =
+      formatv("{0}: {1}{2}{3}", what, moecommGetErrorString(result),
+              message.empty() ? "" : ": ", message)
+          .str();
+  bool badInput = result == moecommInvalidArgument ||
+                  result == moecommMismatch || result == moecommUnsupported;
+  return badInput ? inputError(text) : systemError(text);
+}
+
+namespace {
+
+/// Rows of the host payload type: f32 values or bf16 bits.
+struct HostRows {
+  moecommDataType_t type;
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+
+  HostRows(moecommDataType_t type, int64_t elements) : type(type) {
+    if (type == moecommFloat32)
+      f32.resize(static_cast<size_t>(elements));
+    else
+      bf16.resize(static_cast<size_t>(elements));
+  }
+  void *data() {
+    return type == moecommFloat32 ? static_cast<void *>(f32.data())
+                                  : static_cast<void *>(bf16.data());
+  }
+  void assign(const std::vector<float> &values) {
+    if (type == moecommFloat32) {
+      f32 = values;
+      return;
+    }
+    for (size_t i = 0; i < values.size(); ++i)
+      bf16[i] = floatToBf16(values[i]);
+  }
+  void toFloat(std::vector<float> &out) const {
+    if (type == moecommFloat32) {
+      out = f32;
+      return;
+    }
+    out.resize(bf16.size());
+    for (size_t i = 0; i < bf16.size(); ++i)
+      out[i] = bf16ToFloat(bf16[i]);
+  }
+  moecommRows_t rows(int64_t count, int64_t hidden) {
+    return moecommRows_t{data(), nullptr, count, hidden, type};
+  }
+};
+
+/// Destroys a layout when it goes out of scope.
+struct LayoutGuard {
+  moecommLayout_t layout = nullptr;
+  ~LayoutGuard() {
+    if (layout)
+      moecommLayoutDestroy(layout);
+  }
+};
+
+} // namespace
+
+Error DirectPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
+                               int rank, int iteration, LayerResult &out) {
+  (void)iteration;
+  using Clock = std::chrono::steady_clock;
+  const int64_t T = p.numTokens[rank];
+  const int64_t H = p.hidden;
+  const moecommDataType_t host = hostType(p.dtype);
+  out = LayerResult();
+  out.rank = rank;
+  out.hidden = H;
+  out.numTokens = T;
+
+  if (Error e = runtimeError(moecommCommResetTraffic(comm), comm,
+                             "moecommCommResetTraffic"))
+    return e;
+  if (options.setLinkModel)
+    if (Error e =
+            runtimeError(moecommCommSetLinkModel(comm, &options.linkModel),
+                         comm, "moecommCommSetLinkModel"))
+      return e;
+
+  // The payload is built before the clock starts: it is not communication.
+  HostRows x(host, T * H);
+  x.assign(ref::standardX(rank, T, H));
+
+  const auto start = Clock::now();
+  moecommLayoutDesc_t desc{};
+  desc.numTokens = T;
+  desc.topk = p.topk;
+  desc.numExperts = p.numExperts;
+  desc.idxType = moecommInt64;
+  desc.topkIdx = p.topkIdx[rank].data();
+  desc.topkWeights = p.explicitWeights ? p.topkWeights[rank].data() : nullptr;
+  desc.capacity = p.capacity;
+  desc.strategy = options.strategy;
+  desc.hidden = H;
+  desc.wireType = wireType(p.dtype);
+
+  LayoutGuard guard;
+  if (Error e = runtimeError(moecommLayoutCreate(comm, &desc, &guard.layout),
+                             comm, "moecommLayoutCreate"))
+    return e;
+  moecommLayoutInfo_t info{};
+  if (Error e = runtimeError(moecommLayoutGetInfo(guard.layout, &info), comm,
+                             "moecommLayoutGetInfo"))
+    return e;
+  const int64_t R = info.recvRows;
+  out.recvRows = R;
+  out.dropped = info.dropped;
+  out.strategy = info.strategy;
+  out.tokensPerExpert.resize(static_cast<size_t>(info.localExperts));
+  out.recvWeights.resize(static_cast<size_t>(R));
+  out.sources.resize(static_cast<size_t>(2 * R));
+  if (Error e = runtimeError(moecommLayoutTokensPerExpert(
+                                 guard.layout, out.tokensPerExpert.data()),
+                             comm, "moecommLayoutTokensPerExpert"))
+    return e;
+  if (Error e = runtimeError(
+          moecommLayoutRecvWeights(guard.layout, out.recvWeights.data()), comm,
+          "moecommLayoutRecvWeights"))
+    return e;
+  if (Error e = runtimeError(
+          moecommLayoutRecvSources(guard.layout, out.sources.data()), comm,
+          "moecommLayoutRecvSources"))
+    return e;
+  for (moecommDirection_t d :
+       {moecommDirectionDispatch, moecommDirectionCombine})
+    for (int s = 0; s < info.numStages; ++s) {
+      StageInfo stage;
+      stage.direction = d;
+      stage.stage = s;
+      if (Error e =
+              runtimeError(moecommLayoutStage(guard.layout, d, s, &stage.scope,
+                                              &stage.sendRows, &stage.recvRows),
+                           comm, "moecommLayoutStage"))
+        return e;
+      out.stages.push_back(stage);
+    }
+
+  // Dispatch, identity experts (y = recv), weighted combine.
+  HostRows recv(host, R * H);
+  HostRows combined(host, T * H);
+  moecommRows_t xRows = x.rows(T, H);
+  moecommRows_t recvRows = recv.rows(R, H);
+  moecommRows_t outRows = combined.rows(T, H);
+  if (api == DirectApi::OneShot) {
+    if (Error e =
+            runtimeError(moecommDispatch(comm, guard.layout, &xRows,
+                                         wireType(p.dtype), &recvRows, nullptr),
+                         comm, "moecommDispatch"))
+      return e;
+    moecommRows_t yRows = recvRows;
+    if (Error e =
+            runtimeError(moecommCombine(comm, guard.layout, &yRows,
+                                        /*weighted=*/1, &outRows, nullptr),
+                         comm, "moecommCombine"))
+      return e;
+  } else {
+    moecommRequest_t request = nullptr;
+    if (Error e = runtimeError(
+            moecommDispatchStart(comm, guard.layout, &xRows, wireType(p.dtype),
+                                 &recvRows, nullptr, &request),
+            comm, "moecommDispatchStart"))
+      return e;
+    if (Error e = runtimeError(moecommWait(request), comm, "moecommWait"))
+      return e;
+    moecommRows_t yRows = recvRows;
+    if (Error e = runtimeError(moecommCombineStart(comm, guard.layout, &yRows,
+                                                   /*weighted=*/1, &outRows,
+                                                   nullptr, &request),
+                               comm, "moecommCombineStart"))
+      return e;
+    if (Error e = runtimeError(moecommWait(request), comm, "moecommWait"))
+      return e;
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+  if (Error e =
+          runtimeError(moecommCommGetTraffic(comm, /*global=*/0, &out.traffic),
+                       comm, "moecommCommGetTraffic"))
+    return e;
+  recv.toFloat(out.recv);
+  combined.toFloat(out.combine);
+  return Error::success();
+}
+
+} // namespace moecomm::run

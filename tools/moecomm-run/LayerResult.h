@@ -1,0 +1,106 @@
+//===- LayerResult.h - what one rank's MoE layer produced -------*- C++ -*-===//
+//
+// The small interface between moecomm-run's parts:
+//   Routing / RoutingGen  -> RoutingProblem      (what to run)
+//   ExecutionPath         -> LayerResult per rank (how it ran: runtime-direct
+//                                                  here; a compiled MLIR graph
+//                                                  can plug in the same way)
+//   Verify                -> RankCheck per rank   (against moecomm::ref)
+//   Report / Dump         -> text, --json, --dump
+// Backend.h runs an ExecutionPath on every rank of a threads or MPI backend.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TOOLS_RUN_LAYERRESULT_H
+#define MOECOMM_TOOLS_RUN_LAYERRESULT_H
+
+#include "Routing.h"
+
+#include "moecomm/moecomm.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moecomm::run {
+
+/// One exchange stage of the layout (moecommLayoutStage).
+struct StageInfo {
+  moecommDirection_t direction = moecommDirectionDispatch;
+  int stage = 0;
+  moecommScope_t scope = moecommScopeGlobal;
+  int64_t sendRows = 0; ///< rows this rank sends in the stage
+  int64_t recvRows = 0; ///< rows this rank receives in the stage
+};
+
+/// Everything one rank's MoE layer (dispatch -> identity experts -> weighted
+/// combine) produced in one iteration. Row data is f32 (bf16 values widened
+/// exactly), row-major.
+struct LayerResult {
+  int rank = 0;
+  int64_t hidden = 0;
+  /// R: rows received by dispatch.
+  int64_t recvRows = 0;
+  /// [R][H] dispatch output, expert-major.
+  std::vector<float> recv;
+  /// [R][2] (source rank, source token) of each received row.
+  std::vector<int64_t> sources;
+  /// [R] routing weight of each received row.
+  std::vector<float> recvWeights;
+  /// [E/W] rows per local expert after capacity drops.
+  std::vector<int64_t> tokensPerExpert;
+  /// Rows dropped by capacity at this rank.
+  int64_t dropped = 0;
+  /// T_r: this rank's tokens.
+  int64_t numTokens = 0;
+  /// [T][H] weighted combine of the identity experts' outputs (y = recv).
+  std::vector<float> combine;
+  /// The strategy in effect (moecommAuto resolved by the runtime).
+  moecommStrategy_t strategy = moecommFlat;
+  /// The layout's exchange stages, dispatch then combine.
+  std::vector<StageInfo> stages;
+  /// This rank's traffic counters for the iteration (what it sent).
+  moecommTraffic_t traffic{};
+  /// Seconds from the start of the layout to the end of combine on this rank.
+  double seconds = 0;
+};
+
+/// Options every execution path honours.
+struct PathOptions {
+  moecommStrategy_t strategy = moecommAuto;
+  /// Use moecommLinkModel_t overrides for moecommAuto (false = runtime
+  /// default).
+  bool setLinkModel = false;
+  moecommLinkModel_t linkModel{};
+};
+
+/// A way to execute the MoE layer on one rank. Implementations run on the
+/// rank's own thread (threads backend) or process (MPI backend), once per
+/// iteration, and must be collective-safe: every rank calls runIteration with
+/// the same problem and iteration number.
+class ExecutionPath {
+public:
+  virtual ~ExecutionPath();
+  /// A short name for reports, e.g. "direct".
+  virtual const char *name() const = 0;
+  /// Runs dispatch -> identity experts -> weighted combine for `rank` on
+  /// `comm` and fills `out` (all fields). The runtime's traffic counters of
+  /// `comm` are reset at the start. Errors: the runtime's failure as an
+  /// llvm::StringError whose message is the runtime's last-error text and
+  /// whose error code is invalid_argument for InvalidArgument / Mismatch /
+  /// Unsupported results (bad input: exit status 2) and io_error otherwise.
+  virtual llvm::Error runIteration(moecommComm_t comm,
+                                   const RoutingProblem &problem, int rank,
+                                   int iteration, LayerResult &out) = 0;
+};
+
+/// Converts a failed moecommResult_t of `comm` into an llvm::Error carrying
+/// "<what>: <GetErrorString>: <last error>" (see ExecutionPath::runIteration
+/// for the error codes). Returns success for moecommSuccess.
+llvm::Error runtimeError(moecommResult_t result, moecommComm_t comm,
+                         llvm::StringRef what);
+
+} // namespace moecomm::run
+
+#endif // MOECOMM_TOOLS_RUN_LAYERRESULT_H

@@ -1,0 +1,46 @@
+//===- Progress.cpp - progress line on stderr for long runs ---------------===//
+
+#include "Progress.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace moecomm::run {
+
+Progress::Progress(bool enabled)
+    : enabled(enabled), tty(llvm::sys::Process::StandardErrIsDisplayed()),
+      start(Clock::now()), last(start) {}
+
+void Progress::update(const std::string &phase, long done, long total) {
+  if (!enabled)
+    return;
+  std::lock_guard<std::mutex> lock(mutex);
+  const Clock::time_point now = Clock::now();
+  const double elapsed = std::chrono::duration<double>(now - start).count();
+  const double sinceLast = std::chrono::duration<double>(now - last).count();
+  if (elapsed < 1.0 || (sinceLast < 1.0 && done != total))
+    return;
+  last = now;
+  std::string line = llvm::formatv("moecomm-run: {0} {1}/{2} ({3:f1} s)", phase,
+                                   done, total, elapsed)
+                         .str();
+  if (tty) {
+    llvm::errs() << "\r" << line << "\x1b[K";
+    lineOpen = true;
+  } else {
+    llvm::errs() << line << "\n";
+  }
+  llvm::errs().flush();
+}
+
+void Progress::finish() {
+  if (!enabled)
+    return;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (lineOpen)
+    llvm::errs() << "\n";
+  lineOpen = false;
+}
+
+} // namespace moecomm::run

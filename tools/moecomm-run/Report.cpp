@@ -1,0 +1,386 @@
+//===- Report.cpp - moecomm-run's readable report and --json --------------===//
+
+#include "Report.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+namespace {
+
+constexpr size_t kMaxReportedFailures = 8;
+
+void addFailure(RunReport &r, std::string message) {
+  r.verified = false;
+  if (r.failures.size() < kMaxReportedFailures)
+    r.failures.push_back(std::move(message));
+}
+
+void accumulate(moecommTraffic_t &sum, const moecommTraffic_t &t) {
+  for (int d = 0; d < 3; ++d)
+    for (int s = 0; s < 3; ++s)
+      for (int l = 0; l < 2; ++l) {
+        sum.bytes[d][s][l] += t.bytes[d][s][l];
+        sum.messages[d][s][l] += t.messages[d][s][l];
+      }
+  for (int l = 0; l < 2; ++l) {
+    sum.metadataBytes[l] += t.metadataBytes[l];
+    sum.metadataMessages[l] += t.metadataMessages[l];
+  }
+}
+
+uint64_t messages(const moecommTraffic_t &t, moecommDirection_t d,
+                  moecommLinkClass_t link) {
+  uint64_t sum = 0;
+  for (int s = 0; s < 3; ++s)
+    sum += t.messages[d][s][link];
+  return sum;
+}
+
+/// " (1.23 MiB)" after an exact byte count of at least 1 KiB, else "".
+std::string human(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? std::string() : formatv(" ({0:f2} {1})", v, units[u]).str();
+}
+
+} // namespace
+
+RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
+                     const RunSummary &run) {
+  RunReport r;
+  r.verified = true;
+  r.dispatchLowerBound = ref.dispatchLowerBound;
+  r.combineLowerBound = ref.combineLowerBound;
+  r.dispatchRowBytes = ref.dispatchRowBytes;
+  r.combineRowBytes = ref.combineRowBytes;
+  r.combineTolerance = combineTolerance(p);
+  r.wallSeconds = run.wallSeconds;
+  const int W = static_cast<int>(run.ranks.size());
+  if (W != p.ranks) {
+    addFailure(r, formatv("{0} ranks reported, expected {1}", W, p.ranks));
+    return r;
+  }
+  size_t iterations = run.ranks[0].size();
+  for (int rank = 0; rank < W; ++rank)
+    if (run.ranks[rank].size() != iterations) {
+      addFailure(r, formatv("rank {0} ran {1} iterations, rank 0 ran {2}", rank,
+                            run.ranks[rank].size(), iterations));
+      iterations = std::min(iterations, run.ranks[rank].size());
+    }
+  if (iterations == 0) {
+    addFailure(r, "no iteration completed");
+    return r;
+  }
+
+  r.strategy = run.ranks[0][0].strategy;
+  moecommTraffic_t first{};
+  for (size_t it = 0; it < iterations; ++it) {
+    moecommTraffic_t global{};
+    double slowest = 0;
+    for (int rank = 0; rank < W; ++rank) {
+      const IterationSummary &s = run.ranks[rank][it];
+      accumulate(global, s.traffic);
+      slowest = std::max(slowest, s.seconds);
+      if (s.strategy != r.strategy)
+        addFailure(r, formatv("iteration {0}: rank {1} used strategy {2}, "
+                              "rank 0 used {3}",
+                              it, rank, strategyName(s.strategy),
+                              strategyName(r.strategy)));
+      if (!s.check.ok)
+        for (const std::string &f : s.check.failures)
+          addFailure(r, formatv("iteration {0}: {1}", it, f));
+      r.maxAbsErr = std::max(r.maxAbsErr, s.check.maxAbsErr);
+      r.maxAbsErrVsReference =
+          std::max(r.maxAbsErrVsReference, s.check.maxAbsErrVsReference);
+      r.worstBoundRatio = std::max(r.worstBoundRatio, s.check.worstBoundRatio);
+    }
+    r.iterationSeconds.push_back(slowest);
+    std::vector<std::string> lbFailures;
+    if (!verifyLowerBound(ref, r.strategy, global, lbFailures))
+      for (const std::string &f : lbFailures)
+        addFailure(r, formatv("iteration {0}: {1}", it, f));
+    if (it == 0)
+      first = global;
+    else if (std::memcmp(&first, &global, sizeof(global)) != 0)
+      addFailure(r, formatv("iteration {0}: traffic differs from iteration 0 "
+                            "(stale state between iterations?)",
+                            it));
+    r.traffic = global;
+  }
+
+  const size_t last = iterations - 1;
+  r.tokensPerExpert.resize(W);
+  r.droppedPerRank.resize(W);
+  std::vector<StageInfo> stages = run.ranks[0][last].stages;
+  for (StageInfo &st : stages)
+    st.sendRows = st.recvRows = 0;
+  for (int rank = 0; rank < W; ++rank) {
+    const IterationSummary &s = run.ranks[rank][last];
+    r.tokensPerExpert[rank] = s.tokensPerExpert;
+    r.droppedPerRank[rank] = s.dropped;
+    r.dropped += s.dropped;
+    r.recvRows += s.recvRows;
+    if (s.stages.size() != stages.size()) {
+      addFailure(r, formatv("rank {0} has {1} stages, rank 0 has {2}", rank,
+                            s.stages.size(), stages.size()));
+      continue;
+    }
+    for (size_t i = 0; i < stages.size(); ++i) {
+      stages[i].sendRows += s.stages[i].sendRows;
+      stages[i].recvRows += s.stages[i].recvRows;
+    }
+  }
+  r.stages = std::move(stages);
+  return r;
+}
+
+void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
+                 const RunReport &r) {
+  const char *dtype = payloadTypeName(p.dtype).data();
+  os << formatv("moecomm-run: {0} path ({1}), backend {2}, strategy {3}",
+                info.path, info.api, backendName(info.backend),
+                strategyName(info.requestedStrategy));
+  if (info.requestedStrategy == moecommAuto)
+    os << formatv(" -> {0}", strategyName(r.strategy));
+  os << "\n";
+  os << formatv(
+      "  topology   {0} ranks = {1} nodes x {2}; {3} experts ({4} per "
+      "rank), top-{5}, hidden {6}, dtype {7}",
+      p.ranks, p.numNodes(), p.ranksPerNode, p.numExperts, p.localExperts(),
+      p.topk, p.hidden, dtype);
+  if (p.dtype == PayloadType::FP8)
+    os << " (bf16 in/out, fp8 e4m3 + 1x128 scales on the wire)";
+  os << "\n";
+  int64_t minT = p.numTokens.empty() ? 0 : *llvm::min_element(p.numTokens);
+  int64_t maxT = p.numTokens.empty() ? 0 : *llvm::max_element(p.numTokens);
+  os << formatv(
+      "  routing    {0}; {1} tokens ({2}..{3} per rank); capacity {4}\n",
+      p.origin, p.totalTokens(), minT, maxT,
+      p.capacity ? std::to_string(p.capacity) : std::string("none"));
+  os << formatv("  rows       {0} received in total; row bytes: dispatch {1}, "
+                "combine {2}\n",
+                r.recvRows, r.dispatchRowBytes, r.combineRowBytes);
+
+  os << formatv("\ntraffic per iteration, summed over {0} ranks (payload bytes "
+                "and messages sent)\n",
+                p.ranks);
+  os << formatv("  {0,-9} {1,-11} {2,-7} {3,12} {4,17} {5,8} {6,17} {7,8}\n",
+                "direction", "scope", "stages", "rows sent", "intra-node B",
+                "msgs", "inter-node B", "msgs");
+  for (moecommDirection_t d :
+       {moecommDirectionDispatch, moecommDirectionCombine}) {
+    bool any = false;
+    for (moecommScope_t s :
+         {moecommScopeGlobal, moecommScopeInterNode, moecommScopeIntraNode}) {
+      std::string stageList;
+      int64_t rows = 0;
+      for (const StageInfo &st : r.stages)
+        if (st.direction == d && st.scope == s) {
+          stageList +=
+              (stageList.empty() ? "" : ",") + std::to_string(st.stage);
+          rows += st.sendRows;
+        }
+      const uint64_t *b = r.traffic.bytes[d][s];
+      const uint64_t *m = r.traffic.messages[d][s];
+      if (stageList.empty() && !b[0] && !b[1] && !m[0] && !m[1])
+        continue;
+      any = true;
+      os << formatv(
+          "  {0,-9} {1,-11} {2,-7} {3,12} {4,17} {5,8} {6,17} {7,8}\n",
+          directionName(d), scopeName(s), stageList.empty() ? "-" : stageList,
+          rows, b[0], m[0], b[1], m[1]);
+    }
+    if (!any)
+      os << formatv("  {0,-9} (no exchange: single rank)\n", directionName(d));
+    os << formatv("  {0,-9} {1,-11} {2,-7} {3,12} {4,17} {5,8} {6,17} {7,8}\n",
+                  directionName(d), "total", "", "",
+                  intraNodeBytes(r.traffic, d),
+                  messages(r.traffic, d, moecommLinkIntraNode),
+                  interNodeBytes(r.traffic, d),
+                  messages(r.traffic, d, moecommLinkInterNode));
+  }
+  os << formatv("  {0,-9} {1,-11} {2,-7} {3,12} {4,17} {5,8} {6,17} {7,8}\n",
+                "metadata", "", "", "", r.traffic.metadataBytes[0],
+                r.traffic.metadataMessages[0], r.traffic.metadataBytes[1],
+                r.traffic.metadataMessages[1]);
+
+  const uint64_t dispatchInter =
+      interNodeBytes(r.traffic, moecommDirectionDispatch);
+  const uint64_t combineInter =
+      interNodeBytes(r.traffic, moecommDirectionCombine);
+  auto vsBound = [](uint64_t got, int64_t bound) {
+    if (bound == 0)
+      return got == 0 ? std::string("= bound") : std::string("bound is 0");
+    return formatv("{0:f3} x bound", static_cast<double>(got) / bound).str();
+  };
+  os << formatv(
+      "\ninter-node lower bound  dispatch {0} B{1}, combine {2} B{3}\n",
+      r.dispatchLowerBound, human(r.dispatchLowerBound), r.combineLowerBound,
+      human(r.combineLowerBound));
+  os << formatv("inter-node sent         dispatch {0} B ({1}), combine {2} B "
+                "({3})\n",
+                dispatchInter, vsBound(dispatchInter, r.dispatchLowerBound),
+                combineInter, vsBound(combineInter, r.combineLowerBound));
+
+  int64_t minE = INT64_MAX, maxE = 0, sum = 0, count = 0;
+  for (const std::vector<int64_t> &v : r.tokensPerExpert)
+    for (int64_t n : v) {
+      minE = std::min(minE, n);
+      maxE = std::max(maxE, n);
+      sum += n;
+      ++count;
+    }
+  if (count == 0)
+    minE = 0;
+  os << formatv(
+      "tokens per expert       min {0}, mean {1:f2}, max {2}; dropped "
+      "{3}\n",
+      minE, count ? static_cast<double>(sum) / count : 0.0, maxE, r.dropped);
+
+  double mean = 0,
+         best = r.iterationSeconds.empty() ? 0 : r.iterationSeconds[0];
+  for (double s : r.iterationSeconds) {
+    mean += s;
+    best = std::min(best, s);
+  }
+  if (!r.iterationSeconds.empty())
+    mean /= r.iterationSeconds.size();
+  os << formatv(
+      "wall time               {0:f3} s total; per iteration (slowest "
+      "rank, CPU here, not a GPU estimate) mean {1:f3} ms, min {2:f3} "
+      "ms over {3}\n",
+      r.wallSeconds, mean * 1e3, best * 1e3, r.iterationSeconds.size());
+  os << formatv("max_abs_err             {0:e} (combine vs x * sum of kept "
+                "weights); vs reference {1:e}, {2:f3} of the bound\n",
+                r.maxAbsErr, r.maxAbsErrVsReference, r.worstBoundRatio);
+  os << formatv("verified                {0}", r.verified ? "yes" : "NO");
+  if (r.verified)
+    os << formatv(" ({0} iteration{1} x {2} ranks: dispatch bitwise, sources, "
+                  "weights, tokens_per_expert, drops, combine, lower bound)\n",
+                  info.iterations, info.iterations == 1 ? "" : "s", p.ranks);
+  else
+    os << "\n";
+  for (const std::string &f : r.failures)
+    os << "  FAILED: " << f << "\n";
+}
+
+json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
+                       const RunReport &r) {
+  auto linkPair = [](uint64_t intra, uint64_t inter) {
+    return json::Object{{"intra_node", static_cast<int64_t>(intra)},
+                        {"inter_node", static_cast<int64_t>(inter)}};
+  };
+  json::Object byDirection;
+  json::Array traffic;
+  for (moecommDirection_t d :
+       {moecommDirectionDispatch, moecommDirectionCombine}) {
+    byDirection[directionName(d)] = json::Object{
+        {"bytes",
+         linkPair(intraNodeBytes(r.traffic, d), interNodeBytes(r.traffic, d))},
+        {"messages", linkPair(messages(r.traffic, d, moecommLinkIntraNode),
+                              messages(r.traffic, d, moecommLinkInterNode))}};
+    for (moecommScope_t s :
+         {moecommScopeGlobal, moecommScopeInterNode, moecommScopeIntraNode})
+      traffic.push_back(
+          json::Object{{"direction", directionName(d)},
+                       {"scope", scopeName(s)},
+                       {"bytes", linkPair(r.traffic.bytes[d][s][0],
+                                          r.traffic.bytes[d][s][1])},
+                       {"messages", linkPair(r.traffic.messages[d][s][0],
+                                             r.traffic.messages[d][s][1])}});
+  }
+  json::Array stages;
+  for (const StageInfo &st : r.stages)
+    stages.push_back(json::Object{{"direction", directionName(st.direction)},
+                                  {"stage", st.stage},
+                                  {"scope", scopeName(st.scope)},
+                                  {"send_rows", st.sendRows},
+                                  {"recv_rows", st.recvRows}});
+  json::Array tpe;
+  int64_t minE = INT64_MAX, maxE = 0, sum = 0, count = 0;
+  for (const std::vector<int64_t> &v : r.tokensPerExpert) {
+    tpe.push_back(json::Array(v));
+    for (int64_t n : v) {
+      minE = std::min(minE, n);
+      maxE = std::max(maxE, n);
+      sum += n;
+      ++count;
+    }
+  }
+  json::Array failures;
+  for (const std::string &f : r.failures)
+    failures.push_back(f);
+  json::Array seconds;
+  for (double s : r.iterationSeconds)
+    seconds.push_back(s);
+
+  json::Object o{
+      {"format", "moecomm-run-report-v1"},
+      {"path", info.path},
+      {"api", info.api},
+      {"strategy", strategyName(info.requestedStrategy)},
+      {"strategy_in_effect", strategyName(r.strategy)},
+      {"backend", backendName(info.backend)},
+      {"ranks", p.ranks},
+      {"ranks_per_node", p.ranksPerNode},
+      {"nodes", p.numNodes()},
+      {"num_experts", p.numExperts},
+      {"local_experts", p.localExperts()},
+      {"topk", p.topk},
+      {"hidden", p.hidden},
+      {"dtype", payloadTypeName(p.dtype)},
+      {"capacity", p.capacity ? json::Value(p.capacity) : json::Value(nullptr)},
+      {"routing", p.origin},
+      {"tokens_per_rank", json::Array(p.numTokens)},
+      {"iterations", info.iterations},
+      {"tokens_per_expert", std::move(tpe)},
+      {"tokens_per_expert_summary",
+       json::Object{{"min", count ? minE : 0},
+                    {"mean", count ? static_cast<double>(sum) / count : 0.0},
+                    {"max", maxE}}},
+      {"dropped", r.dropped},
+      {"dropped_per_rank", json::Array(r.droppedPerRank)},
+      {"recv_rows", r.recvRows},
+      {"bytes", linkPair(intraNodeBytes(r.traffic, moecommDirectionDispatch),
+                         interNodeBytes(r.traffic, moecommDirectionDispatch))},
+      {"messages", linkPair(messages(r.traffic, moecommDirectionDispatch,
+                                     moecommLinkIntraNode),
+                            messages(r.traffic, moecommDirectionDispatch,
+                                     moecommLinkInterNode))},
+      {"bytes_by_direction", std::move(byDirection)},
+      {"traffic", std::move(traffic)},
+      {"stages", std::move(stages)},
+      {"metadata_bytes",
+       linkPair(r.traffic.metadataBytes[0], r.traffic.metadataBytes[1])},
+      {"metadata_messages",
+       linkPair(r.traffic.metadataMessages[0], r.traffic.metadataMessages[1])},
+      {"row_bytes", json::Object{{"dispatch", r.dispatchRowBytes},
+                                 {"combine", r.combineRowBytes}}},
+      {"inter_node_lower_bound_bytes", r.dispatchLowerBound},
+      {"combine_inter_node_lower_bound_bytes", r.combineLowerBound},
+      {"verified", r.verified},
+      {"failures", std::move(failures)},
+      {"max_abs_err", r.maxAbsErr},
+      {"max_abs_err_vs_reference", r.maxAbsErrVsReference},
+      {"combine_bound_ratio", r.worstBoundRatio},
+      {"combine_tolerance", r.combineTolerance},
+      {"wall_seconds", r.wallSeconds},
+      {"iteration_seconds", std::move(seconds)},
+  };
+  return json::Value(std::move(o));
+}
+
+} // namespace moecomm::run

@@ -1,0 +1,72 @@
+//===- Report.h - moecomm-run's readable report and --json ------*- C++ -*-===//
+//
+// Turns the per-rank summaries into the global verdict (every rank's checks,
+// the inter-node lower bound, identical traffic and strategy on every
+// iteration) and prints it: a readable report on stdout and the --json file
+// (DESIGN.md §8 keys plus breakdowns).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TOOLS_RUN_REPORT_H
+#define MOECOMM_TOOLS_RUN_REPORT_H
+
+#include "Backend.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace moecomm::run {
+
+/// How the run was set up (for the report header and JSON).
+struct RunInfo {
+  std::string path = "direct"; ///< execution path name
+  std::string api = "oneshot"; ///< runtime entry points of the direct path
+  BackendKind backend = BackendKind::Threads;
+  moecommStrategy_t requestedStrategy = moecommAuto;
+  int iterations = 1;
+};
+
+/// The global outcome of a run. All byte and message counts are per iteration
+/// (iterations are checked to be identical), summed over ranks.
+struct RunReport {
+  bool verified = false;
+  std::vector<std::string> failures; ///< first few problems, one line each
+  moecommStrategy_t strategy = moecommFlat; ///< in effect (auto resolved)
+  moecommTraffic_t traffic{};               ///< sum over ranks, last iteration
+  std::vector<StageInfo> stages;            ///< rows summed over ranks
+  int64_t dispatchLowerBound = 0;
+  int64_t combineLowerBound = 0;
+  int64_t dispatchRowBytes = 0;
+  int64_t combineRowBytes = 0;
+  std::vector<std::vector<int64_t>> tokensPerExpert; ///< [W][E/W]
+  std::vector<int64_t> droppedPerRank;               ///< [W]
+  int64_t dropped = 0;
+  int64_t recvRows = 0; ///< sum over ranks
+  double maxAbsErr = 0;
+  double maxAbsErrVsReference = 0;
+  double worstBoundRatio = 0;
+  double combineTolerance = 0;
+  /// Per iteration: the slowest rank's seconds.
+  std::vector<double> iterationSeconds;
+  double wallSeconds = 0;
+};
+
+/// Builds the global outcome from every rank's summaries.
+RunReport analyzeRun(const RoutingProblem &problem,
+                     const ReferenceResult &reference, const RunSummary &run);
+
+/// The readable report.
+void printReport(llvm::raw_ostream &os, const RoutingProblem &problem,
+                 const RunInfo &info, const RunReport &report);
+
+/// The --json document: strategy, backend, ranks, ranks_per_node, num_experts,
+/// topk, hidden, dtype, tokens_per_expert (per rank), dropped, bytes
+/// {intra_node, inter_node} (the dispatch's payload bytes; the combine's are
+/// under bytes_by_direction), inter_node_lower_bound_bytes (dispatch),
+/// verified, max_abs_err, plus per-direction/scope traffic, stages, metadata
+/// bytes, failures and timings. See docs/moecomm-run.md for every key.
+llvm::json::Value reportJson(const RoutingProblem &problem, const RunInfo &info,
+                             const RunReport &report);
+
+} // namespace moecomm::run
+
+#endif // MOECOMM_TOOLS_RUN_REPORT_H

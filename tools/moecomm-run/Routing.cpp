@@ -1,0 +1,411 @@
+//===- Routing.cpp - moecomm-routing-v1 parsing and validation ------------===//
+
+#include "Routing.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+Error inputError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::invalid_argument),
+                           message);
+}
+
+Error systemError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::io_error), message);
+}
+
+StringRef payloadTypeName(PayloadType type) {
+  switch (type) {
+  case PayloadType::BF16:
+    return "bf16";
+  case PayloadType::F32:
+    return "f32";
+  case PayloadType::FP8:
+    return "fp8";
+  }
+  return "?";
+}
+
+std::optional<PayloadType> parsePayloadType(StringRef name) {
+  if (name == "bf16")
+    return PayloadType::BF16;
+  if (name == "f32")
+    return PayloadType::F32;
+  if (name == "fp8")
+    return PayloadType::FP8;
+  return std::nullopt;
+}
+
+moecommDataType_t hostType(PayloadType type) {
+  return type == PayloadType::F32 ? moecommFloat32 : moecommBfloat16;
+}
+
+moecommDataType_t wireType(PayloadType type) {
+  return type == PayloadType::FP8 ? moecommFloat8E4M3 : hostType(type);
+}
+
+int64_t RoutingProblem::totalTokens() const {
+  int64_t total = 0;
+  for (int64_t t : numTokens)
+    total += t;
+  return total;
+}
+
+uint16_t floatToBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet and a NaN
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16ToFloat(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+namespace {
+
+/// Reads an integer field of the top-level object.
+Expected<int64_t> requireInt(const json::Object &root, StringRef key,
+                             StringRef name) {
+  const json::Value *v = root.get(key);
+  if (!v)
+    return inputError(formatv("{0}: missing field \"{1}\"", name, key));
+  std::optional<int64_t> i = v->getAsInteger();
+  if (!i)
+    return inputError(
+        formatv("{0}: field \"{1}\" must be an integer", name, key));
+  return *i;
+}
+
+/// Describes the JSON kind of a value for messages.
+StringRef kindOf(const json::Value &v) {
+  switch (v.kind()) {
+  case json::Value::Null:
+    return "null";
+  case json::Value::Boolean:
+    return "a boolean";
+  case json::Value::Number:
+    return "a number";
+  case json::Value::String:
+    return "a string";
+  case json::Value::Array:
+    return "an array";
+  case json::Value::Object:
+    return "an object";
+  }
+  return "a value";
+}
+
+} // namespace
+
+Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
+  Expected<json::Value> parsed = json::parse(text);
+  if (!parsed) {
+    std::string detail = toString(parsed.takeError());
+    // json::ParseError logs "[line:col, byte=N]: message".
+    return inputError(formatv("{0}: malformed JSON at {1}", name, detail));
+  }
+  const json::Object *root = parsed->getAsObject();
+  if (!root)
+    return inputError(
+        formatv("{0}: the document must be a JSON object, not {1}", name,
+                kindOf(*parsed)));
+
+  const json::Value *format = root->get("format");
+  if (!format)
+    return inputError(formatv(
+        "{0}: missing field \"format\" (expected \"moecomm-routing-v1\")",
+        name));
+  std::optional<StringRef> formatName = format->getAsString();
+  if (!formatName || *formatName != "moecomm-routing-v1") {
+    std::string shown;
+    if (formatName)
+      shown = ("\"" + *formatName + "\"").str();
+    else
+      shown = kindOf(*format).str();
+    return inputError(
+        formatv("{0}: unsupported format {1} (expected \"moecomm-routing-v1\")",
+                name, shown));
+  }
+
+  RoutingProblem p;
+  p.origin = ("file " + name).str();
+  int64_t ranks, ranksPerNode, topk;
+  if (Error e = requireInt(*root, "ranks", name).moveInto(ranks))
+    return std::move(e);
+  if (Error e =
+          requireInt(*root, "ranks_per_node", name).moveInto(ranksPerNode))
+    return std::move(e);
+  if (Error e = requireInt(*root, "num_experts", name).moveInto(p.numExperts))
+    return std::move(e);
+  if (Error e = requireInt(*root, "topk", name).moveInto(topk))
+    return std::move(e);
+  if (Error e = requireInt(*root, "hidden", name).moveInto(p.hidden))
+    return std::move(e);
+  if (ranks < 1 || ranks > (1 << 20))
+    return inputError(formatv("{0}: \"ranks\" must be in [1, 1048576], got {1}",
+                              name, ranks));
+  if (ranksPerNode < 1 || ranksPerNode > (1 << 20))
+    return inputError(
+        formatv("{0}: \"ranks_per_node\" must be in [1, 1048576], got {1}",
+                name, ranksPerNode));
+  if (topk < 1 || topk > 4096)
+    return inputError(
+        formatv("{0}: \"topk\" must be in [1, 4096], got {1}", name, topk));
+  if (p.numExperts < 1)
+    return inputError(formatv("{0}: \"num_experts\" must be >= 1, got {1}",
+                              name, p.numExperts));
+  if (p.hidden < 1 || p.hidden > (int64_t(1) << 24))
+    return inputError(formatv(
+        "{0}: \"hidden\" must be in [1, 16777216], got {1}", name, p.hidden));
+  p.ranks = static_cast<int>(ranks);
+  p.ranksPerNode = static_cast<int>(ranksPerNode);
+  p.topk = static_cast<int>(topk);
+
+  if (const json::Value *dtype = root->get("dtype");
+      dtype && dtype->kind() != json::Value::Null) {
+    std::optional<StringRef> s = dtype->getAsString();
+    std::optional<PayloadType> t = s ? parsePayloadType(*s) : std::nullopt;
+    if (!t)
+      return inputError(formatv(
+          "{0}: field \"dtype\" must be \"bf16\", \"f32\" or \"fp8\", got {1}",
+          name, s ? ("\"" + *s + "\"").str() : kindOf(*dtype).str()));
+    p.dtype = *t;
+  }
+
+  if (const json::Value *cap = root->get("capacity");
+      cap && cap->kind() != json::Value::Null) {
+    std::optional<int64_t> c = cap->getAsInteger();
+    if (!c)
+      return inputError(
+          formatv("{0}: field \"capacity\" must be an integer or null, got {1}",
+                  name, kindOf(*cap)));
+    if (*c < 1)
+      return inputError(
+          formatv("{0}: \"capacity\" must be >= 1 (or null for none), got {1}",
+                  name, *c));
+    p.capacity = *c;
+  }
+
+  const json::Value *idxValue = root->get("topk_idx");
+  if (!idxValue)
+    return inputError(formatv("{0}: missing field \"topk_idx\"", name));
+  const json::Array *idx = idxValue->getAsArray();
+  if (!idx)
+    return inputError(
+        formatv("{0}: field \"topk_idx\" must be an array of ranks, got {1}",
+                name, kindOf(*idxValue)));
+  if (static_cast<int64_t>(idx->size()) != ranks)
+    return inputError(formatv("{0}: rank count mismatch: \"ranks\" is {1} but "
+                              "\"topk_idx\" has {2} ranks",
+                              name, ranks, idx->size()));
+
+  const json::Array *weights = nullptr;
+  if (const json::Value *wv = root->get("topk_weights");
+      wv && wv->kind() != json::Value::Null) {
+    weights = wv->getAsArray();
+    if (!weights)
+      return inputError(formatv(
+          "{0}: field \"topk_weights\" must be an array of ranks, got {1}",
+          name, kindOf(*wv)));
+    if (static_cast<int64_t>(weights->size()) != ranks)
+      return inputError(formatv("{0}: topk_weights shape mismatch: \"ranks\" "
+                                "is {1} but \"topk_weights\" has {2} ranks",
+                                name, ranks, weights->size()));
+    p.explicitWeights = true;
+  }
+
+  p.numTokens.resize(p.ranks);
+  p.topkIdx.resize(p.ranks);
+  p.topkWeights.resize(p.ranks);
+  for (int r = 0; r < p.ranks; ++r) {
+    const json::Array *rows = (*idx)[r].getAsArray();
+    if (!rows)
+      return inputError(formatv("{0}: rank {1}: topk_idx[{1}] must be an array "
+                                "of token rows, got {2}",
+                                name, r, kindOf((*idx)[r])));
+    const int64_t T = static_cast<int64_t>(rows->size());
+    p.numTokens[r] = T;
+    std::vector<int64_t> &ids = p.topkIdx[r];
+    ids.reserve(static_cast<size_t>(T * p.topk));
+    for (int64_t t = 0; t < T; ++t) {
+      const json::Array *row = (*rows)[t].getAsArray();
+      if (!row)
+        return inputError(formatv("{0}: rank {1}, token {2}: topk_idx row must "
+                                  "be an array of {3} expert ids, got {4}",
+                                  name, r, t, p.topk, kindOf((*rows)[t])));
+      if (static_cast<int64_t>(row->size()) != p.topk)
+        return inputError(formatv("{0}: rank {1}, token {2}: topk_idx row has "
+                                  "{3} entries, expected topk = {4}",
+                                  name, r, t, row->size(), p.topk));
+      for (int k = 0; k < p.topk; ++k) {
+        std::optional<int64_t> e = (*row)[k].getAsInteger();
+        if (!e)
+          return inputError(formatv("{0}: rank {1}, token {2}, slot {3}: "
+                                    "expert id must be an integer, got {4}",
+                                    name, r, t, k, kindOf((*row)[k])));
+        ids.push_back(*e);
+      }
+    }
+
+    std::vector<float> &w = p.topkWeights[r];
+    w.reserve(ids.size());
+    if (!weights) {
+      for (int64_t id : ids)
+        w.push_back(id < 0 ? 0.0f : 1.0f);
+      continue;
+    }
+    const json::Array *wrows = (*weights)[r].getAsArray();
+    if (!wrows)
+      return inputError(formatv("{0}: rank {1}: topk_weights[{1}] must be an "
+                                "array of token rows, got {2}",
+                                name, r, kindOf((*weights)[r])));
+    if (static_cast<int64_t>(wrows->size()) != T)
+      return inputError(formatv("{0}: rank {1}: topk_weights shape mismatch: "
+                                "{2} rows, but topk_idx has {3} tokens",
+                                name, r, wrows->size(), T));
+    for (int64_t t = 0; t < T; ++t) {
+      const json::Array *wrow = (*wrows)[t].getAsArray();
+      if (!wrow)
+        return inputError(formatv("{0}: rank {1}, token {2}: topk_weights row "
+                                  "must be an array of {3} numbers, got {4}",
+                                  name, r, t, p.topk, kindOf((*wrows)[t])));
+      if (static_cast<int64_t>(wrow->size()) != p.topk)
+        return inputError(
+            formatv("{0}: rank {1}, token {2}: topk_weights shape "
+                    "mismatch: row has {3} entries, expected "
+                    "topk = {4}",
+                    name, r, t, wrow->size(), p.topk));
+      for (int k = 0; k < p.topk; ++k) {
+        std::optional<double> x = (*wrow)[k].getAsNumber();
+        if (!x)
+          return inputError(formatv("{0}: rank {1}, token {2}, slot {3}: "
+                                    "weight must be a number, got {4}",
+                                    name, r, t, k, kindOf((*wrow)[k])));
+        if (!std::isfinite(static_cast<float>(*x)))
+          return inputError(formatv("{0}: rank {1}, token {2}, slot {3}: "
+                                    "weight {4} is not finite in f32",
+                                    name, r, t, k, *x));
+        w.push_back(static_cast<float>(*x));
+      }
+    }
+  }
+  return p;
+}
+
+Expected<RoutingProblem> loadRoutingFile(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!buffer)
+    return inputError(formatv("{0}: cannot read routing file: {1}", path,
+                              buffer.getError().message()));
+  return parseRoutingJson((*buffer)->getBuffer(), path);
+}
+
+Error validateRouting(const RoutingProblem &p) {
+  if (p.ranks < 1)
+    return inputError(formatv("ranks must be >= 1, got {0}", p.ranks));
+  if (p.ranksPerNode < 1)
+    return inputError(
+        formatv("ranks_per_node must be >= 1, got {0}", p.ranksPerNode));
+  if (p.ranks % p.ranksPerNode != 0)
+    return inputError(formatv("ranks ({0}) must be a multiple of "
+                              "ranks_per_node ({1}): W % G = {2}",
+                              p.ranks, p.ranksPerNode,
+                              p.ranks % p.ranksPerNode));
+  if (p.numExperts < 1)
+    return inputError(
+        formatv("num_experts must be >= 1, got {0}", p.numExperts));
+  if (p.numExperts % p.ranks != 0)
+    return inputError(formatv("num_experts ({0}) must be a multiple of ranks "
+                              "({1}): E % W = {2}",
+                              p.numExperts, p.ranks, p.numExperts % p.ranks));
+  if (p.topk < 1)
+    return inputError(formatv("topk must be >= 1, got {0}", p.topk));
+  if (p.hidden < 1)
+    return inputError(formatv("hidden must be >= 1, got {0}", p.hidden));
+  if (p.capacity < 0)
+    return inputError(formatv("capacity must be >= 0, got {0}", p.capacity));
+  if (static_cast<int>(p.topkIdx.size()) != p.ranks ||
+      static_cast<int>(p.numTokens.size()) != p.ranks ||
+      static_cast<int>(p.topkWeights.size()) != p.ranks)
+    return inputError(formatv("rank count mismatch: ranks is {0} but the "
+                              "routing has {1} ranks",
+                              p.ranks, p.topkIdx.size()));
+  for (int r = 0; r < p.ranks; ++r) {
+    const int64_t T = p.numTokens[r];
+    if (static_cast<int64_t>(p.topkIdx[r].size()) != T * p.topk ||
+        static_cast<int64_t>(p.topkWeights[r].size()) != T * p.topk)
+      return inputError(formatv("rank {0}: topk_idx/topk_weights hold {1}/{2} "
+                                "entries, expected T*K = {3}",
+                                r, p.topkIdx[r].size(), p.topkWeights[r].size(),
+                                T * p.topk));
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t *row = p.topkIdx[r].data() + t * p.topk;
+      for (int k = 0; k < p.topk; ++k) {
+        const int64_t e = row[k];
+        if (e < -1 || e >= p.numExperts)
+          return inputError(formatv("rank {0}, token {1}, slot {2}: expert id "
+                                    "{3} out of range [-1, {4})",
+                                    r, t, k, e, p.numExperts));
+        if (e < 0)
+          continue;
+        for (int j = 0; j < k; ++j)
+          if (row[j] == e)
+            return inputError(formatv("rank {0}, token {1}, slot {2}: "
+                                      "duplicate expert id {3} (also in slot "
+                                      "{4})",
+                                      r, t, k, e, j));
+      }
+    }
+  }
+  return Error::success();
+}
+
+json::Value routingToJson(const RoutingProblem &p) {
+  json::Array idx, weights;
+  for (int r = 0; r < p.ranks; ++r) {
+    json::Array rows, wrows;
+    for (int64_t t = 0; t < p.numTokens[r]; ++t) {
+      json::Array row, wrow;
+      for (int k = 0; k < p.topk; ++k) {
+        row.push_back(p.topkIdx[r][t * p.topk + k]);
+        wrow.push_back(static_cast<double>(p.topkWeights[r][t * p.topk + k]));
+      }
+      rows.push_back(std::move(row));
+      wrows.push_back(std::move(wrow));
+    }
+    idx.push_back(std::move(rows));
+    weights.push_back(std::move(wrows));
+  }
+  json::Object o{{"format", "moecomm-routing-v1"},
+                 {"ranks", p.ranks},
+                 {"ranks_per_node", p.ranksPerNode},
+                 {"num_experts", p.numExperts},
+                 {"topk", p.topk},
+                 {"hidden", p.hidden},
+                 {"dtype", payloadTypeName(p.dtype)},
+                 {"topk_idx", std::move(idx)},
+                 {"topk_weights", std::move(weights)}};
+  if (p.capacity > 0)
+    o["capacity"] = p.capacity;
+  else
+    o["capacity"] = nullptr;
+  return json::Value(std::move(o));
+}
+
+} // namespace moecomm::run

@@ -1,0 +1,111 @@
+//===- Routing.h - moecomm-run routing problems -----------------*- C++ -*-===//
+//
+// The routing problem moecomm-run executes: topology (W, G), experts E, top-k
+// K, hidden size H, payload dtype, optional capacity and every rank's topk_idx
+// / topk_weights. It comes from a `moecomm-routing-v1` file (DESIGN.md §8) or a
+// generator (RoutingGen.h), and is the single input of every execution path,
+// the reference oracle and the report.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TOOLS_RUN_ROUTING_H
+#define MOECOMM_TOOLS_RUN_ROUTING_H
+
+#include "moecomm/moecomm.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moecomm::run {
+
+/// The "dtype" of DESIGN.md §8: the payload type in and out of dispatch and
+/// combine, and the type on the wire. `FP8` means bf16 in/out with FP8 e4m3
+/// (1x128 block scales) on the wire.
+enum class PayloadType { BF16, F32, FP8 };
+
+/// "bf16", "f32" or "fp8".
+llvm::StringRef payloadTypeName(PayloadType type);
+/// Parses "bf16", "f32" or "fp8"; std::nullopt for anything else.
+std::optional<PayloadType> parsePayloadType(llvm::StringRef name);
+/// The runtime type of x, recv, y and out: moecommFloat32 for F32, otherwise
+/// moecommBfloat16.
+moecommDataType_t hostType(PayloadType type);
+/// The runtime wire type passed to moecommDispatch: hostType() or
+/// moecommFloat8E4M3 for FP8.
+moecommDataType_t wireType(PayloadType type);
+
+/// One complete routing problem. Invariants after loadRoutingFile() or
+/// generateRouting() (shape invariants) and validateRouting() (semantic ones):
+/// topkIdx.size() == topkWeights.size() == numTokens.size() == ranks, and
+/// topkIdx[r].size() == numTokens[r] * topk.
+struct RoutingProblem {
+  int ranks = 0;          ///< W >= 1.
+  int ranksPerNode = 0;   ///< G >= 1, W % G == 0.
+  int64_t numExperts = 0; ///< E >= 1, E % W == 0.
+  int topk = 0;           ///< K >= 1.
+  int64_t hidden = 0;     ///< H >= 1.
+  PayloadType dtype = PayloadType::BF16;
+  /// Received-row bound per rank (DESIGN.md §2); 0 = none.
+  int64_t capacity = 0;
+  /// T_r for each rank (may be 0).
+  std::vector<int64_t> numTokens;
+  /// topkIdx[r] is rank r's [T_r][K] expert ids, row-major; -1 = masked slot.
+  std::vector<std::vector<int64_t>> topkIdx;
+  /// topkWeights[r] is rank r's [T_r][K] routing weights (f32). Defaults to
+  /// 1.0 for every non-masked slot (0.0 for masked ones) when not given.
+  std::vector<std::vector<float>> topkWeights;
+  /// Whether topk_weights was given (file) or drawn (generator).
+  bool explicitWeights = false;
+  /// A short human-readable description of where the routing came from.
+  std::string origin;
+
+  int numNodes() const { return ranks / ranksPerNode; }
+  int nodeOf(int rank) const { return rank / ranksPerNode; }
+  int64_t localExperts() const { return numExperts / ranks; }
+  /// The rank hosting expert `e` (0 <= e < E).
+  int rankOfExpert(int64_t e) const {
+    return static_cast<int>(e / localExperts());
+  }
+  int64_t totalTokens() const;
+};
+
+/// Round-to-nearest-even f32 -> bf16 bits (NaN stays NaN).
+uint16_t floatToBf16(float value);
+/// Exact bf16 bits -> f32.
+float bf16ToFloat(uint16_t bits);
+
+/// Parses a `moecomm-routing-v1` document (DESIGN.md §8). `name` prefixes
+/// messages (usually the file path). Checks the format tag, every field's
+/// presence and type, `ranks` == len(topk_idx), each row's length == topk and
+/// the weights' shape; id ranges and duplicates are validateRouting()'s job.
+/// Errors are llvm::StringError with std::errc::invalid_argument and a
+/// one-line message naming the rank, token and slot where they apply;
+/// malformed JSON reports its line and column.
+llvm::Expected<RoutingProblem> parseRoutingJson(llvm::StringRef text,
+                                                llvm::StringRef name);
+/// Reads `path` and parses it with parseRoutingJson(). An unreadable file is
+/// an invalid_argument error too.
+llvm::Expected<RoutingProblem> loadRoutingFile(llvm::StringRef path);
+
+/// Semantic checks, all of DESIGN.md §3's input rules: W >= 1, G >= 1,
+/// W % G == 0, E >= 1, E % W == 0, K >= 1, H >= 1, every id in [-1, E), no
+/// id twice in a row, capacity >= 0. Returns invalid_argument with a one-line
+/// message (naming rank, token and slot for id errors).
+llvm::Error validateRouting(const RoutingProblem &problem);
+
+/// The problem as a `moecomm-routing-v1` document (weights always written).
+llvm::json::Value routingToJson(const RoutingProblem &problem);
+
+/// Builds an invalid_argument llvm::StringError (exit status 2).
+llvm::Error inputError(const llvm::Twine &message);
+/// Builds an io_error llvm::StringError (exit status 3: not the input's fault).
+llvm::Error systemError(const llvm::Twine &message);
+
+} // namespace moecomm::run
+
+#endif // MOECOMM_TOOLS_RUN_ROUTING_H

@@ -1,0 +1,357 @@
+//===- RoutingGen.cpp - generated routing for moecomm-run -----------------===//
+
+#include "RoutingGen.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+namespace {
+
+/// splitmix64: a small, fully specified generator, so a seed gives the same
+/// routing with every compiler and standard library.
+class Rng {
+public:
+  Rng(uint64_t seed, uint64_t stream) : state(mix(seed) ^ mix(~stream)) {}
+  uint64_t next() {
+    state += 0x9E3779B97F4A7C15ull;
+    return mix(state);
+  }
+  /// Uniform in the open interval (0, 1).
+  double uniform() {
+    return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53;
+  }
+  /// Uniform integer in [0, n).
+  uint64_t below(uint64_t n) { return next() % n; }
+
+private:
+  static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state;
+};
+
+/// Picks the `k` indices with the largest keys (ties: lower index first) into
+/// `out`, in descending key order.
+void topKByKey(const std::vector<double> &keys, int k,
+               std::vector<int> &scratch, std::vector<int> &out) {
+  scratch.resize(keys.size());
+  std::iota(scratch.begin(), scratch.end(), 0);
+  auto better = [&](int a, int b) {
+    return keys[a] > keys[b] || (keys[a] == keys[b] && a < b);
+  };
+  std::partial_sort(scratch.begin(), scratch.begin() + k, scratch.end(),
+                    better);
+  out.assign(scratch.begin(), scratch.begin() + k);
+}
+
+/// Writes normalized weights (sum 1) for the chosen scores.
+void normalizedWeights(const std::vector<double> &scores, float *out, int k) {
+  double sum = 0;
+  for (int i = 0; i < k; ++i)
+    sum += scores[i];
+  for (int i = 0; i < k; ++i)
+    out[i] = static_cast<float>(scores[i] / sum);
+}
+
+Expected<int> parseLayer(StringRef text) {
+  text.consume_front("layer");
+  int layer;
+  if (text.getAsInteger(10, layer) || layer < 0)
+    return inputError(formatv("bad trace layer '{0}'", text));
+  return layer;
+}
+
+} // namespace
+
+Expected<RoutingDist> parseRoutingDist(StringRef spec) {
+  RoutingDist d;
+  d.spec = spec.str();
+  auto [kind, rest] = spec.split(':');
+  if (kind == "uniform" && !spec.contains(':')) {
+    d.kind = RoutingDist::Uniform;
+    return d;
+  }
+  if (kind == "zipf") {
+    d.kind = RoutingDist::Zipf;
+    if (rest.empty() || rest.getAsDouble(d.zipfExponent) ||
+        !std::isfinite(d.zipfExponent) || d.zipfExponent < 0)
+      return inputError(formatv("bad --routing-dist '{0}': zipf:S needs an "
+                                "exponent S >= 0 (e.g. zipf:1.2)",
+                                spec));
+    return d;
+  }
+  if (kind == "node-limited") {
+    d.kind = RoutingDist::NodeLimited;
+    if (rest.empty() || rest.getAsInteger(10, d.groupLimit) || d.groupLimit < 1)
+      return inputError(
+          formatv("bad --routing-dist '{0}': node-limited:M needs "
+                  "a group count M >= 1 (e.g. node-limited:4)",
+                  spec));
+    return d;
+  }
+  if (kind == "trace") {
+    d.kind = RoutingDist::Trace;
+    SmallVector<StringRef, 3> parts;
+    rest.split(parts, ':');
+    if (parts.size() != 3 || parts[0].empty() || parts[1].empty())
+      return inputError(formatv("bad --routing-dist '{0}': expected "
+                                "trace:MODEL:DOMAIN:LAYER (e.g. "
+                                "trace:mixtral-8x7b:github:15)",
+                                spec));
+    d.traceModel = parts[0].str();
+    d.traceDomain = parts[1].str();
+    Expected<int> layer = parseLayer(parts[2]);
+    if (!layer)
+      return inputError(formatv("bad --routing-dist '{0}': {1}", spec,
+                                toString(layer.takeError())));
+    d.traceLayer = *layer;
+    return d;
+  }
+  return inputError(
+      formatv("unknown --routing-dist '{0}' (expected uniform, "
+              "zipf:S, node-limited:M or trace:MODEL:DOMAIN:LAYER)",
+              spec));
+}
+
+Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
+                                             StringRef model, StringRef domain,
+                                             int layer, int64_t numExperts) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFile(traceFile);
+  if (!buffer)
+    return inputError(formatv("{0}: cannot read expert-load trace: {1}",
+                              traceFile, buffer.getError().message()));
+  Expected<json::Value> parsed = json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return inputError(formatv("{0}: malformed JSON at {1}", traceFile,
+                              toString(parsed.takeError())));
+  auto keysOf = [](const json::Object *o) {
+    std::vector<std::string> keys;
+    if (o)
+      for (const auto &kv : *o)
+        keys.push_back(kv.first.str());
+    llvm::sort(keys);
+    return join(keys, ", ");
+  };
+  const json::Object *root = parsed->getAsObject();
+  const json::Object *models = root ? root->getObject("models") : nullptr;
+  if (!models)
+    return inputError(formatv("{0}: no \"models\" object", traceFile));
+  const json::Object *m = models->getObject(model);
+  if (!m)
+    return inputError(formatv("unknown trace model '{0}' (known: {1})", model,
+                              keysOf(models)));
+  const json::Object *domains = m->getObject("domains");
+  const json::Object *dom = domains ? domains->getObject(domain) : nullptr;
+  if (!dom)
+    return inputError(formatv("unknown trace domain '{0}' for {1} (known: {2})",
+                              domain, model, keysOf(domains)));
+  std::string layerKey = ("layer" + Twine(layer)).str();
+  const json::Array *loads = dom->getArray(layerKey);
+  if (!loads || loads->empty())
+    return inputError(
+        formatv("unknown trace layer {0} for {1}/{2} (known: {3})", layer,
+                model, domain, keysOf(dom)));
+  const int64_t Et = static_cast<int64_t>(loads->size());
+  std::vector<double> src(Et);
+  for (int64_t t = 0; t < Et; ++t) {
+    std::optional<double> v = (*loads)[t].getAsNumber();
+    if (!v || *v < 0 || !std::isfinite(*v))
+      return inputError(formatv("{0}: {1}/{2}/{3}[{4}] is not a load >= 0",
+                                traceFile, model, domain, layerKey, t));
+    src[t] = *v;
+  }
+  // Re-bin: in units of 1 / (E * Et), expert e covers [e*Et, (e+1)*Et) and
+  // trace expert t covers [t*E, (t+1)*E); e receives load[t] * overlap / E.
+  const int64_t E = numExperts;
+  std::vector<double> out(E, 0.0);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t lo = e * Et, hi = (e + 1) * Et;
+    for (int64_t t = lo / E; t < Et && t * E < hi; ++t) {
+      const int64_t overlap = std::min(hi, (t + 1) * E) - std::max(lo, t * E);
+      if (overlap > 0)
+        out[e] +=
+            src[t] * static_cast<double>(overlap) / static_cast<double>(E);
+    }
+  }
+  return out;
+}
+
+Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
+  if (o.ranks < 1 || o.ranksPerNode < 1)
+    return inputError(formatv("--ranks ({0}) and --ranks-per-node ({1}) must "
+                              "be >= 1",
+                              o.ranks, o.ranksPerNode));
+  if (o.ranks % o.ranksPerNode != 0)
+    return inputError(formatv("--ranks ({0}) must be a multiple of "
+                              "--ranks-per-node ({1}): W % G = {2}",
+                              o.ranks, o.ranksPerNode,
+                              o.ranks % o.ranksPerNode));
+  if (o.numExperts < 1 || o.numExperts % o.ranks != 0)
+    return inputError(formatv("--experts ({0}) must be a positive multiple of "
+                              "--ranks ({1}): E % W = {2}",
+                              o.numExperts, o.ranks,
+                              o.numExperts % std::max(o.ranks, 1)));
+  if (o.topk < 1 || o.topk > o.numExperts)
+    return inputError(formatv("--topk ({0}) must be in [1, experts = {1}]",
+                              o.topk, o.numExperts));
+  if (o.hidden < 1 || o.hidden > (int64_t(1) << 24))
+    return inputError(
+        formatv("--hidden ({0}) must be in [1, 16777216]", o.hidden));
+  if (o.tokens.size() != 1 && o.tokens.size() != static_cast<size_t>(o.ranks))
+    return inputError(formatv("--tokens has {0} values; give one, or one per "
+                              "rank ({1})",
+                              o.tokens.size(), o.ranks));
+  for (int64_t t : o.tokens)
+    if (t < 0 || t > (int64_t(1) << 28))
+      return inputError(
+          formatv("--tokens value {0} must be in [0, 268435456]", t));
+
+  RoutingProblem p;
+  p.ranks = o.ranks;
+  p.ranksPerNode = o.ranksPerNode;
+  p.numExperts = o.numExperts;
+  p.topk = o.topk;
+  p.hidden = o.hidden;
+  p.dtype = o.dtype;
+  p.capacity = o.capacity;
+  p.explicitWeights = true;
+  const int64_t E = o.numExperts;
+  const int K = o.topk;
+
+  // Per-expert sampling weights (uniform, zipf, trace) or group setup.
+  std::vector<double> popularity(E, 1.0);
+  int groups = 0;
+  int64_t groupSize = 0;
+  switch (o.dist.kind) {
+  case RoutingDist::Uniform:
+    p.origin = formatv("generated uniform, seed {0}", o.seed).str();
+    break;
+  case RoutingDist::Zipf: {
+    // A seeded permutation decides which experts are popular.
+    std::vector<int64_t> perm(E);
+    std::iota(perm.begin(), perm.end(), 0);
+    Rng rng(o.seed, 0xFFFF'FFFF'0000'0001ull);
+    for (int64_t i = E - 1; i > 0; --i)
+      std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i + 1))]);
+    for (int64_t e = 0; e < E; ++e)
+      popularity[perm[e]] =
+          1.0 / std::pow(static_cast<double>(e + 1), o.dist.zipfExponent);
+    p.origin =
+        formatv("generated zipf:{0}, seed {1}", o.dist.zipfExponent, o.seed)
+            .str();
+    break;
+  }
+  case RoutingDist::NodeLimited: {
+    groups = o.groups > 0 ? o.groups : p.numNodes();
+    if (E % groups != 0)
+      return inputError(formatv("node-limited routing: {0} groups must divide "
+                                "the {1} experts",
+                                groups, E));
+    groupSize = E / groups;
+    if (o.dist.groupLimit > groups)
+      return inputError(formatv("node-limited:{0} needs M <= groups ({1})",
+                                o.dist.groupLimit, groups));
+    if (o.dist.groupLimit * groupSize < K)
+      return inputError(formatv("node-limited:{0}: {0} groups of {1} experts "
+                                "cannot hold topk = {2}",
+                                o.dist.groupLimit, groupSize, K));
+    p.origin = formatv("generated node-limited:{0} over {1} groups of {2} "
+                       "experts, seed {3}",
+                       o.dist.groupLimit, groups, groupSize, o.seed)
+                   .str();
+    break;
+  }
+  case RoutingDist::Trace: {
+    Expected<std::vector<double>> loads =
+        loadTraceLoads(o.traceFile, o.dist.traceModel, o.dist.traceDomain,
+                       o.dist.traceLayer, E);
+    if (!loads)
+      return loads.takeError();
+    popularity = std::move(*loads);
+    int64_t positive = 0;
+    for (double v : popularity)
+      positive += v > 0;
+    if (positive < K)
+      return inputError(formatv("trace {0}: only {1} experts have a non-zero "
+                                "load, fewer than topk = {2}",
+                                o.dist.spec, positive, K));
+    p.origin =
+        formatv("generated {0} (loads re-binned to {1} experts), seed {2}",
+                o.dist.spec, E, o.seed)
+            .str();
+    break;
+  }
+  }
+
+  p.numTokens.resize(p.ranks);
+  p.topkIdx.resize(p.ranks);
+  p.topkWeights.resize(p.ranks);
+  std::vector<double> keys(E), chosenScores(K), groupScore;
+  std::vector<int> scratch, chosen, groupOrder, groupChosen;
+  for (int r = 0; r < p.ranks; ++r) {
+    const int64_t T = o.tokens.size() == 1 ? o.tokens[0] : o.tokens[r];
+    p.numTokens[r] = T;
+    p.topkIdx[r].resize(static_cast<size_t>(T * K));
+    p.topkWeights[r].resize(static_cast<size_t>(T * K));
+    Rng rng(o.seed, static_cast<uint64_t>(r));
+    for (int64_t t = 0; t < T; ++t) {
+      if (o.dist.kind == RoutingDist::NodeLimited) {
+        for (int64_t e = 0; e < E; ++e)
+          keys[e] = rng.uniform();
+        groupScore.assign(groups, 0.0);
+        for (int g = 0; g < groups; ++g) {
+          // Sum of the group's top-2 scores (DeepSeek-V3's group score).
+          double best = 0, second = 0;
+          for (int64_t e = g * groupSize; e < (g + 1) * groupSize; ++e) {
+            if (keys[e] > best) {
+              second = best;
+              best = keys[e];
+            } else if (keys[e] > second) {
+              second = keys[e];
+            }
+          }
+          groupScore[g] = best + (groupSize > 1 ? second : 0.0);
+        }
+        topKByKey(groupScore, o.dist.groupLimit, groupOrder, groupChosen);
+        std::vector<bool> allowed(groups, false);
+        for (int g : groupChosen)
+          allowed[g] = true;
+        std::vector<double> masked(keys);
+        for (int64_t e = 0; e < E; ++e)
+          if (!allowed[e / groupSize])
+            masked[e] = -1.0;
+        topKByKey(masked, K, scratch, chosen);
+        for (int k = 0; k < K; ++k)
+          chosenScores[k] = keys[chosen[k]];
+      } else {
+        // Efraimidis-Spirakis: the K largest log(u)/w are a sample without
+        // replacement with probability proportional to w.
+        for (int64_t e = 0; e < E; ++e)
+          keys[e] = popularity[e] > 0 ? std::log(rng.uniform()) / popularity[e]
+                                      : -HUGE_VAL;
+        topKByKey(keys, K, scratch, chosen);
+        for (int k = 0; k < K; ++k)
+          chosenScores[k] = rng.uniform();
+      }
+      for (int k = 0; k < K; ++k)
+        p.topkIdx[r][t * K + k] = chosen[k];
+      normalizedWeights(chosenScores, p.topkWeights[r].data() + t * K, K);
+    }
+  }
+  return p;
+}
+
+} // namespace moecomm::run

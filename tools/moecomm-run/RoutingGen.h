@@ -1,0 +1,82 @@
+//===- RoutingGen.h - generated routing for moecomm-run ---------*- C++ -*-===//
+//
+// Seeded, reproducible routing generators (`--routing-dist`):
+//   uniform               each token's K experts uniformly without replacement;
+//   zipf:S                expert popularity ∝ 1/(rank+1)^S over a seeded
+//                         permutation of the experts, K drawn without
+//                         replacement ∝ popularity;
+//   node-limited:M        DeepSeek-V3 group-limited routing: random expert
+//                         scores, group score = sum of the group's top-2
+//                         scores, keep the M best groups, then the top-K
+//                         experts inside them (groups = --groups, the config's
+//                         n_group, or the nodes);
+//   trace:MODEL:DOMAIN:LAYER
+//                         K drawn without replacement ∝ the real per-expert
+//                         loads of the shipped trace file (examples/data),
+//                         re-binned to E experts (see docs/moecomm-run.md).
+// The same options and seed give the same routing on every machine: the
+// generator uses its own splitmix64 stream per rank, no std:: distributions.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TOOLS_RUN_ROUTINGGEN_H
+#define MOECOMM_TOOLS_RUN_ROUTINGGEN_H
+
+#include "Routing.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moecomm::run {
+
+struct RoutingDist {
+  enum Kind { Uniform, Zipf, NodeLimited, Trace } kind = Uniform;
+  double zipfExponent = 0.0; ///< S of zipf:S (>= 0)
+  int groupLimit = 0;        ///< M of node-limited:M (>= 1)
+  std::string traceModel;    ///< MODEL of trace:..., e.g. "mixtral-8x7b"
+  std::string traceDomain;   ///< DOMAIN, e.g. "github"
+  int traceLayer = 0;        ///< LAYER, e.g. 15 (also accepted as "layer15")
+  std::string spec;          ///< the text as given
+};
+
+/// Parses a `--routing-dist` value. invalid_argument (one line) on unknown
+/// kinds or bad parameters.
+llvm::Expected<RoutingDist> parseRoutingDist(llvm::StringRef spec);
+
+struct GenerateOptions {
+  RoutingDist dist;
+  int ranks = 4;
+  int ranksPerNode = 2;
+  int64_t numExperts = 16;
+  int topk = 2;
+  int64_t hidden = 128;
+  /// Tokens per rank: one value for every rank, or exactly `ranks` values.
+  std::vector<int64_t> tokens{64};
+  uint64_t seed = 1;
+  /// Expert groups for node-limited:M; 0 = one group per node.
+  int groups = 0;
+  PayloadType dtype = PayloadType::BF16;
+  int64_t capacity = 0;
+  /// The expert-load trace file for trace:...
+  std::string traceFile;
+};
+
+/// Generates a routing problem (weights: the selected scores normalized to sum
+/// 1 per token). Checks the options first: W % G, E % W, K <= E, tokens >= 0,
+/// M and groups consistent (E % groups == 0, M <= groups, M * E/groups >= K),
+/// trace model/domain/layer present, enough experts with non-zero load.
+/// Errors are invalid_argument with a one-line message.
+llvm::Expected<RoutingProblem> generateRouting(const GenerateOptions &options);
+
+/// The per-expert loads of trace `model`/`domain`/`layer` in `traceFile`
+/// re-binned to `numExperts` experts: the trace's E_t loads are a histogram on
+/// [0, 1) with E_t equal bins; expert e receives the mass of [e/E, (e+1)/E).
+/// So E == E_t keeps the loads, E = m*E_t splits each trace expert's load over
+/// m consecutive experts, and E_t = m*E sums m consecutive trace experts.
+llvm::Expected<std::vector<double>>
+loadTraceLoads(llvm::StringRef traceFile, llvm::StringRef model,
+               llvm::StringRef domain, int layer, int64_t numExperts);
+
+} // namespace moecomm::run
+
+#endif // MOECOMM_TOOLS_RUN_ROUTINGGEN_H

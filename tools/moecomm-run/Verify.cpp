@@ -1,0 +1,277 @@
+//===- Verify.cpp - check moecomm-run results against the reference -------===//
+
+#include "Verify.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+namespace {
+constexpr size_t kMaxFailures = 4;
+} // namespace
+
+const char *strategyName(moecommStrategy_t strategy) {
+  switch (strategy) {
+  case moecommPerExpert:
+    return "per_expert";
+  case moecommFlat:
+    return "flat";
+  case moecommHierarchical:
+    return "hierarchical";
+  case moecommAuto:
+    return "auto";
+  }
+  return "unknown";
+}
+
+const char *scopeName(moecommScope_t scope) {
+  switch (scope) {
+  case moecommScopeGlobal:
+    return "global";
+  case moecommScopeIntraNode:
+    return "intra_node";
+  case moecommScopeInterNode:
+    return "inter_node";
+  }
+  return "unknown";
+}
+
+const char *directionName(moecommDirection_t direction) {
+  switch (direction) {
+  case moecommDirectionDispatch:
+    return "dispatch";
+  case moecommDirectionCombine:
+    return "combine";
+  case moecommDirectionAllToAll:
+    return "all_to_all";
+  }
+  return "unknown";
+}
+
+void RankCheck::fail(std::string message) {
+  ok = false;
+  if (failures.size() < kMaxFailures)
+    failures.push_back(std::move(message));
+}
+
+ref::Problem toReferenceProblem(const RoutingProblem &p) {
+  ref::Problem q;
+  q.ranks = p.ranks;
+  q.ranksPerNode = p.ranksPerNode;
+  q.numExperts = p.numExperts;
+  q.topk = p.topk;
+  q.hidden = p.hidden;
+  q.dataType = hostType(p.dtype);
+  q.wireType = wireType(p.dtype);
+  q.capacity = p.capacity;
+  q.routing.resize(p.ranks);
+  for (int r = 0; r < p.ranks; ++r) {
+    q.routing[r].numTokens = p.numTokens[r];
+    q.routing[r].topkIdx = p.topkIdx[r];
+    if (p.explicitWeights)
+      q.routing[r].topkWeights = p.topkWeights[r];
+  }
+  return q;
+}
+
+ReferenceResult computeReference(const RoutingProblem &p) {
+  ReferenceResult r;
+  r.problem = toReferenceProblem(p);
+  r.layout = ref::layout(r.problem);
+  r.kept = ref::keptSlots(r.problem, r.layout);
+  r.x.resize(p.ranks);
+  for (int rank = 0; rank < p.ranks; ++rank)
+    r.x[rank] = ref::standardX(rank, p.numTokens[rank], p.hidden);
+  r.dispatch = ref::dispatch(r.problem, r.layout, r.x);
+  // Identity experts: y = the dispatched rows.
+  r.combine = ref::combine(r.problem, r.layout, r.dispatch, /*weighted=*/true);
+  r.combineAbsSum =
+      ref::combineAbsSum(r.problem, r.layout, r.dispatch, /*weighted=*/true);
+  r.dispatchRowBytes = ref::rowBytes(r.problem.wireType, p.hidden);
+  r.combineRowBytes = ref::rowBytes(r.problem.dataType, p.hidden);
+  r.dispatchLowerBound =
+      ref::interNodeLowerBoundBytes(r.problem, r.layout, r.dispatchRowBytes);
+  r.combineLowerBound =
+      ref::interNodeLowerBoundBytes(r.problem, r.layout, r.combineRowBytes);
+  return r;
+}
+
+double combineTolerance(const RoutingProblem &p) {
+  const double u = hostType(p.dtype) == moecommFloat32 ? 0x1.0p-24 : 0x1.0p-8;
+  return 3.0 * u + (p.topk + 1) * 0x1.0p-24;
+}
+
+RankCheck verifyRank(const RoutingProblem &p, const ReferenceResult &ref,
+                     const LayerResult &res) {
+  RankCheck c;
+  const int r = res.rank;
+  if (static_cast<int>(ref.layout.size()) != p.ranks) {
+    // Only with --skip-input-checks: the reference rejected the routing, so
+    // the runtime should have rejected it too.
+    c.fail(formatv("rank {0}: the runtime accepted a routing the reference "
+                   "rejects",
+                   r));
+    return c;
+  }
+  const int64_t H = p.hidden;
+  const ref::RankLayout &want = ref.layout[r];
+  const int64_t R = static_cast<int64_t>(want.rows.size());
+
+  // 2. tokens_per_expert and drops.
+  if (res.tokensPerExpert != want.tokensPerExpert) {
+    std::string got, exp;
+    for (size_t i = 0; i < res.tokensPerExpert.size(); ++i)
+      got += (i ? "," : "") + std::to_string(res.tokensPerExpert[i]);
+    for (size_t i = 0; i < want.tokensPerExpert.size(); ++i)
+      exp += (i ? "," : "") + std::to_string(want.tokensPerExpert[i]);
+    c.fail(formatv("rank {0}: tokens_per_expert [{1}], expected [{2}]", r, got,
+                   exp));
+  }
+  if (res.dropped != want.dropped)
+    c.fail(formatv("rank {0}: dropped {1} rows, expected {2}", r, res.dropped,
+                   want.dropped));
+
+  // 1. dispatch: row count, sources, weights, bits.
+  if (res.recvRows != R || static_cast<int64_t>(res.recv.size()) != R * H ||
+      static_cast<int64_t>(res.sources.size()) != 2 * R ||
+      static_cast<int64_t>(res.recvWeights.size()) != R) {
+    c.fail(formatv("rank {0}: received {1} rows, expected {2}", r, res.recvRows,
+                   R));
+    c.dispatchRowMismatches = std::max(res.recvRows, R);
+  } else {
+    for (int64_t i = 0; i < R; ++i) {
+      const ref::RecvRow &row = want.rows[i];
+      if (res.sources[2 * i] != row.srcRank ||
+          res.sources[2 * i + 1] != row.srcToken) {
+        c.fail(formatv("rank {0}: row {1} comes from (rank {2}, token {3}), "
+                       "expected (rank {4}, token {5})",
+                       r, i, res.sources[2 * i], res.sources[2 * i + 1],
+                       row.srcRank, row.srcToken));
+        break;
+      }
+    }
+    for (int64_t i = 0; i < R; ++i) {
+      const float w = want.rows[i].weight;
+      if (std::memcmp(&res.recvWeights[i], &w, sizeof(float)) != 0) {
+        c.fail(formatv("rank {0}: row {1} has routing weight {2}, expected {3}",
+                       r, i, res.recvWeights[i], w));
+        break;
+      }
+    }
+    const float *got = res.recv.data();
+    const float *exp = ref.dispatch[r].data();
+    for (int64_t i = 0; i < R; ++i) {
+      if (std::memcmp(got + i * H, exp + i * H, sizeof(float) * H) == 0)
+        continue;
+      if (c.dispatchRowMismatches++ == 0) {
+        int64_t h = 0;
+        while (std::memcmp(got + i * H + h, exp + i * H + h, sizeof(float)) ==
+               0)
+          ++h;
+        c.fail(formatv("rank {0}: dispatch row {1} (expert {2}, from rank {3} "
+                       "token {4}) differs at h={5}: {6} vs expected {7}",
+                       r, i, want.rows[i].localExpert, want.rows[i].srcRank,
+                       want.rows[i].srcToken, h, got[i * H + h],
+                       exp[i * H + h]));
+      }
+    }
+    if (c.dispatchRowMismatches > 1)
+      c.fail(formatv("rank {0}: {1} of {2} dispatch rows differ", r,
+                     c.dispatchRowMismatches, R));
+  }
+
+  // 3. weighted combine of identity experts.
+  const int64_t T = p.numTokens[r];
+  if (static_cast<int64_t>(res.combine.size()) != T * H) {
+    c.fail(formatv("rank {0}: combine returned {1} values, expected {2}", r,
+                   res.combine.size(), T * H));
+    return c;
+  }
+  const double tol = combineTolerance(p);
+  const int K = p.topk;
+  const std::vector<float> &x = ref.x[r];
+  const std::vector<bool> &kept = ref.kept[r];
+  bool reported = false;
+  for (int64_t t = 0; t < T; ++t) {
+    double weightSum = 0;
+    for (int k = 0; k < K; ++k)
+      if (kept[t * K + k])
+        weightSum += p.topkWeights[r][t * K + k];
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t i = t * H + h;
+      const double got = res.combine[i];
+      const double exact = static_cast<double>(x[i]) * weightSum;
+      c.maxAbsErr = std::max(c.maxAbsErr, std::fabs(got - exact));
+      const double err =
+          std::fabs(got - static_cast<double>(ref.combine[r][i]));
+      c.maxAbsErrVsReference = std::max(c.maxAbsErrVsReference, err);
+      const double bound = tol * ref.combineAbsSum[r][i];
+      const double ratio = err == 0 ? 0 : (bound > 0 ? err / bound : HUGE_VAL);
+      c.worstBoundRatio = std::max(c.worstBoundRatio, ratio);
+      // per_expert reduces in the reference's order: it must be bit-exact.
+      const bool bitExact = res.strategy == moecommPerExpert;
+      if (!reported &&
+          (bitExact ? std::memcmp(&res.combine[i], &ref.combine[r][i],
+                                  sizeof(float)) != 0
+                    : !(err <= bound))) {
+        reported = true;
+        c.fail(formatv(
+            "rank {0}: combine token {1} h={2} is {3}, reference {4} "
+            "({5})",
+            r, t, h, got, ref.combine[r][i],
+            bitExact ? std::string("per_expert must be bit-exact")
+                     : formatv("|err| {0:e} > bound {1:e}", err, bound).str()));
+      }
+    }
+  }
+  return c;
+}
+
+uint64_t interNodeBytes(const moecommTraffic_t &t, moecommDirection_t d) {
+  uint64_t sum = 0;
+  for (int s = 0; s < 3; ++s)
+    sum += t.bytes[d][s][moecommLinkInterNode];
+  return sum;
+}
+
+uint64_t intraNodeBytes(const moecommTraffic_t &t, moecommDirection_t d) {
+  uint64_t sum = 0;
+  for (int s = 0; s < 3; ++s)
+    sum += t.bytes[d][s][moecommLinkIntraNode];
+  return sum;
+}
+
+bool verifyLowerBound(const ReferenceResult &ref, moecommStrategy_t strategy,
+                      const moecommTraffic_t &global,
+                      std::vector<std::string> &failures) {
+  bool ok = true;
+  const struct {
+    moecommDirection_t direction;
+    int64_t bound;
+  } checks[] = {{moecommDirectionDispatch, ref.dispatchLowerBound},
+                {moecommDirectionCombine, ref.combineLowerBound}};
+  for (const auto &check : checks) {
+    const uint64_t got = interNodeBytes(global, check.direction);
+    const uint64_t bound = static_cast<uint64_t>(check.bound);
+    if (strategy == moecommHierarchical && got != bound) {
+      ok = false;
+      failures.push_back(formatv("hierarchical {0} sent {1} inter-node bytes, "
+                                 "the lower bound is {2}",
+                                 directionName(check.direction), got, bound));
+    } else if (got < bound) {
+      ok = false;
+      failures.push_back(formatv("{0} {1} sent {2} inter-node bytes, below the "
+                                 "lower bound {3}",
+                                 strategyName(strategy),
+                                 directionName(check.direction), got, bound));
+    }
+  }
+  return ok;
+}
+
+} // namespace moecomm::run

@@ -1,0 +1,102 @@
+//===- Verify.h - check moecomm-run results against the reference -*- C++
+//-*-===//
+//
+// Every result is checked against moecomm::ref (runtime/include/moecomm/
+// Reference.h), the single-process oracle, with DESIGN.md §5's oracles:
+//   1. dispatch rows bitwise (expert-major), sources and routing weights;
+//   2. tokens_per_expert and capacity drops;
+//   3. the weighted combine of identity experts: bit-exact for per_expert
+//      (it reduces in the reference's order), within the combine bound for
+//      the strategies that pre-reduce per rank or node;
+//   5. inter-node bytes: hierarchical == the lower bound (dispatch and
+//      combine), every other strategy >= it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TOOLS_RUN_VERIFY_H
+#define MOECOMM_TOOLS_RUN_VERIFY_H
+
+#include "LayerResult.h"
+
+#include "moecomm/Reference.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moecomm::run {
+
+/// The reference results of a whole problem (all ranks).
+struct ReferenceResult {
+  ref::Problem problem;
+  std::vector<ref::RankLayout> layout;            ///< [W]
+  std::vector<std::vector<float>> x;              ///< [W][T_r*H] the payload
+  std::vector<std::vector<float>> dispatch;       ///< [W][R_r*H]
+  std::vector<std::vector<float>> combine;        ///< [W][T_r*H] weighted
+  std::vector<std::vector<double>> combineAbsSum; ///< [W][T_r*H]
+  std::vector<std::vector<bool>> kept;            ///< [W][T_r*K]
+  int64_t dispatchRowBytes = 0; ///< wire bytes of one dispatched row
+  int64_t combineRowBytes = 0;  ///< wire bytes of one combine row (host type)
+  /// DESIGN.md §5.5's bound for dispatch and for combine, in bytes.
+  int64_t dispatchLowerBound = 0;
+  int64_t combineLowerBound = 0;
+};
+
+/// Converts a RoutingProblem to the reference's Problem (weights omitted when
+/// the routing had none, so the reference applies its own 1.0 default).
+ref::Problem toReferenceProblem(const RoutingProblem &problem);
+
+/// Computes everything the checks need. `problem` must be valid
+/// (validateRouting). Cost: O(sum of rows * H) time and memory.
+ReferenceResult computeReference(const RoutingProblem &problem);
+
+/// The combine error bound per element: |out - ref| <= combineTolerance *
+/// sum_k |w_k * y_k| (ReferenceResult::combineAbsSum), with u the unit
+/// roundoff of the output type (2^-8 bf16, 2^-24 f32): 3u covers rounding the
+/// per-node partial sums (hierarchical) and the output to the output type,
+/// (K + 1) * 2^-24 the f32 accumulation in a different order.
+double combineTolerance(const RoutingProblem &problem);
+
+/// The outcome of checking one rank's LayerResult.
+struct RankCheck {
+  bool ok = true;
+  /// Up to a few one-line descriptions of what failed (first ones first).
+  std::vector<std::string> failures;
+  /// max |combine - x * sum of kept weights| over the rank's elements: the
+  /// end-to-end error of dispatch -> identity -> combine (for FP8 it includes
+  /// the quantization error).
+  double maxAbsErr = 0;
+  /// max |combine - reference combine| (the communication error alone).
+  double maxAbsErrVsReference = 0;
+  /// max |combine - reference| / bound (<= 1 passes; 0 when exact).
+  double worstBoundRatio = 0;
+  /// Received rows whose bits differ from the reference.
+  int64_t dispatchRowMismatches = 0;
+
+  void fail(std::string message);
+};
+
+/// Checks one rank's result (checks 1-3 above).
+RankCheck verifyRank(const RoutingProblem &problem, const ReferenceResult &ref,
+                     const LayerResult &result);
+
+/// Summed inter-node payload bytes of `direction` in `traffic` (all scopes).
+uint64_t interNodeBytes(const moecommTraffic_t &traffic,
+                        moecommDirection_t direction);
+/// Summed intra-node payload bytes of `direction` (all scopes).
+uint64_t intraNodeBytes(const moecommTraffic_t &traffic,
+                        moecommDirection_t direction);
+
+/// Check 5 on traffic summed over all ranks for one iteration. Appends
+/// failures to `failures`; returns true when it passes.
+bool verifyLowerBound(const ReferenceResult &ref, moecommStrategy_t strategy,
+                      const moecommTraffic_t &globalTraffic,
+                      std::vector<std::string> &failures);
+
+/// Short names used in reports and flags.
+const char *strategyName(moecommStrategy_t strategy);
+const char *scopeName(moecommScope_t scope);
+const char *directionName(moecommDirection_t direction);
+
+} // namespace moecomm::run
+
+#endif // MOECOMM_TOOLS_RUN_VERIFY_H

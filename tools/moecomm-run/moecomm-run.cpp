@@ -1,0 +1,593 @@
+//===- moecomm-run.cpp - run and verify an MoE layer's communication
+//-------===//
+//
+// moecomm-run executes an MoE layer's dispatch -> identity experts -> combine
+// on every rank of a backend (threads or MPI), verifies every result against
+// the single-process reference and reports traffic per link class against the
+// inter-node lower bound. Interface: DESIGN.md §8 and docs/moecomm-run.md.
+//
+// Exit status: 0 verified, 1 a check failed, 2 invalid input or flags (one
+// line on stderr), 3 a failure that is not the input's fault (I/O, transport,
+// internal error; one line on stderr).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+#include "DirectPath.h"
+#include "Dump.h"
+#include "ModelConfig.h"
+#include "Report.h"
+#include "RoutingGen.h"
+#include "Verify.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <unistd.h>
+
+using namespace llvm;
+using namespace moecomm::run;
+namespace ref = moecomm::ref;
+
+namespace {
+
+cl::OptionCategory runCat("moecomm-run options");
+cl::OptionCategory genCat("generated routing (instead of --routing)");
+
+// Input.
+cl::opt<std::string> routingFile("routing",
+                                 cl::desc("Routing file (moecomm-routing-v1 "
+                                          "JSON, DESIGN.md §8); '-' = stdin"),
+                                 cl::value_desc("file"), cl::cat(runCat));
+cl::opt<std::string> routingDist(
+    "routing-dist",
+    cl::desc("Generate the routing: uniform | zipf:S | node-limited:M | "
+             "trace:MODEL:DOMAIN:LAYER (default uniform)"),
+    cl::value_desc("dist"), cl::cat(genCat));
+cl::opt<std::string> configName(
+    "config",
+    cl::desc("Model config from examples/configs (sets experts, topk, hidden, "
+             "groups), e.g. deepseek-v3, or a path to a .json"),
+    cl::value_desc("name"), cl::cat(genCat));
+cl::opt<std::string> configDir("config-dir",
+                               cl::desc("Directory of model configs"),
+                               cl::value_desc("dir"), cl::cat(genCat));
+cl::opt<std::string> traceFile(
+    "trace-file",
+    cl::desc("Per-expert load trace for trace:... (default: the shipped "
+             "examples/data/expert_load_olmoe_mixtral.json)"),
+    cl::value_desc("file"), cl::cat(genCat));
+cl::opt<long long> ranksOpt("ranks",
+                            cl::desc("W, ranks (default 4, or the "
+                                     "MPI world size)"),
+                            cl::cat(genCat));
+cl::opt<long long> ranksPerNodeOpt(
+    "ranks-per-node",
+    cl::desc("G, ranks per node (default W/2 for even W: two nodes; else W)"),
+    cl::cat(genCat));
+cl::opt<long long> expertsOpt("experts",
+                              cl::desc("E, routed experts (default 4*W)"),
+                              cl::cat(genCat));
+cl::opt<long long> topkOpt("topk", cl::desc("K, experts per token (default 2)"),
+                           cl::cat(genCat));
+cl::opt<long long> hiddenOpt("hidden", cl::desc("H, hidden size (default 128)"),
+                             cl::cat(genCat));
+cl::opt<std::string> tokensOpt(
+    "tokens",
+    cl::desc("Tokens per rank: N, or N0,N1,... one per rank (default 64)"),
+    cl::value_desc("n[,n...]"), cl::cat(genCat));
+cl::opt<long long> groupsOpt(
+    "groups",
+    cl::desc("Expert groups for node-limited:M (default: the config's "
+             "n_group, else one per node)"),
+    cl::cat(genCat));
+cl::opt<unsigned long long> seedOpt("seed",
+                                    cl::desc("Generator seed (default 1)"),
+                                    cl::init(1), cl::cat(genCat));
+
+// Execution.
+cl::opt<std::string>
+    strategyOpt("strategy",
+                cl::desc("per_expert | flat | hierarchical | auto (default)"),
+                cl::init("auto"), cl::cat(runCat));
+cl::opt<std::string> backendOpt(
+    "backend",
+    cl::desc("threads (default: W threads here) | mpi (under mpirun -np W)"),
+    cl::init("threads"), cl::cat(runCat));
+cl::opt<std::string> wireDtypeOpt(
+    "wire-dtype",
+    cl::desc("Override the routing's dtype: bf16 | f32 | fp8 (bf16 in/out, "
+             "FP8 on the wire)"),
+    cl::cat(runCat));
+cl::opt<long long>
+    capacityOpt("capacity",
+                cl::desc("Max received rows per rank (overrides the file's)"),
+                cl::cat(runCat));
+cl::opt<long long> iterationsOpt(
+    "iterations",
+    cl::desc("Dispatch+combine N times on one communicator, a layout per "
+             "iteration, verifying each"),
+    cl::init(1), cl::cat(runCat));
+cl::opt<std::string> apiOpt(
+    "api",
+    cl::desc("Runtime calls of the direct path: oneshot (default) | async "
+             "(start/wait)"),
+    cl::init("oneshot"), cl::cat(runCat));
+cl::opt<bool> directOpt(
+    "direct",
+    cl::desc("Call the runtime directly (the only execution path in this "
+             "build)"),
+    cl::cat(runCat));
+cl::opt<bool> skipChecks(
+    "skip-input-checks",
+    cl::desc("Hand the routing to the runtime without the tool's id/duplicate/"
+             "E%W checks (to test the runtime's own validation)"),
+    cl::cat(runCat));
+
+// Output.
+cl::opt<std::string> jsonFile("json",
+                              cl::desc("Write the JSON report ('-' = stdout, "
+                                       "replacing the text report)"),
+                              cl::value_desc("file"), cl::cat(runCat));
+cl::opt<std::string> dumpDir(
+    "dump",
+    cl::desc("Write rank<r>.{dispatch,src,tokens_per_expert,combine}.npy"),
+    cl::value_desc("dir"), cl::cat(runCat));
+cl::opt<std::string>
+    saveRouting("save-routing",
+                cl::desc("Write the routing used (moecomm-routing-v1)"),
+                cl::value_desc("file"), cl::cat(runCat));
+cl::opt<bool> quiet("quiet",
+                    cl::desc("No report and no progress (errors and "
+                             "--json only)"),
+                    cl::cat(runCat));
+cl::opt<bool> listConfigs("list-configs",
+                          cl::desc("List the model configs and exit"),
+                          cl::cat(genCat));
+
+/// Whether this process prints: not an MPI rank other than 0. Read from the
+/// launcher's environment so it also holds before MPI_Init.
+bool isReportingProcess() {
+  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char *v = std::getenv(var))
+      return StringRef(v) == "0";
+  return true;
+}
+
+/// Prints `e` as one line and returns its exit status (2 bad input, 3 other).
+int report(Error e, bool print) {
+  int code = 3;
+  std::string message;
+  handleAllErrors(std::move(e), [&](const ErrorInfoBase &info) {
+    if (info.convertToErrorCode() ==
+        std::make_error_code(std::errc::invalid_argument))
+      code = 2;
+    message = info.message();
+  });
+  for (char &c : message)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  if (print) {
+    errs() << "moecomm-run: error: " << message << "\n";
+    errs().flush();
+  }
+  return code;
+}
+
+std::string exeDir(const char *argv0) {
+  std::string exe =
+      sys::fs::getMainExecutable(argv0, (void *)&isReportingProcess);
+  return sys::path::parent_path(exe).str();
+}
+
+std::vector<std::string> dataDirs(const std::string &bin, StringRef sub) {
+  std::vector<std::string> dirs;
+  SmallString<256> installed(bin);
+  sys::path::append(installed, "..", "share", "moecomm", sub);
+  dirs.push_back(installed.str().str());
+  SmallString<256> source(MOECOMM_RUN_EXAMPLES_DIR);
+  sys::path::append(source, sub);
+  dirs.push_back(source.str().str());
+  return dirs;
+}
+
+Expected<moecommStrategy_t> parseStrategy(StringRef s) {
+  if (s == "per_expert")
+    return moecommPerExpert;
+  if (s == "flat")
+    return moecommFlat;
+  if (s == "hierarchical")
+    return moecommHierarchical;
+  if (s == "auto")
+    return moecommAuto;
+  return inputError(formatv("unknown --strategy '{0}' (expected per_expert, "
+                            "flat, hierarchical or auto)",
+                            s));
+}
+
+Expected<std::vector<int64_t>> parseTokens(StringRef s) {
+  std::vector<int64_t> out;
+  SmallVector<StringRef, 16> parts;
+  s.split(parts, ',');
+  for (StringRef part : parts) {
+    int64_t v;
+    if (part.trim().getAsInteger(10, v) || v < 0)
+      return inputError(formatv("bad --tokens '{0}': expected N or N0,N1,... "
+                                "with every N >= 0",
+                                s));
+    out.push_back(v);
+  }
+  return out;
+}
+
+/// Builds the routing problem from the flags (file or generator).
+Expected<RoutingProblem> buildProblem(const std::string &bin,
+                                      const MpiWorld &world, bool mpi) {
+  const bool fromFile = routingFile.getNumOccurrences() > 0;
+  if (fromFile) {
+    if (routingDist.getNumOccurrences())
+      return inputError("--routing and --routing-dist are exclusive");
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &configName, &ranksOpt, &ranksPerNodeOpt, &expertsOpt, &topkOpt,
+             &hiddenOpt, &tokensOpt, &groupsOpt, &seedOpt})
+      if (o->getNumOccurrences())
+        return inputError(formatv("--{0} only applies to generated routing, "
+                                  "not to --routing {1}",
+                                  o->ArgStr, routingFile));
+    Expected<RoutingProblem> p = loadRoutingFile(routingFile);
+    if (!p)
+      return p.takeError();
+    return p;
+  }
+
+  GenerateOptions g;
+  Expected<RoutingDist> dist =
+      parseRoutingDist(routingDist.getNumOccurrences() ? StringRef(routingDist)
+                                                       : StringRef("uniform"));
+  if (!dist)
+    return dist.takeError();
+  g.dist = *dist;
+  std::optional<ModelConfig> config;
+  if (configName.getNumOccurrences()) {
+    std::vector<std::string> dirs = configDir.getNumOccurrences()
+                                        ? std::vector<std::string>{configDir}
+                                        : dataDirs(bin, "configs");
+    Expected<ModelConfig> c = loadModelConfig(configName, dirs);
+    if (!c)
+      return c.takeError();
+    config = *c;
+  }
+  auto checkRange = [](const cl::opt<long long> &o, long long lo,
+                       long long hi) -> Error {
+    if (o.getNumOccurrences() && (o < lo || o > hi))
+      return inputError(formatv("--{0} must be in [{1}, {2}], got {3}",
+                                o.ArgStr, lo, hi, (long long)o));
+    return Error::success();
+  };
+  for (auto [o, lo, hi] : std::initializer_list<
+           std::tuple<const cl::opt<long long> *, long long, long long>>{
+           {&ranksOpt, 1, 1 << 16},
+           {&ranksPerNodeOpt, 1, 1 << 16},
+           {&expertsOpt, 1, 1 << 24},
+           {&topkOpt, 1, 4096},
+           {&hiddenOpt, 1, 1 << 24},
+           {&groupsOpt, 1, 1 << 24}})
+    if (Error e = checkRange(*o, lo, hi))
+      return std::move(e);
+
+  g.ranks = ranksOpt.getNumOccurrences() ? static_cast<int>(ranksOpt)
+            : mpi                        ? world.size
+                                         : 4;
+  g.ranksPerNode = ranksPerNodeOpt.getNumOccurrences()
+                       ? static_cast<int>(ranksPerNodeOpt)
+                       : (g.ranks % 2 == 0 ? g.ranks / 2 : g.ranks);
+  g.numExperts = expertsOpt.getNumOccurrences() ? expertsOpt
+                 : config                       ? config->numExperts
+                                                : 4 * g.ranks;
+  g.topk = topkOpt.getNumOccurrences() ? static_cast<int>(topkOpt)
+           : config                    ? config->topk
+                                       : 2;
+  g.hidden = hiddenOpt.getNumOccurrences() ? hiddenOpt
+             : config                      ? config->hidden
+                                           : 128;
+  g.groups = groupsOpt.getNumOccurrences()     ? static_cast<int>(groupsOpt)
+             : config && config->numGroups > 1 ? config->numGroups
+                                               : 0;
+  g.seed = seedOpt;
+  if (tokensOpt.getNumOccurrences()) {
+    Expected<std::vector<int64_t>> t = parseTokens(tokensOpt);
+    if (!t)
+      return t.takeError();
+    g.tokens = *t;
+  }
+  if (g.dist.kind == RoutingDist::Trace) {
+    if (traceFile.getNumOccurrences()) {
+      g.traceFile = traceFile;
+    } else {
+      for (const std::string &dir : dataDirs(bin, "data")) {
+        SmallString<256> candidate(dir);
+        sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
+        if (sys::fs::exists(candidate)) {
+          g.traceFile = candidate.str().str();
+          break;
+        }
+      }
+      if (g.traceFile.empty())
+        return inputError("cannot find expert_load_olmoe_mixtral.json; give "
+                          "--trace-file");
+    }
+  }
+  Expected<RoutingProblem> p = generateRouting(g);
+  if (p && config)
+    p->origin +=
+        formatv(", config {0} ({1})", config->name, config->model).str();
+  return p;
+}
+
+/// Applies the run flags that override the routing (dtype, capacity).
+Error applyOverrides(RoutingProblem &p) {
+  if (wireDtypeOpt.getNumOccurrences()) {
+    std::optional<PayloadType> t = parsePayloadType(wireDtypeOpt);
+    if (!t)
+      return inputError(formatv("unknown --wire-dtype '{0}' (expected bf16, "
+                                "f32 or fp8)",
+                                wireDtypeOpt));
+    p.dtype = *t;
+  }
+  if (capacityOpt.getNumOccurrences()) {
+    if (capacityOpt < 1)
+      return inputError(
+          formatv("--capacity must be >= 1, got {0}", (long long)capacityOpt));
+    p.capacity = capacityOpt;
+  }
+  return Error::success();
+}
+
+/// What the prepare phase hands to the execute phase.
+struct RunState {
+  moecommStrategy_t strategy = moecommAuto;
+  DirectApi api = DirectApi::OneShot;
+  RoutingProblem problem;
+  ReferenceResult reference;
+  /// False only with --skip-input-checks and a routing the reference rejects:
+  /// the runtime must reject it too.
+  bool valid = true;
+};
+
+/// Local work before any collective: flags, routing, checks, reference.
+/// Returns the exit status (0 = go on). Errors are printed by rank 0 only:
+/// they are the same on every rank (same flags and files), or rank-0-only
+/// (--save-routing, --dump directory creation).
+int prepare(const std::string &bin, const MpiWorld &world, bool mpi,
+            RunState &state) {
+  const bool printer = world.rank == 0;
+  Expected<moecommStrategy_t> strategy = parseStrategy(strategyOpt);
+  if (!strategy)
+    return report(strategy.takeError(), printer);
+  state.strategy = *strategy;
+  if (apiOpt == "oneshot")
+    state.api = DirectApi::OneShot;
+  else if (apiOpt == "async")
+    state.api = DirectApi::Async;
+  else
+    return report(inputError(formatv("unknown --api '{0}' (expected oneshot or "
+                                     "async)",
+                                     apiOpt)),
+                  printer);
+  if (iterationsOpt < 1 || iterationsOpt > 1000000)
+    return report(inputError(formatv("--iterations must be in [1, 1000000], "
+                                     "got {0}",
+                                     (long long)iterationsOpt)),
+                  printer);
+
+  Expected<RoutingProblem> problem = buildProblem(bin, world, mpi);
+  if (!problem)
+    return report(problem.takeError(), printer);
+  state.problem = std::move(*problem);
+  RoutingProblem &p = state.problem;
+  if (Error e = applyOverrides(p))
+    return report(std::move(e), printer);
+
+  // Shape-level rules always hold before anything runs; the id / duplicate /
+  // E % W rules are left to the runtime with --skip-input-checks.
+  const ref::Problem refProblem = toReferenceProblem(p);
+  if (!skipChecks) {
+    if (Error e = validateRouting(p))
+      return report(std::move(e), printer);
+    std::string why = ref::validate(refProblem);
+    if (!why.empty()) // the tool's checks and the runtime's rules disagree
+      return report(inputError(why), printer);
+  } else if (p.ranks < 1 || p.ranksPerNode < 1 || p.ranks % p.ranksPerNode) {
+    return report(validateRouting(p), printer);
+  }
+  if (mpi && p.ranks != world.size)
+    return report(inputError(formatv("rank count mismatch: the routing has {0} "
+                                     "ranks but mpirun started {1} processes "
+                                     "(use mpirun -np {0})",
+                                     p.ranks, world.size)),
+                  printer);
+
+  if (printer && !saveRouting.empty()) {
+    std::error_code ec;
+    raw_fd_ostream os(saveRouting, ec);
+    if (ec)
+      return report(inputError(formatv("--save-routing {0}: {1}", saveRouting,
+                                       ec.message())),
+                    printer);
+    os << formatv("{0:2}", routingToJson(p)) << "\n";
+  }
+  if (printer && !dumpDir.empty())
+    if (Error e = prepareDumpDir(dumpDir))
+      return report(std::move(e), printer);
+
+  state.valid = ref::validate(refProblem).empty();
+  if (state.valid) {
+    // The single-threaded reference can take seconds on big layers.
+    double work = 0;
+    for (const std::vector<int64_t> &ids : p.topkIdx)
+      work += static_cast<double>(ids.size()) * static_cast<double>(p.hidden);
+    if (printer && !quiet && work > 5e7)
+      errs() << formatv("moecomm-run: computing the reference ({0} tokens x "
+                        "{1} slots x {2} hidden)...\n",
+                        p.totalTokens(), p.topk, p.hidden);
+    state.reference = computeReference(p);
+  } else
+    state.reference.problem = refProblem;
+  return 0;
+}
+
+/// Runs on the backend and reports. Collective over the MPI ranks.
+int execute(const MpiWorld &world, bool mpi, RunState &state) {
+  const bool printer = world.rank == 0;
+  const RoutingProblem &p = state.problem;
+  PathOptions pathOptions;
+  pathOptions.strategy = state.strategy;
+  DirectPath path(pathOptions, state.api);
+  BackendOptions bo;
+  bo.kind = mpi ? BackendKind::Mpi : BackendKind::Threads;
+  bo.iterations = static_cast<int>(iterationsOpt);
+  bo.dumpDir = dumpDir;
+  bo.progress = !quiet;
+  Expected<RunSummary> run = runOnBackend(bo, world, path, p, state.reference);
+  if (!run)
+    return report(run.takeError(), printer);
+  if (!printer)
+    return 0;
+  if (!state.valid) {
+    errs() << "moecomm-run: error: the runtime accepted an invalid routing ("
+           << ref::validate(state.reference.problem) << ")\n";
+    return 1;
+  }
+
+  RunInfo info;
+  info.path = path.name();
+  info.api = apiOpt;
+  info.backend = bo.kind;
+  info.requestedStrategy = state.strategy;
+  info.iterations = bo.iterations;
+  RunReport result = analyzeRun(p, state.reference, *run);
+  const bool jsonToStdout = jsonFile == "-";
+  if (!quiet && !jsonToStdout)
+    printReport(outs(), p, info, result);
+  if (!jsonFile.empty()) {
+    json::Value doc = reportJson(p, info, result);
+    if (jsonToStdout) {
+      outs() << formatv("{0:2}", doc) << "\n";
+    } else {
+      std::error_code ec;
+      raw_fd_ostream os(jsonFile, ec);
+      if (ec)
+        return report(
+            systemError(formatv("--json {0}: {1}", jsonFile, ec.message())),
+            printer);
+      os << formatv("{0:2}", doc) << "\n";
+    }
+  }
+  outs().flush();
+  return result.verified ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const bool printer = isReportingProcess();
+  cl::HideUnrelatedOptions({&runCat, &genCat});
+  // llvm::cl writes some errors to the Errs stream and others (bad option
+  // values) straight to stderr: capture file descriptor 2 during parsing so
+  // every flag error becomes one line.
+  std::string parseErrors;
+  bool parsed;
+  {
+    raw_string_ostream errStream(parseErrors);
+    errs().flush();
+    std::FILE *capture = std::tmpfile();
+    const int savedStderr = capture ? ::dup(2) : -1;
+    if (savedStderr >= 0)
+      ::dup2(::fileno(capture), 2);
+    parsed = cl::ParseCommandLineOptions(
+        argc, argv,
+        "moecomm-run: run an MoE layer's dispatch and combine on a backend, "
+        "verify it against the reference, report traffic per link class\n",
+        &errStream);
+    errs().flush();
+    if (savedStderr >= 0) {
+      ::dup2(savedStderr, 2);
+      ::close(savedStderr);
+      std::rewind(capture);
+      char buffer[4096];
+      size_t n;
+      while ((n = std::fread(buffer, 1, sizeof(buffer), capture)) > 0)
+        parseErrors.append(buffer, n);
+    }
+    if (capture)
+      std::fclose(capture);
+  }
+  if (!parsed) {
+    // Keep it to one line: llvm::cl may add "Did you mean" hints.
+    SmallVector<StringRef, 4> lines;
+    StringRef(parseErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    std::string joined;
+    for (StringRef l : lines) {
+      l = l.trim();
+      l.consume_front("moecomm-run: ");
+      joined += (joined.empty() ? "" : " ") + l.str();
+    }
+    if (joined.empty())
+      joined = "invalid command line";
+    return report(inputError(joined), printer);
+  }
+  const std::string bin = exeDir(argv[0]);
+  if (listConfigs) {
+    std::vector<std::string> dirs = configDir.getNumOccurrences()
+                                        ? std::vector<std::string>{configDir}
+                                        : dataDirs(bin, "configs");
+    for (const std::string &name : listModelConfigs(dirs)) {
+      Expected<ModelConfig> c = loadModelConfig(name, dirs);
+      if (!c) {
+        outs() << name << ": " << toString(c.takeError()) << "\n";
+        continue;
+      }
+      outs() << formatv("{0,-18} {1,-18} H={2} E={3} K={4} groups={5} "
+                        "topk_groups={6} shared={7}\n",
+                        c->name, c->model, c->hidden, c->numExperts, c->topk,
+                        c->numGroups, c->topkGroups, c->sharedExperts);
+    }
+    return 0;
+  }
+
+  bool mpi;
+  if (backendOpt == "threads")
+    mpi = false;
+  else if (backendOpt == "mpi")
+    mpi = true;
+  else
+    return report(
+        inputError(formatv("unknown --backend '{0}' (expected threads "
+                           "or mpi)",
+                           backendOpt)),
+        printer);
+  MpiWorld world;
+  if (mpi) {
+    Expected<MpiWorld> w = initMpi(argc, argv);
+    if (!w)
+      return report(w.takeError(), printer);
+    world = *w;
+  }
+  // Every MPI rank makes the same two agreements, whatever failed where.
+  RunState state;
+  int code = prepare(bin, world, mpi, state);
+  code = mpiMaxInt(world, code);
+  if (code == 0)
+    code = execute(world, mpi, state);
+  code = mpiMaxInt(world, code);
+  finalizeMpi(world);
+  return code;
+}
