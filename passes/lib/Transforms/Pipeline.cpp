@@ -3,6 +3,7 @@
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -42,6 +43,11 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // bf16 <-> f32 conversions as integer bit operations: no compiler-rt
+  // builtin (__truncsfbf2) needed when the object is linked ahead of time.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -88,36 +88,31 @@ llvm::SetVector<Operation *> backwardSlice(Operation *root) {
 // Chunking
 //===----------------------------------------------------------------------===//
 
-/// One staged MoE layer: its layout, the ops from the layout to the combine
-/// output (exchanges and expert computation), the token-indexed values it
-/// reads from outside, and the combine output.
+/// One staged MoE layer: its layout, the ops from the layout to its combine
+/// outputs (exchanges and expert computation, and a backward pass on the same
+/// layout), the token-indexed values it reads from outside, and the combine
+/// outputs ([T, H] each: the forward's out, the backward's grad_x).
 struct Layer {
   LayoutOp layout;
   llvm::SetVector<Operation *> ops; ///< in program order, layout first
-  SmallVector<Value> tokenInputs;   ///< x (and its scales) and the routing
-  Value output;                     ///< out[T, H] of the combine
+  SmallVector<Value> tokenInputs;   ///< the routing, x, grad_out, scales
+  SmallVector<Value> outputs;
 };
 
-/// The final (`output`) step of `direction` among the users of `handle`.
-Operation *findOutputStep(Value handle, Direction direction,
-                          unsigned &count) {
-  Operation *found = nullptr;
-  count = 0;
+/// The combine output steps among the users of `handle`.
+SmallVector<Operation *> findCombineOutputs(Value handle) {
+  SmallVector<Operation *> outputs;
   for (Operation *user : handle.getUsers()) {
-    auto isOutput = [&](auto op) {
-      return op.getDirection() == direction && !op.getStage();
-    };
     bool output = false;
     if (auto permute = dyn_cast<PermuteOp>(user))
-      output = isOutput(permute);
+      output = permute.getDirection() == Direction::combine &&
+               !permute.getStage();
     else if (auto unpack = dyn_cast<UnpackOp>(user))
-      output = unpack.getDirection() == direction;
-    if (output) {
-      found = user;
-      ++count;
-    }
+      output = unpack.getDirection() == Direction::combine;
+    if (output)
+      outputs.push_back(user);
   }
-  return found;
+  return outputs;
 }
 
 /// Whether `op` (expert computation inside a layer) transforms every row
@@ -191,24 +186,30 @@ bool isRowWise(Operation *op, const llvm::SetVector<Operation *> &layer,
 FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
   Layer layer;
   layer.layout = layout;
-  unsigned count;
-  Operation *out = findOutputStep(layout.getHandle(), Direction::combine, count);
-  if (count != 1) {
-    why = "its handle is used by " + std::to_string(count) +
-          " combines (need exactly one)";
+  if (layout.getCapacity()) {
+    why = "its capacity bounds the rows of the whole batch (every chunk "
+          "would get the full capacity)";
+    return failure();
+  }
+  SmallVector<Operation *> outs = findCombineOutputs(layout.getHandle());
+  if (outs.empty()) {
+    why = "its handle is used by no combine";
     return failure();
   }
   Block *block = layout->getBlock();
-  if (out->getBlock() != block) {
-    why = "its combine is in a different block";
-    return failure();
+  llvm::SetVector<Operation *> bwd;
+  for (Operation *out : outs) {
+    if (out->getBlock() != block) {
+      why = "a combine is in a different block";
+      return failure();
+    }
+    bwd.set_union(backwardSlice(out));
+    layer.outputs.push_back(out->getResult(0));
   }
   llvm::SetVector<Operation *> fwd = forwardSlice(layout);
-  llvm::SetVector<Operation *> bwd = backwardSlice(out);
   for (Operation &op : *block)
     if (fwd.contains(&op) && bwd.contains(&op))
       layer.ops.insert(&op);
-  layer.output = out->getResult(0);
 
   for (Operation *op : layer.ops) {
     if (op == layout.getOperation())
@@ -241,7 +242,8 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
   }
   for (Operation *op : layer.ops)
     for (Value result : op->getResults())
-      if (result != layer.output && isa<RankedTensorType>(result.getType()))
+      if (!llvm::is_contained(layer.outputs, result) &&
+          isa<RankedTensorType>(result.getType()))
         for (Operation *user : result.getUsers())
           if (!layer.ops.contains(inBlock(block, user))) {
             why = "a value of the layer ('" +
@@ -254,20 +256,32 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
   return layer;
 }
 
-/// Clones `layer` once per chunk of tokens and reassembles the output.
+/// Clones `layer` once per chunk of tokens and reassembles its outputs.
 void chunkLayer(Layer &layer, int64_t chunks) {
-  Operation *out = layer.output.getDefiningOp();
-  OpBuilder b(out);
-  Location loc = out->getLoc();
+  // After the last output, so every input of the layer dominates the clones.
+  Operation *last = layer.outputs.front().getDefiningOp();
+  for (Value out : layer.outputs)
+    if (last->isBeforeInBlock(out.getDefiningOp()))
+      last = out.getDefiningOp();
+  OpBuilder b(last);
+  Location loc = layer.layout.getLoc();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value tokens = tensor::DimOp::create(b, loc, layer.tokenInputs[0], zero);
   Value numChunks = arith::ConstantIndexOp::create(b, loc, chunks);
   Value chunkSize = arith::CeilDivUIOp::create(b, loc, tokens, numChunks);
-  auto outType = cast<RankedTensorType>(layer.output.getType());
-  int64_t hidden = outType.getDimSize(1);
-  Value result = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{ShapedType::kDynamic, hidden},
-      outType.getElementType(), ValueRange{tokens});
+  auto rowSlice = [&](Value start, Value size, int64_t width) {
+    return std::make_tuple(
+        SmallVector<OpFoldResult>{start, b.getIndexAttr(0)},
+        SmallVector<OpFoldResult>{size, b.getIndexAttr(width)},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  };
+  SmallVector<Value> results;
+  for (Value out : layer.outputs) {
+    auto type = cast<RankedTensorType>(out.getType());
+    results.push_back(tensor::EmptyOp::create(
+        b, loc, ArrayRef<int64_t>{ShapedType::kDynamic, type.getDimSize(1)},
+        type.getElementType(), ValueRange{tokens}));
+  }
 
   for (int64_t c = 0; c < chunks; ++c) {
     Value start = arith::MinUIOp::create(
@@ -280,29 +294,28 @@ void chunkLayer(Layer &layer, int64_t chunks) {
     IRMapping mapping;
     for (Value input : layer.tokenInputs) {
       auto type = cast<RankedTensorType>(input.getType());
-      SmallVector<OpFoldResult> offsets = {start, b.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {size,
-                                         b.getIndexAttr(type.getDimSize(1))};
-      SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
-                                           b.getIndexAttr(1)};
+      auto [offsets, sizes, strides] =
+          rowSlice(start, size, type.getDimSize(1));
       auto sliceType = RankedTensorType::get(
           {ShapedType::kDynamic, type.getDimSize(1)}, type.getElementType());
-      Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, input,
-                                                   offsets, sizes, strides);
-      mapping.map(input, slice);
+      mapping.map(input, tensor::ExtractSliceOp::create(
+                             b, loc, sliceType, input, offsets, sizes, strides));
     }
     for (Operation *op : layer.ops)
       b.clone(*op, mapping);
-    Value chunkOut = mapping.lookup(layer.output);
-    SmallVector<OpFoldResult> offsets = {start, b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {size, b.getIndexAttr(hidden)};
-    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
-    result = tensor::InsertSliceOp::create(b, loc, chunkOut, result, offsets,
-                                           sizes, strides);
+    for (auto [out, result] : llvm::zip(layer.outputs, results)) {
+      auto [offsets, sizes, strides] = rowSlice(
+          start, size, cast<RankedTensorType>(out.getType()).getDimSize(1));
+      result = tensor::InsertSliceOp::create(b, loc, mapping.lookup(out),
+                                             result, offsets, sizes, strides);
+    }
   }
-  if (result.getType() != layer.output.getType())
-    result = tensor::CastOp::create(b, loc, layer.output.getType(), result);
-  layer.output.replaceAllUsesWith(result);
+  for (auto [out, result] : llvm::zip(layer.outputs, results)) {
+    Value assembled = result;
+    if (assembled.getType() != out.getType())
+      assembled = tensor::CastOp::create(b, loc, out.getType(), assembled);
+    out.replaceAllUsesWith(assembled);
+  }
   for (Operation *op : llvm::reverse(layer.ops))
     op->erase();
 }

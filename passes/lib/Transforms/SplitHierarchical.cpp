@@ -123,17 +123,22 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
     return module.emitError() << "moecomm-split-hierarchical: capacity must "
                                  "be >= 0 rows, got "
                               << static_cast<int64_t>(capacity);
-  module.walk([&](DispatchOp op) {
-    Builder b(op);
-    if (wire) {
-      bool xF32 = op.getX().getType().getElementType().isF32();
-      // A bf16/f32 override applies to the dispatches of that dtype only;
-      // fp8 applies to all.
-      if (*wire == WireDtype::fp8_e4m3 || (*wire == WireDtype::f32) == xF32)
-        op.setWireAttr(WireDtypeAttr::get(b.getContext(), *wire));
-    }
+  // A bf16/f32 override applies to the dispatches of that dtype only; fp8
+  // applies to all (cached dispatches included).
+  auto setWire = [&](Operation *op, RankedTensorType x) {
+    if (wire && (*wire == WireDtype::fp8_e4m3 ||
+                 (*wire == WireDtype::f32) == x.getElementType().isF32()))
+      op->setAttr("wire", WireDtypeAttr::get(op->getContext(), *wire));
+  };
+  module.walk([&](Operation *op) {
+    if (auto cached = dyn_cast<CachedDispatchOp>(op))
+      setWire(op, cached.getX().getType());
+    auto dispatch = dyn_cast<DispatchOp>(op);
+    if (!dispatch)
+      return;
+    setWire(op, dispatch.getX().getType());
     if (capacity > 0)
-      op.setCapacityAttr(b.getI64IntegerAttr(capacity));
+      dispatch.setCapacityAttr(Builder(op).getI64IntegerAttr(capacity));
   });
   return success();
 }

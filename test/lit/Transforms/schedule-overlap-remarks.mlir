@@ -39,7 +39,17 @@ func.func @rows_escape(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?
 
 // A dispatch without a combine (e.g. the forward half of a split graph).
 func.func @no_combine(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
-  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: its handle is used by 0 combines (need exactly one)}}
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: its handle is used by no combine}}
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
   return %recv : tensor<?x64xf32>
+}
+
+// -----
+
+// Capacity applies to the whole batch.
+func.func @capacity(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: its capacity bounds the rows of the whole batch (every chunk would get the full capacity)}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> capacity(16) : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
 }

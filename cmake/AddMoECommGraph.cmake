@@ -1,0 +1,31 @@
+# moecomm_add_aot_graph(<target> SOURCE <graph.mlir> [PIPELINE "<options>"])
+#
+# Compiles an MoE graph ahead of time: moecomm-opt --moecomm-pipeline=<options>
+# (collective level -> LLVM dialect), mlir-translate --mlir-to-llvmir, llc to
+# a position-independent object, linked into the shared library <target>
+# together with moecomm_runtime. Functions with `llvm.emit_c_interface` are
+# callable from C as _mlir_ciface_<name> (moecomm-run --aot runs them).
+# The command-line equivalent is `moecomm-aot` (tools/moecomm-aot).
+function(moecomm_add_aot_graph target)
+  cmake_parse_arguments(ARG "" "SOURCE;PIPELINE" "" ${ARGN})
+  if(NOT ARG_SOURCE)
+    message(FATAL_ERROR "moecomm_add_aot_graph(${target}): SOURCE is required")
+  endif()
+  get_filename_component(source ${ARG_SOURCE} ABSOLUTE)
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/${target}.aot)
+  add_custom_command(
+    OUTPUT ${dir}/${target}.o
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND $<TARGET_FILE:moecomm-opt> ${source}
+            "--moecomm-pipeline=${ARG_PIPELINE}" -o ${dir}/${target}.llvm.mlir
+    COMMAND ${MOECOMM_MLIR_TRANSLATE} --mlir-to-llvmir ${dir}/${target}.llvm.mlir
+            -o ${dir}/${target}.ll
+    COMMAND ${MOECOMM_LLC} -O2 -filetype=obj -relocation-model=pic
+            ${dir}/${target}.ll -o ${dir}/${target}.o
+    DEPENDS moecomm-opt ${source}
+    COMMENT "Compiling MoE graph ${ARG_SOURCE} ahead of time (${target})"
+    VERBATIM)
+  add_library(${target} SHARED ${dir}/${target}.o)
+  set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
+  target_link_libraries(${target} PRIVATE moecomm_runtime)
+endfunction()
