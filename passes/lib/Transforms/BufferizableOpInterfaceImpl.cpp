@@ -312,19 +312,24 @@ Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
                   ptr)[0];
 }
 
-/// recv_weights and tokens_per_expert buffers of a layout.
+/// recv_weights and tokens_per_expert buffers of a layout (empty, and not
+/// filled, when nothing reads them).
 FailureOr<SmallVector<Value>>
-layoutOutputs(RuntimeAbi &abi, Value layout, Value recvWeights,
+layoutOutputs(OpBuilder &b, RuntimeAbi &abi, Value layout, Value recvWeights,
               Value tokensPerExpert, const BufferizationOptions &options) {
-  FailureOr<Value> weights =
-      abi.alloc(options, cast<RankedTensorType>(recvWeights.getType()),
-                abi.rows(layout, Direction::dispatch, kOutputStep, false));
+  Value rows = recvWeights.use_empty()
+                   ? arith::ConstantIndexOp::create(b, layout.getLoc(), 0)
+                   : abi.rows(layout, Direction::dispatch, kOutputStep, false);
+  FailureOr<Value> weights = abi.alloc(
+      options, cast<RankedTensorType>(recvWeights.getType()), rows);
   FailureOr<Value> counts = abi.alloc(
       options, cast<RankedTensorType>(tokensPerExpert.getType()), Value());
   if (failed(weights) || failed(counts))
     return failure();
-  abi.call("moecomm_rt_recv_weights", {layout, abi.abiMemRef(*weights)});
-  abi.call("moecomm_rt_tokens_per_expert", {layout, abi.abiMemRef(*counts)});
+  if (!recvWeights.use_empty())
+    abi.call("moecomm_rt_recv_weights", {layout, abi.abiMemRef(*weights)});
+  if (!tokensPerExpert.use_empty())
+    abi.call("moecomm_rt_tokens_per_expert", {layout, abi.abiMemRef(*counts)});
   return SmallVector<Value>{*weights, *counts};
 }
 
@@ -345,7 +350,7 @@ struct LayoutModel : RuntimeCallModel<LayoutModel, LayoutOp> {
     Value layout = callLayout(abi, *routing, layoutOp.getTopology(),
                               layoutOp.getStrategy(), layoutOp.getCapacity());
     FailureOr<SmallVector<Value>> outputs =
-        layoutOutputs(abi, layout, layoutOp.getRecvWeights(),
+        layoutOutputs(rewriter, abi, layout, layoutOp.getRecvWeights(),
                       layoutOp.getTokensPerExpert(), options);
     if (failed(outputs))
       return failure();
@@ -381,7 +386,7 @@ struct DispatchModel : RuntimeCallModel<DispatchModel, DispatchOp> {
         options, dispatch.getRecv().getType(),
         abi.rows(layout, Direction::dispatch, kOutputStep, false));
     FailureOr<SmallVector<Value>> outputs =
-        layoutOutputs(abi, layout, dispatch.getRecvWeights(),
+        layoutOutputs(rewriter, abi, layout, dispatch.getRecvWeights(),
                       dispatch.getTokensPerExpert(), options);
     if (failed(recv) || failed(outputs))
       return failure();

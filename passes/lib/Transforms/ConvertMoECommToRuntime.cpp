@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Deallocation.h"
 #include "RuntimeAbi.h"
 #include "moecomm/Transforms/Passes.h"
 
@@ -136,6 +137,8 @@ void releaseLayouts(ModuleOp module) {
 struct ConvertMoECommToRuntimePass
     : public mlir::moecomm::impl::ConvertMoECommToRuntimeBase<
           ConvertMoECommToRuntimePass> {
+  using Base::Base;
+
   void getDependentDialects(DialectRegistry &registry) const override {
     Base::getDependentDialects(registry);
     registry.insert<MoECommDialect>();
@@ -166,6 +169,11 @@ struct ConvertMoECommToRuntimePass
         failed(lowerRuntimeObjectTypes(module)))
       return signalPassFailure();
     releaseLayouts(module);
+    if (deallocate &&
+        failed(deallocateBuffers(module, [&](OpPassManager &pm, Operation *op) {
+          return runPipeline(pm, op);
+        })))
+      return signalPassFailure();
   }
 };
 

@@ -19,6 +19,7 @@
 // CHECK: call @moecomm_rt_gather_bf16_bf16(%[[L]],
 // CHECK: call @moecomm_rt_exchange_bf16(%[[L]],
 // CHECK: call @moecomm_rt_gather_bf16_bf16(%[[L]],
+// CHECK-NEXT: memref.dealloc
 // CHECK-NEXT: call @moecomm_rt_layout_release(%[[L]])
 // CHECK-NOT: moecomm.{{[a-z]}}
 // CHECK: return
@@ -72,11 +73,19 @@ func.func @direct(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf
 // -----
 
 // Asynchronous exchanges: the start returns the request, the wait completes
-// the buffers in place.
+// the buffers in place; the send buffer lives until the wait, the receive
+// buffer until its last reader, the returned buffer is not freed.
 // CHECK-LABEL: func.func @async
-// CHECK: %[[BUF:.*]] = memref.alloc
-// CHECK: %[[REQ:.*]] = call @moecomm_rt_exchange_start_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[CAST:.*]]) : {{.*}} -> !llvm.ptr
-// CHECK: call @moecomm_rt_wait(%[[REQ]]) : (!llvm.ptr) -> ()
+// CHECK: %[[SEND:.*]] = memref.alloc({{.*}} : memref<?x8xbf16>
+// CHECK: %[[RECV:.*]] = memref.alloc({{.*}} : memref<?x8xbf16>
+// CHECK: %[[REQ:.*]] = call @moecomm_rt_exchange_start_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : {{.*}} -> !llvm.ptr
+// CHECK-NEXT: call @moecomm_rt_wait(%[[REQ]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT: memref.dealloc %[[SEND]]
+// CHECK: %[[OUT:.*]] = memref.alloc({{.*}} : memref<?x8xbf16>
+// CHECK: call @moecomm_rt_gather_bf16_bf16
+// CHECK-NEXT: memref.dealloc %[[RECV]]
+// CHECK-NOT: memref.dealloc %[[OUT]]
+// CHECK: return %[[OUT]]
 func.func @async(%x: tensor<?x8xbf16>, %idx: tensor<?x1xi32>, %w: tensor<?x1xf32>) -> tensor<?x8xbf16> {
   %h, %rw, %tpe = moecomm.layout %idx, %w topology<ranks = 2, ranks_per_node = 2, experts = 2> strategy<flat> : tensor<?x1xi32>, tensor<?x1xf32>
   %p = moecomm.pack %x, %h dispatch stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 2, strategy = flat> -> tensor<?x8xbf16>

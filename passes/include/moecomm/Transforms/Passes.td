@@ -159,8 +159,19 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
     (`auto` then chooses at run time from the actual routing). The ABI is
     documented in runtime/include/moecomm/moecomm_compiled.h.
 
+    With `deallocate` (the default), buffers are freed too: in straight-line
+    functions (what moecomm graphs bufferize to) each buffer that is not
+    returned is freed right after its last use (a buffer of an asynchronous
+    exchange after its wait), so intermediate buffers do not pile up until
+    the end of a many-layer training step; other functions get MLIR's
+    buffer-deallocation pipeline.
+
     Errors: moecomm ops whose types the runtime ABI does not cover.
   }];
+  let options = [
+    Option<"deallocate", "deallocate", "bool", /*default=*/"true",
+           "free the buffers (off: leave it to buffer-deallocation-pipeline)">
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect",
