@@ -353,7 +353,9 @@ void scheduleBlock(Block &block) {
     successors[from].push_back(to);
     ++pending[to];
   };
-  std::optional<unsigned> lastEffectful;
+  // The last effectful op outside moecomm, and the moecomm collectives since.
+  std::optional<unsigned> lastBarrier;
+  SmallVector<unsigned> collectivesSince;
   for (unsigned i = 0; i < ops.size(); ++i) {
     Operation *op = ops[i];
     llvm::SmallDenseSet<unsigned> preds;
@@ -364,16 +366,18 @@ void scheduleBlock(Block &block) {
             if (owner != op)
               preds.insert(index[owner]);
     });
-    // Effectful ops outside moecomm form one ordered chain with every other
-    // effectful op.
-    bool effectful = !isMemoryEffectFree(op);
-    if (effectful && !isMoEComm(op)) {
-      for (unsigned j = 0; j < i; ++j)
-        if (!isMemoryEffectFree(ops[j]))
-          preds.insert(j);
-      lastEffectful = i;
-    } else if (effectful && lastEffectful) {
-      preds.insert(*lastEffectful);
+    // Effectful ops outside moecomm keep their order relative to every other
+    // effectful op; moecomm collectives only relative to those.
+    if (!isMemoryEffectFree(op)) {
+      if (lastBarrier)
+        preds.insert(*lastBarrier);
+      if (isMoEComm(op)) {
+        collectivesSince.push_back(i);
+      } else {
+        preds.insert(collectivesSince.begin(), collectivesSince.end());
+        collectivesSince.clear();
+        lastBarrier = i;
+      }
     }
     for (unsigned p : preds)
       addEdge(p, i);

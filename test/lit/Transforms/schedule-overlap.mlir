@@ -87,3 +87,24 @@ func.func @matmul_expert(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor
   %out = moecomm.combine %y, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
+
+// -----
+
+// An op with unknown effects (an external call) is a barrier: no collective
+// moves across it, in either direction.
+// C1-LABEL: func.func @barrier
+// C1: moecomm.layout %arg1
+// C1: moecomm.exchange_wait
+// C1: moecomm.exchange_wait
+// C1: call @sync() : () -> ()
+// C1: moecomm.layout %arg4
+func.func private @sync()
+func.func @barrier(%xa: tensor<?x64xbf16>, %ia: tensor<?x2xi32>, %wa: tensor<?x2xf32>,
+                   %xb: tensor<?x64xbf16>, %ib: tensor<?x2xi32>, %wb: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %ra, %rwa, %ta, %ha = moecomm.dispatch %xa, %ia, %wa topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %oa = moecomm.combine %ra, %ha weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  call @sync() : () -> ()
+  %rb, %rwb, %tb, %hb = moecomm.dispatch %xb, %ib, %wb topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %ob = moecomm.combine %rb, %hb weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+  return %oa, %ob : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
