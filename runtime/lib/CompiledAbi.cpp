@@ -17,6 +17,7 @@ namespace {
 thread_local moecommComm_t boundComm = nullptr;
 thread_local moecommResult_t firstError = moecommSuccess;
 thread_local std::string firstMessage;
+thread_local moecommCompiledStats_t stats;
 
 bool stopped() { return firstError != moecommSuccess; }
 
@@ -99,10 +100,31 @@ bool commBound() {
   return false;
 }
 
+/// Adds `layout` to this thread's statistics.
+void recordStats(moecommLayout_t layout) {
+  moecommLayoutInfo_t info;
+  if (!ok(moecommLayoutGetInfo(layout, &info)))
+    return;
+  ++stats.layouts;
+  stats.strategy = info.strategy;
+  stats.numStages = info.numStages;
+  stats.recvRows += info.recvRows;
+  stats.dropped += info.dropped;
+  for (int d = 0; d < 2; ++d)
+    for (int s = 0; s < info.numStages && s < MOECOMM_MAX_STAGES; ++s) {
+      int64_t send = 0, recv = 0;
+      if (!ok(moecommLayoutStage(layout, static_cast<moecommDirection_t>(d), s,
+                                 &stats.stageScope[d][s], &send, &recv)))
+        return;
+      stats.stageSendRows[d][s] += send;
+      stats.stageRecvRows[d][s] += recv;
+    }
+}
+
 void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
                    moecommDataType_t idxType, int64_t ranks,
                    int64_t ranksPerNode, int64_t experts, int32_t strategy,
-                   int64_t capacity) {
+                   int64_t capacity, int64_t hidden, int32_t wire) {
   if (stopped() || !commBound())
     return nullptr;
   int size = 0, perNode = 0;
@@ -130,10 +152,12 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   desc.topkWeights = static_cast<const float *>(weightRows.data);
   desc.capacity = capacity;
   desc.strategy = static_cast<moecommStrategy_t>(strategy);
-  desc.wireType = moecommBfloat16;
+  desc.hidden = hidden;
+  desc.wireType = static_cast<moecommDataType_t>(wire);
   moecommLayout_t layout = nullptr;
   if (!ok(moecommLayoutCreate(boundComm, &desc, &layout)))
     return nullptr;
+  recordStats(layout);
   return layout;
 }
 
@@ -281,7 +305,15 @@ moecommResult_t moecommCompiledBind(moecommComm_t comm) {
   boundComm = comm;
   firstError = moecommSuccess;
   firstMessage.clear();
+  stats = moecommCompiledStats_t{};
   return comm ? moecommSuccess : moecommInvalidArgument;
+}
+
+moecommResult_t moecommCompiledGetStats(moecommCompiledStats_t *out) {
+  if (!out)
+    return moecommInvalidArgument;
+  *out = stats;
+  return moecommSuccess;
 }
 
 moecommResult_t moecommCompiledStatus(void) { return firstError; }
@@ -292,18 +324,20 @@ void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *idx,
                                          moecommMemRef2D *weights,
                                          int64_t ranks, int64_t ranksPerNode,
                                          int64_t experts, int32_t strategy,
-                                         int64_t capacity) {
+                                         int64_t capacity, int64_t hidden,
+                                         int32_t wire) {
   return createLayout(idx, weights, moecommInt32, ranks, ranksPerNode, experts,
-                      strategy, capacity);
+                      strategy, capacity, hidden, wire);
 }
 
 void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *idx,
                                          moecommMemRef2D *weights,
                                          int64_t ranks, int64_t ranksPerNode,
                                          int64_t experts, int32_t strategy,
-                                         int64_t capacity) {
+                                         int64_t capacity, int64_t hidden,
+                                         int32_t wire) {
   return createLayout(idx, weights, moecommInt64, ranks, ranksPerNode, experts,
-                      strategy, capacity);
+                      strategy, capacity, hidden, wire);
 }
 
 void moecomm_rt_layout_release(void *layout) {

@@ -22,6 +22,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.moecomm_tools_dir, append_path=True)
 
 config.substitutions.append(("%moecomm_src", config.moecomm_src_root))
+config.substitutions.append(("%moecomm_lib", config.moecomm_lib_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mpirun", config.mpirun))
 

@@ -21,7 +21,9 @@ namespace moecomm::run {
 /// directory. invalid_argument error (exit status 2) otherwise.
 llvm::Error prepareDumpDir(llvm::StringRef dir);
 
-/// Writes the four files of `result.rank` into `dir`. io_error on failure.
+/// Writes the four files of `result.rank` into `dir` (DESIGN.md §8), plus
+/// rank<r>.grad_x.npy for a training step; a graph that returns only its
+/// combine output gets rank<r>.combine.npy alone. io_error on failure.
 llvm::Error dumpRank(llvm::StringRef dir, const LayerResult &result);
 
 } // namespace moecomm::run

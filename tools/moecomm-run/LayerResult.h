@@ -42,6 +42,9 @@ struct LayerResult {
   int64_t hidden = 0;
   /// R: rows received by dispatch.
   int64_t recvRows = 0;
+  /// Whether recv, sources, recvWeights and tokensPerExpert were produced
+  /// (a compiled graph may return only its combine output).
+  bool dispatchObserved = true;
   /// [R][H] dispatch output, expert-major.
   std::vector<float> recv;
   /// [R][2] (source rank, source token) of each received row.
@@ -56,6 +59,10 @@ struct LayerResult {
   int64_t numTokens = 0;
   /// [T][H] weighted combine of the identity experts' outputs (y = recv).
   std::vector<float> combine;
+  /// [T][H] a training step's input gradient for grad_out = x (identity
+  /// experts: equal to `combine` up to rounding); empty for forward-only
+  /// paths.
+  std::vector<float> gradX;
   /// The strategy in effect (moecommAuto resolved by the runtime).
   moecommStrategy_t strategy = moecommFlat;
   /// The layout's exchange stages, dispatch then combine.
@@ -84,6 +91,12 @@ public:
   virtual ~ExecutionPath();
   /// A short name for reports, e.g. "direct".
   virtual const char *name() const = 0;
+  /// Dispatch+combine pairs per iteration (2 for a training step: forward,
+  /// then the backward's cached dispatch and combine on the same layout).
+  virtual int passes() const { return 1; }
+  /// Whether runIteration fills the dispatch outputs (recv, sources,
+  /// recvWeights, tokensPerExpert); see LayerResult::dispatchObserved.
+  virtual bool observesDispatch() const { return true; }
   /// Runs dispatch -> identity experts -> weighted combine for `rank` on
   /// `comm` and fills `out` (all fields). The runtime's traffic counters of
   /// `comm` are reset at the start. Errors: the runtime's failure as an

@@ -23,6 +23,8 @@ struct RunInfo {
   BackendKind backend = BackendKind::Threads;
   moecommStrategy_t requestedStrategy = moecommAuto;
   int iterations = 1;
+  /// Whether the path returned the dispatch rows (ExecutionPath).
+  bool observesDispatch = true;
 };
 
 /// The global outcome of a run. All byte and message counts are per iteration
@@ -50,9 +52,12 @@ struct RunReport {
   double wallSeconds = 0;
 };
 
-/// Builds the global outcome from every rank's summaries.
+/// Builds the global outcome from every rank's summaries; `passes` is the
+/// number of dispatch+combine pairs per iteration (ExecutionPath::passes), by
+/// which the lower bounds are multiplied.
 RunReport analyzeRun(const RoutingProblem &problem,
-                     const ReferenceResult &reference, const RunSummary &run);
+                     const ReferenceResult &reference, const RunSummary &run,
+                     int passes = 1);
 
 /// The readable report.
 void printReport(llvm::raw_ostream &os, const RoutingProblem &problem,

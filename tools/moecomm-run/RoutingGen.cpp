@@ -8,8 +8,10 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 using namespace llvm;
 
@@ -43,17 +45,32 @@ private:
 };
 
 /// Picks the `k` indices with the largest keys (ties: lower index first) into
-/// `out`, in descending key order.
+/// `out`, in descending key order. One pass with a heap of the k best so far
+/// (its front is the worst of them): the order is total, so this is exactly
+/// the first k of a full sort. Indices arrive in increasing order, so a key
+/// equal to the worst kept one never displaces it.
 void topKByKey(const std::vector<double> &keys, int k,
                std::vector<int> &scratch, std::vector<int> &out) {
-  scratch.resize(keys.size());
-  std::iota(scratch.begin(), scratch.end(), 0);
   auto better = [&](int a, int b) {
     return keys[a] > keys[b] || (keys[a] == keys[b] && a < b);
   };
-  std::partial_sort(scratch.begin(), scratch.begin() + k, scratch.end(),
-                    better);
-  out.assign(scratch.begin(), scratch.begin() + k);
+  const int n = static_cast<int>(keys.size());
+  const int first = std::min(k, n);
+  scratch.resize(first);
+  for (int i = 0; i < first; ++i)
+    scratch[i] = i;
+  std::make_heap(scratch.begin(), scratch.end(), better);
+  double worst = first > 0 ? keys[scratch.front()] : 0.0;
+  for (int i = first; i < n; ++i) {
+    if (keys[i] > worst) {
+      std::pop_heap(scratch.begin(), scratch.end(), better);
+      scratch.back() = i;
+      std::push_heap(scratch.begin(), scratch.end(), better);
+      worst = keys[scratch.front()];
+    }
+  }
+  std::sort(scratch.begin(), scratch.end(), better);
+  out.assign(scratch.begin(), scratch.end());
 }
 
 /// Writes normalized weights (sum 1) for the chosen scores.
@@ -299,13 +316,23 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
   p.numTokens.resize(p.ranks);
   p.topkIdx.resize(p.ranks);
   p.topkWeights.resize(p.ranks);
-  std::vector<double> keys(E), chosenScores(K), groupScore;
-  std::vector<int> scratch, chosen, groupOrder, groupChosen;
   for (int r = 0; r < p.ranks; ++r) {
     const int64_t T = o.tokens.size() == 1 ? o.tokens[0] : o.tokens[r];
     p.numTokens[r] = T;
     p.topkIdx[r].resize(static_cast<size_t>(T * K));
     p.topkWeights[r].resize(static_cast<size_t>(T * K));
+  }
+
+  const bool uniformWeights = std::all_of(popularity.begin(), popularity.end(),
+                                          [](double w) { return w == 1.0; });
+
+  // Every rank draws from its own stream (Rng(seed, rank)), so ranks can be
+  // generated in any order, on any number of threads, with the same result.
+  auto generateRank = [&](int r) {
+    std::vector<double> keys(E), chosenScores(K), groupScore;
+    std::vector<int> scratch, chosen, groupOrder, groupChosen, candidates;
+    std::vector<double> candidateKeys;
+    const int64_t T = p.numTokens[r];
     Rng rng(o.seed, static_cast<uint64_t>(r));
     for (int64_t t = 0; t < T; ++t) {
       if (o.dist.kind == RoutingDist::NodeLimited) {
@@ -326,22 +353,34 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
           groupScore[g] = best + (groupSize > 1 ? second : 0.0);
         }
         topKByKey(groupScore, o.dist.groupLimit, groupOrder, groupChosen);
-        std::vector<bool> allowed(groups, false);
+        // The top-K experts of the allowed groups (keys in (0, 1); the
+        // allowed groups hold >= K experts), ties to the lower expert id.
+        std::sort(groupChosen.begin(), groupChosen.end());
+        candidateKeys.clear();
         for (int g : groupChosen)
-          allowed[g] = true;
-        std::vector<double> masked(keys);
-        for (int64_t e = 0; e < E; ++e)
-          if (!allowed[e / groupSize])
-            masked[e] = -1.0;
-        topKByKey(masked, K, scratch, chosen);
-        for (int k = 0; k < K; ++k)
+          for (int64_t e = g * groupSize; e < (g + 1) * groupSize; ++e)
+            candidateKeys.push_back(keys[e]);
+        topKByKey(candidateKeys, K, scratch, candidates);
+        chosen.resize(K);
+        for (int k = 0; k < K; ++k) {
+          const int64_t i = candidates[k];
+          chosen[k] = static_cast<int>(groupChosen[i / groupSize] * groupSize +
+                                       i % groupSize);
           chosenScores[k] = keys[chosen[k]];
+        }
       } else {
         // Efraimidis-Spirakis: the K largest log(u)/w are a sample without
-        // replacement with probability proportional to w.
-        for (int64_t e = 0; e < E; ++e)
-          keys[e] = popularity[e] > 0 ? std::log(rng.uniform()) / popularity[e]
-                                      : -HUGE_VAL;
+        // replacement with probability proportional to w. (x / 1.0 == x
+        // exactly, so uniform routing skips the division.)
+        if (uniformWeights) {
+          for (int64_t e = 0; e < E; ++e)
+            keys[e] = std::log(rng.uniform());
+        } else {
+          for (int64_t e = 0; e < E; ++e)
+            keys[e] = popularity[e] > 0
+                          ? std::log(rng.uniform()) / popularity[e]
+                          : -HUGE_VAL;
+        }
         topKByKey(keys, K, scratch, chosen);
         for (int k = 0; k < K; ++k)
           chosenScores[k] = rng.uniform();
@@ -350,6 +389,30 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
         p.topkIdx[r][t * K + k] = chosen[k];
       normalizedWeights(chosenScores, p.topkWeights[r].data() + t * K, K);
     }
+  };
+
+  // Large problems (e.g. 1024 ranks for moecomm-bench) use every core.
+  double work = 0;
+  for (int64_t T : p.numTokens)
+    work += static_cast<double>(T) * static_cast<double>(E);
+  const unsigned threads =
+      work < 4e6 ? 1u
+                 : std::min<unsigned>(
+                       std::max(1u, std::thread::hardware_concurrency()),
+                       static_cast<unsigned>(p.ranks));
+  if (threads <= 1) {
+    for (int r = 0; r < p.ranks; ++r)
+      generateRank(r);
+  } else {
+    std::atomic<int> next{0};
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < threads; ++i)
+      pool.emplace_back([&] {
+        for (int r = next++; r < p.ranks; r = next++)
+          generateRank(r);
+      });
+    for (std::thread &th : pool)
+      th.join();
   }
   return p;
 }

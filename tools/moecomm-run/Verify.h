@@ -49,12 +49,18 @@ ref::Problem toReferenceProblem(const RoutingProblem &problem);
 /// (validateRouting). Cost: O(sum of rows * H) time and memory.
 ReferenceResult computeReference(const RoutingProblem &problem);
 
-/// The combine error bound per element: |out - ref| <= combineTolerance *
-/// sum_k |w_k * y_k| (ReferenceResult::combineAbsSum), with u the unit
-/// roundoff of the output type (2^-8 bf16, 2^-24 f32): 3u covers rounding the
-/// per-node partial sums (hierarchical) and the output to the output type,
-/// (K + 1) * 2^-24 the f32 accumulation in a different order.
-double combineTolerance(const RoutingProblem &problem);
+/// Roundings to the row dtype between the expert outputs and a combine's
+/// result (docs/runtime.md, "Combine numerics"): 0 for per_expert and for
+/// one rank (bit-exact), else the dispatch stages + 1 (flat and one-stage
+/// hierarchical 2, two-stage hierarchical 3).
+int combineRoundings(moecommStrategy_t strategy, int dispatchStages);
+
+/// The runtime's documented combine error bound per element with L
+/// roundings: |out - ref| <= combineTolerance * sum_k |w_k * y_k|
+/// (ReferenceResult::combineAbsSum) with combineTolerance =
+/// (L + 1) * u + 3K * 2^-24, u the unit roundoff of the output type (2^-8
+/// bf16, 2^-24 f32).
+double combineTolerance(const RoutingProblem &problem, int roundings);
 
 /// The outcome of checking one rank's LayerResult.
 struct RankCheck {
@@ -86,9 +92,12 @@ uint64_t interNodeBytes(const moecommTraffic_t &traffic,
 uint64_t intraNodeBytes(const moecommTraffic_t &traffic,
                         moecommDirection_t direction);
 
-/// Check 5 on traffic summed over all ranks for one iteration. Appends
-/// failures to `failures`; returns true when it passes.
-bool verifyLowerBound(const ReferenceResult &ref, moecommStrategy_t strategy,
+/// Check 5 on traffic summed over all ranks for one iteration, against the
+/// dispatch and combine lower bounds in bytes (the reference's, times the
+/// passes per iteration). Appends failures to `failures`; returns true when
+/// it passes.
+bool verifyLowerBound(int64_t dispatchBound, int64_t combineBound,
+                      moecommStrategy_t strategy,
                       const moecommTraffic_t &globalTraffic,
                       std::vector<std::string> &failures);
 

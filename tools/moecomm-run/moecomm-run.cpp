@@ -14,6 +14,9 @@
 
 #include "Backend.h"
 #include "DirectPath.h"
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+#include "GraphPath.h"
+#endif
 #include "Dump.h"
 #include "ModelConfig.h"
 #include "Report.h"
@@ -121,11 +124,42 @@ cl::opt<std::string> apiOpt(
     cl::desc("Runtime calls of the direct path: oneshot (default) | async "
              "(start/wait)"),
     cl::init("oneshot"), cl::cat(runCat));
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+cl::opt<std::string> graphFile(
+    cl::Positional,
+    cl::desc("[graph.mlir] (default: the built-in layer graph, compiled by "
+             "moecomm-pipeline and JIT-executed)"),
+    cl::cat(runCat));
+cl::opt<std::string>
+    entryOpt("entry",
+             cl::desc("Function of the graph to run (default moe_layer)"),
+             cl::init("moe_layer"), cl::cat(runCat));
+cl::opt<std::string> aotLibrary(
+    "aot",
+    cl::desc("Run the graph's ahead-of-time library (moecomm_add_aot_graph, "
+             "scripts/moecomm-aot) instead of JIT-compiling it"),
+    cl::value_desc("lib.so"), cl::cat(runCat));
+cl::opt<long long> chunksOpt(
+    "chunks",
+    cl::desc("moecomm-pipeline chunks: token chunks per MoE layer for the "
+             "overlap schedule (default 1)"),
+    cl::init(1), cl::cat(runCat));
+cl::opt<std::string>
+    presetOpt("preset",
+              cl::desc("Link model of the static auto strategy: h100-dgx, "
+                       "h200-dgx (default), gb200-nvl72"),
+              cl::init("h200-dgx"), cl::cat(runCat));
+cl::opt<bool> directOpt(
+    "direct",
+    cl::desc("Call the runtime directly instead of running a compiled graph"),
+    cl::cat(runCat));
+#else
 cl::opt<bool> directOpt(
     "direct",
     cl::desc("Call the runtime directly (the only execution path in this "
-             "build)"),
+             "build: it has no compiler)"),
     cl::cat(runCat));
+#endif
 cl::opt<bool> skipChecks(
     "skip-input-checks",
     cl::desc("Hand the routing to the runtime without the tool's id/duplicate/"
@@ -355,6 +389,10 @@ Error applyOverrides(RoutingProblem &p) {
 struct RunState {
   moecommStrategy_t strategy = moecommAuto;
   DirectApi api = DirectApi::OneShot;
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+  /// The compiled graph (null: the runtime-direct path).
+  std::shared_ptr<CompiledGraph> graph;
+#endif
   RoutingProblem problem;
   ReferenceResult reference;
   /// False only with --skip-input-checks and a routing the reference rejects:
@@ -428,6 +466,34 @@ int prepare(const std::string &bin, const MpiWorld &world, bool mpi,
     if (Error e = prepareDumpDir(dumpDir))
       return report(std::move(e), printer);
 
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+  if (directOpt && (graphFile.getNumOccurrences() || aotLibrary.getNumOccurrences()))
+    return report(inputError("--direct calls the runtime directly; it takes "
+                             "no graph or --aot"),
+                  printer);
+  if (aotLibrary.getNumOccurrences() && graphFile.empty())
+    return report(inputError("--aot needs the graph .mlir it was built from "
+                             "(for the entry's signature)"),
+                  printer);
+  if (chunksOpt < 1 || chunksOpt > 1024)
+    return report(inputError(formatv("--chunks must be in [1, 1024], got {0}",
+                                     (long long)chunksOpt)),
+                  printer);
+  if (!directOpt) {
+    GraphOptions go;
+    go.file = graphFile;
+    go.aotLibrary = aotLibrary;
+    go.entry = entryOpt;
+    go.strategy = state.strategy;
+    go.chunks = chunksOpt;
+    go.preset = presetOpt;
+    Expected<std::shared_ptr<CompiledGraph>> graph = compileGraph(go, p);
+    if (!graph)
+      return report(graph.takeError(), printer);
+    state.graph = std::move(*graph);
+  }
+#endif
+
   state.valid = ref::validate(refProblem).empty();
   if (state.valid) {
     // The single-threaded reference can take seconds on big layers.
@@ -450,7 +516,14 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   const RoutingProblem &p = state.problem;
   PathOptions pathOptions;
   pathOptions.strategy = state.strategy;
-  DirectPath path(pathOptions, state.api);
+  std::unique_ptr<ExecutionPath> selected;
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+  if (state.graph)
+    selected = std::make_unique<GraphPath>(state.graph, state.reference);
+#endif
+  if (!selected)
+    selected = std::make_unique<DirectPath>(pathOptions, state.api);
+  ExecutionPath &path = *selected;
   BackendOptions bo;
   bo.kind = mpi ? BackendKind::Mpi : BackendKind::Threads;
   bo.iterations = static_cast<int>(iterationsOpt);
@@ -470,10 +543,15 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   RunInfo info;
   info.path = path.name();
   info.api = apiOpt;
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+  if (state.graph)
+    info.api = graphLabel(*state.graph);
+#endif
   info.backend = bo.kind;
   info.requestedStrategy = state.strategy;
   info.iterations = bo.iterations;
-  RunReport result = analyzeRun(p, state.reference, *run);
+  info.observesDispatch = path.observesDispatch();
+  RunReport result = analyzeRun(p, state.reference, *run, path.passes());
   const bool jsonToStdout = jsonFile == "-";
   if (!quiet && !jsonToStdout)
     printReport(outs(), p, info, result);

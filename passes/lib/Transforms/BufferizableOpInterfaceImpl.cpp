@@ -299,16 +299,19 @@ struct ExchangeWaitModel
 };
 
 /// The layout call shared by moecomm.layout and the collective dispatch;
-/// returns the runtime layout pointer.
+/// returns the runtime layout pointer. `hidden` (0: unknown) and `wire` only
+/// inform the runtime's `auto`.
 Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
-                 Strategy strategy, std::optional<int64_t> capacity) {
+                 Strategy strategy, std::optional<int64_t> capacity,
+                 int64_t hidden = 0, WireDtype wire = WireDtype::bf16) {
   Type idx = cast<MemRefType>(routing[0].getType()).getElementType();
   Type ptr = LLVM::LLVMPointerType::get(topo.getContext());
   return abi.call(("moecomm_rt_layout_" + RuntimeAbi::suffix(idx)).str(),
                   {routing[0], routing[1], abi.i64(topo.getRanks()),
                    abi.i64(topo.getRanksPerNode()), abi.i64(topo.getExperts()),
                    abi.i32(static_cast<int32_t>(strategy)),
-                   abi.i64(capacity.value_or(0))},
+                   abi.i64(capacity.value_or(0)), abi.i64(hidden),
+                   abi.i32(static_cast<int32_t>(wire))},
                   ptr)[0];
 }
 
@@ -381,7 +384,8 @@ struct DispatchModel : RuntimeCallModel<DispatchModel, DispatchOp> {
     Value layout = callLayout(
         abi, {(*inputs)[1], (*inputs)[2]}, dispatch.getTopology(),
         dispatch.getStrategy().value_or(Strategy::automatic),
-        dispatch.getCapacity());
+        dispatch.getCapacity(), dispatch.getX().getType().getDimSize(1),
+        dispatch.getWireDtype());
     FailureOr<Value> recv = abi.alloc(
         options, dispatch.getRecv().getType(),
         abi.rows(layout, Direction::dispatch, kOutputStep, false));

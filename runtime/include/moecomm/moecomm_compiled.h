@@ -41,6 +41,27 @@ moecommResult_t moecommCompiledStatus(void);
 /** Its message ("" when none). */
 const char *moecommCompiledLastError(void);
 
+/** Most exchange stages a strategy has (hierarchical: inter + intra). */
+#define MOECOMM_MAX_STAGES 2
+
+/** What the layouts compiled code created on this thread since the last
+ *  bind looked like (for drivers' reports: compiled code releases its
+ *  layouts itself). Row counts are summed over those layouts (one per chunk
+ *  of a chunked layer). */
+typedef struct {
+  int32_t layouts;                  /* layouts created */
+  moecommStrategy_t strategy;       /* of the last one (auto resolved) */
+  int32_t numStages;                /* of the last one */
+  int64_t recvRows;                 /* dispatch output rows */
+  int64_t dropped;                  /* rows dropped by capacity */
+  moecommScope_t stageScope[2][MOECOMM_MAX_STAGES]; /* [direction][stage] */
+  int64_t stageSendRows[2][MOECOMM_MAX_STAGES];
+  int64_t stageRecvRows[2][MOECOMM_MAX_STAGES];
+} moecommCompiledStats_t;
+
+/** This thread's layout statistics since the last moecommCompiledBind. */
+moecommResult_t moecommCompiledGetStats(moecommCompiledStats_t *stats);
+
 /** A rank-1 / rank-2 memref descriptor as MLIR passes it. */
 typedef struct {
   void *allocated;
@@ -59,17 +80,21 @@ typedef struct {
 
 /* Layout: topk_idx [T][K] (i32 or i64), topk_weights [T][K] f32. Checks
  * that the bound communicator has `ranks` ranks and `ranksPerNode` per node.
- * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none. */
+ * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none.
+ * hidden (H, 0 = unknown) and wire (0 f32, 1 bf16, 2 fp8_e4m3) are the
+ * row-size hints of auto's cost model (moecommLayoutDesc_t). */
 void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *topkIdx,
                                          moecommMemRef2D *topkWeights,
                                          int64_t ranks, int64_t ranksPerNode,
                                          int64_t experts, int32_t strategy,
-                                         int64_t capacity);
+                                         int64_t capacity, int64_t hidden,
+                                         int32_t wire);
 void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *topkIdx,
                                          moecommMemRef2D *topkWeights,
                                          int64_t ranks, int64_t ranksPerNode,
                                          int64_t experts, int32_t strategy,
-                                         int64_t capacity);
+                                         int64_t capacity, int64_t hidden,
+                                         int32_t wire);
 void moecomm_rt_layout_release(void *layout);
 /** Rows of `step` of `direction` (send side, or receive side when `recv`);
  *  step -1: the output (dispatch: R, combine: T). */

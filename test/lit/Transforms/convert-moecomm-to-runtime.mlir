@@ -7,7 +7,7 @@
 // CHECK: func.func private @moecomm_rt_gather_f8_bf16(!llvm.ptr, i32, i64, i32, memref<?x?xf8E4M3FN, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @layer
 // CHECK-SAME: (%[[X:.*]]: memref<?x300xbf16>, %[[I:.*]]: memref<?x3xi32>, %[[W:.*]]: memref<?x3xf32>) -> memref<?x300xbf16>
-// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i32({{.*}}) : (memref<?x?xi32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, i64, i32, i64) -> !llvm.ptr
+// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i32({{.*}}) : (memref<?x?xi32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, i64, i32, i64, i64, i32) -> !llvm.ptr
 // CHECK: %[[N0:.*]] = call @moecomm_rt_rows(%[[L]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i32, i64, i32) -> i64
 // CHECK: call @moecomm_rt_gather_bf16_f8(%[[L]],
 // CHECK: call @moecomm_rt_exchange_f8(%[[L]],
@@ -53,7 +53,9 @@ func.func @backward(%dy: tensor<?x64xf32>, %h: !moecomm.handle<ranks = 2, ranks_
 // Without the split, collectives lower to the runtime's one-shot calls (its
 // `auto` picks the strategy per call); all_to_all learns its counts first.
 // DIRECT-LABEL: func.func @direct
-// DIRECT: %[[L:.*]] = call @moecomm_rt_layout_i32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AUTO:.*]], %{{.*}})
+// DIRECT: %[[AUTO:.*]] = arith.constant 3 : i32
+// DIRECT: %[[H:.*]] = arith.constant 64 : i64
+// DIRECT: %[[L:.*]] = call @moecomm_rt_layout_i32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AUTO]], %{{.*}}, %[[H]], %{{.*}})
 // DIRECT: call @moecomm_rt_dispatch_bf16(%[[L]],
 // DIRECT: call @moecomm_rt_dispatch_bf16(%[[L]],
 // DIRECT: call @moecomm_rt_combine_bf16(%[[L]],

@@ -15,7 +15,7 @@
 // Runtime functions with memref arguments are called through their C
 // interface; nothing else (no MLIR C runner library) is needed at link time.
 // LLVM-NOT: memrefCopy
-// LLVM: declare ptr @_mlir_ciface_moecomm_rt_layout_i32(ptr, ptr, i64, i64, i64, i32, i64)
+// LLVM: declare ptr @_mlir_ciface_moecomm_rt_layout_i32(ptr, ptr, i64, i64, i64, i32, i64, i64, i32)
 // LLVM: define {{.*}} @moe_layer(
 // LLVM: call ptr @moecomm_rt_layout_i32(
 // FP8: call void @moecomm_rt_gather_bf16_f8(

@@ -1,0 +1,497 @@
+//===- Measure.cpp - measured dispatch + combine on the CPU backends ------===//
+
+#include "Measure.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#ifdef MOECOMM_HAVE_MPI
+#include "moecomm/moecomm_mpi.h"
+#include <mpi.h>
+#endif
+
+using namespace llvm;
+
+namespace moecomm::bench {
+
+Executor::~Executor() = default;
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+bool launchedByMpirun() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(var))
+      return true;
+  return false;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+/// One rank's records of one group (no cross-rank reduction yet).
+struct RankRecord {
+  struct Op {
+    std::vector<double> layout, dispatch, combine, total;
+    moecommTraffic_t traffic{};
+    moecommStrategy_t strategy = moecommPerExpert;
+    double payloadErr = 0;
+  };
+  std::vector<Op> ops;
+  std::vector<double> baseline;
+  moecommTraffic_t baselineTraffic{};
+};
+
+/// A ragged all-to-all of bf16 rows of `hidden` elements: send holds
+/// sum(sendCounts) rows sorted by destination, recv receives sum(recvCounts)
+/// rows concatenated by source.
+using AllToAllFn =
+    std::function<Error(const uint16_t *send, const int64_t *sendCounts,
+                        uint16_t *recv, const int64_t *recvCounts)>;
+
+Error runtimeFailure(moecommComm_t comm, moecommResult_t rc, int rank,
+                     StringRef call) {
+  return run::systemError(formatv("rank {0}: {1} failed ({2}): {3}", rank, call,
+                                  moecommGetErrorString(rc),
+                                  moecommCommGetLastError(comm)));
+}
+
+#define BENCH_CHECK(call)                                                      \
+  do {                                                                         \
+    moecommResult_t rc_ = (call);                                              \
+    if (rc_ != moecommSuccess)                                                 \
+      return runtimeFailure(comm, rc_, rank, #call);                           \
+  } while (0)
+
+/// DESIGN.md §8's payload, exact in bf16.
+float payloadValue(int r, int64_t t, int64_t h) {
+  return static_cast<float>((r * 977 + t * 131 + h * 7) % 255 - 127) / 128.0f;
+}
+
+float bf16ToFloat(uint16_t bits) { return run::bf16ToFloat(bits); }
+
+/// The program every rank runs for one group: for each op, warm-up and
+/// timed iterations of layout + dispatch + combine; then the baseline.
+Expected<RankRecord> rankProgram(
+    moecommComm_t comm, int rank, const RoutingGroup &g,
+    const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+    const MeasureOptions &opt, const AllToAllFn &allToAll) {
+  const run::RoutingProblem &p = g.problem();
+  const int W = p.ranks;
+  const int64_t T = p.numTokens[rank], H = p.hidden;
+  const int K = p.topk;
+  const int total = opt.warmup + opt.iterations;
+
+  // x in both host types (bf16 exact; f32 the same values).
+  std::vector<uint16_t> xb(static_cast<size_t>(T * H));
+  std::vector<float> xf(static_cast<size_t>(T * H));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      const float v = payloadValue(rank, t, h);
+      xf[t * H + h] = v;
+      xb[t * H + h] = run::floatToBf16(v);
+    }
+  std::vector<uint8_t> recvBuf, outBuf(static_cast<size_t>(T * H) * 4);
+
+  RankRecord rec;
+  for (const auto &[dtype, strategy] : ops) {
+    const moecommDataType_t host = run::hostType(dtype);
+    const size_t elem = host == moecommFloat32 ? 4 : 2;
+    RankRecord::Op op;
+    moecommLayoutDesc_t desc{};
+    desc.numTokens = T;
+    desc.topk = K;
+    desc.numExperts = p.numExperts;
+    desc.idxType = moecommInt64;
+    desc.topkIdx = p.topkIdx[rank].data();
+    desc.topkWeights = p.topkWeights[rank].data();
+    desc.capacity = 0;
+    desc.strategy = strategy;
+    desc.hidden = H;
+    desc.wireType = run::wireType(dtype);
+    for (int it = 0; it < total; ++it) {
+      const bool first = it == opt.warmup;
+      BENCH_CHECK(moecommBarrier(comm));
+      BENCH_CHECK(moecommCommResetTraffic(comm));
+      const Clock::time_point t0 = Clock::now();
+      moecommLayout_t layout = nullptr;
+      BENCH_CHECK(moecommLayoutCreate(comm, &desc, &layout));
+      const Clock::time_point t1 = Clock::now();
+      moecommLayoutInfo_t info{};
+      BENCH_CHECK(moecommLayoutGetInfo(layout, &info));
+      if (recvBuf.size() < static_cast<size_t>(info.recvRows * H) * elem)
+        recvBuf.resize(static_cast<size_t>(info.recvRows * H) * elem);
+      moecommRows_t x{host == moecommFloat32 ? static_cast<void *>(xf.data())
+                                             : static_cast<void *>(xb.data()),
+                      nullptr, T, H, host};
+      moecommRows_t recv{recvBuf.data(), nullptr, info.recvRows, H, host};
+      moecommRows_t out{outBuf.data(), nullptr, T, H, host};
+      const Clock::time_point t2 = Clock::now();
+      BENCH_CHECK(
+          moecommDispatch(comm, layout, &x, desc.wireType, &recv, nullptr));
+      const Clock::time_point t3 = Clock::now();
+      BENCH_CHECK(
+          moecommCombine(comm, layout, &recv, /*weighted=*/1, &out, nullptr));
+      const Clock::time_point t4 = Clock::now();
+      if (first) {
+        BENCH_CHECK(moecommCommGetTraffic(comm, /*global=*/0, &op.traffic));
+        op.strategy = info.strategy;
+        // Identity experts: out[t] = x[t] * sum_k w[t,k] up to rounding.
+        double worst = 0;
+        for (int64_t t : {int64_t(0), T / 3, T / 2, T - 1}) {
+          if (t < 0 || t >= T)
+            continue;
+          double sumW = 0, sumAbsW = 0;
+          for (int k = 0; k < K; ++k)
+            if (p.topkIdx[rank][t * K + k] >= 0) {
+              sumW += p.topkWeights[rank][t * K + k];
+              sumAbsW += std::fabs(p.topkWeights[rank][t * K + k]);
+            }
+          double amax = 0;
+          for (int64_t h = 0; h < H; ++h)
+            amax = std::max(amax, std::fabs(double(xf[t * H + h])));
+          for (int64_t h = 0; h < H; ++h) {
+            const double got =
+                host == moecommFloat32
+                    ? reinterpret_cast<const float *>(outBuf.data())[t * H + h]
+                    : bf16ToFloat(reinterpret_cast<const uint16_t *>(
+                          outBuf.data())[t * H + h]);
+            const double err = std::fabs(got - xf[t * H + h] * sumW);
+            worst = std::max(worst, err / (amax * sumAbsW + 1e-30));
+          }
+        }
+        op.payloadErr = worst;
+      }
+      BENCH_CHECK(moecommLayoutDestroy(layout));
+      if (it >= opt.warmup) {
+        op.layout.push_back(seconds(t0, t1));
+        op.dispatch.push_back(seconds(t2, t3));
+        op.combine.push_back(seconds(t3, t4));
+        op.total.push_back(seconds(t0, t1) + seconds(t2, t4));
+      }
+    }
+    rec.ops.push_back(std::move(op));
+  }
+
+  // Baseline: the per-expert rows (one per (token, expert), destination
+  // sorted, bf16) to their experts' ranks and back.
+  moecomm::Topology topo{W, p.ranksPerNode, p.numExperts};
+  std::vector<int64_t> sendCounts = pairCountsOfRank(topo, g.views[rank]);
+  std::vector<int64_t> recvCounts(W);
+  for (int s = 0; s < W; ++s)
+    recvCounts[s] = g.summary.pairs[static_cast<size_t>(s) * W + rank];
+  int64_t sendRows = 0, recvRows = 0;
+  for (int d = 0; d < W; ++d) {
+    sendRows += sendCounts[d];
+    recvRows += recvCounts[d];
+  }
+  std::vector<uint16_t> send(static_cast<size_t>(sendRows * H)),
+      recvRowsBuf(static_cast<size_t>(recvRows * H)),
+      back(static_cast<size_t>(sendRows * H));
+  {
+    std::vector<int64_t> cursor(W, 0);
+    for (int d = 1; d < W; ++d)
+      cursor[d] = cursor[d - 1] + sendCounts[d - 1];
+    const int64_t perRank = p.numExperts / W;
+    for (int64_t t = 0; t < T; ++t)
+      for (int k = 0; k < K; ++k) {
+        const int64_t e = p.topkIdx[rank][t * K + k];
+        if (e < 0)
+          continue;
+        const int d = static_cast<int>(e / perRank);
+        std::memcpy(&send[static_cast<size_t>(cursor[d]++ * H)], &xb[t * H],
+                    static_cast<size_t>(H) * 2);
+      }
+  }
+  for (int it = 0; it < total; ++it) {
+    BENCH_CHECK(moecommBarrier(comm));
+    BENCH_CHECK(moecommCommResetTraffic(comm));
+    const Clock::time_point t0 = Clock::now();
+    if (Error e = allToAll(send.data(), sendCounts.data(), recvRowsBuf.data(),
+                           recvCounts.data()))
+      return std::move(e);
+    if (Error e = allToAll(recvRowsBuf.data(), recvCounts.data(), back.data(),
+                           sendCounts.data()))
+      return std::move(e);
+    const Clock::time_point t1 = Clock::now();
+    if (it == opt.warmup)
+      BENCH_CHECK(moecommCommGetTraffic(comm, 0, &rec.baselineTraffic));
+    if (it >= opt.warmup)
+      rec.baseline.push_back(seconds(t0, t1));
+  }
+  if (back != send)
+    return run::systemError(formatv(
+        "rank {0}: the baseline all-to-all did not return the rows it sent",
+        rank));
+  return rec;
+}
+
+/// Reduces the ranks' records: per iteration the maximum over ranks.
+GroupMeasurement
+reduce(const std::vector<RankRecord> &ranks,
+       const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops) {
+  GroupMeasurement m;
+  auto maxOver = [&](auto get) {
+    std::vector<double> out;
+    const size_t n = get(ranks[0]).size();
+    for (size_t i = 0; i < n; ++i) {
+      double v = 0;
+      for (const RankRecord &r : ranks)
+        v = std::max(v, get(r)[i]);
+      out.push_back(v);
+    }
+    return out;
+  };
+  for (size_t o = 0; o < ops.size(); ++o) {
+    OpMeasurement om;
+    om.dtype = ops[o].first;
+    om.strategy = ops[o].second;
+    om.layoutSec =
+        maxOver([&](const RankRecord &r) { return r.ops[o].layout; });
+    om.dispatchSec =
+        maxOver([&](const RankRecord &r) { return r.ops[o].dispatch; });
+    om.combineSec =
+        maxOver([&](const RankRecord &r) { return r.ops[o].combine; });
+    om.totalSec = maxOver([&](const RankRecord &r) { return r.ops[o].total; });
+    for (const RankRecord &r : ranks) {
+      om.rankTraffic.push_back(r.ops[o].traffic);
+      om.rankStrategy.push_back(r.ops[o].strategy);
+      om.payloadErr = std::max(om.payloadErr, r.ops[o].payloadErr);
+    }
+    m.ops.push_back(std::move(om));
+  }
+  m.baselineSec = maxOver([&](const RankRecord &r) { return r.baseline; });
+  return m;
+}
+
+//===--- threads ----------------------------------------------------------===//
+
+class ThreadsExecutor : public Executor {
+public:
+  const char *name() const override { return "threads"; }
+  bool isRoot() const override { return true; }
+  bool canRun(const Cluster &) const override { return true; }
+
+  Expected<GroupMeasurement>
+  run(const RoutingGroup &g,
+      const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+      const MeasureOptions &opt) override {
+    const int W = g.topo.ranks();
+    moecommThreadGroup_t group = nullptr;
+    if (moecommResult_t rc =
+            moecommThreadGroupCreate(W, g.topo.ranksPerNode, &group);
+        rc != moecommSuccess)
+      return run::systemError(formatv("moecommThreadGroupCreate failed: {0}",
+                                      moecommCommGetLastError(nullptr)));
+    std::vector<RankRecord> records(W);
+    std::vector<std::string> errors(W);
+    {
+      std::vector<std::thread> threads;
+      for (int r = 0; r < W; ++r)
+        threads.emplace_back([&, r] {
+          moecommComm_t comm = nullptr;
+          if (moecommCommInitThreadRank(&comm, group, r) != moecommSuccess) {
+            errors[r] = formatv("rank {0}: moecommCommInitThreadRank: {1}", r,
+                                moecommCommGetLastError(nullptr));
+            return;
+          }
+          moecommCommSetLinkModel(comm, &opt.autoLink);
+          const int64_t H = g.problem().hidden;
+          AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sc,
+                               uint16_t *recv, const int64_t *rc) -> Error {
+            int64_t ns = 0, nr = 0;
+            for (int q = 0; q < W; ++q) {
+              ns += sc[q];
+              nr += rc[q];
+            }
+            moecommRows_t s{const_cast<uint16_t *>(send), nullptr, ns, H,
+                            moecommBfloat16};
+            moecommRows_t d{recv, nullptr, nr, H, moecommBfloat16};
+            moecommResult_t res =
+                moecommAllToAll(comm, &s, sc, &d, rc, nullptr);
+            if (res != moecommSuccess)
+              return runtimeFailure(comm, res, r, "moecommAllToAll");
+            return Error::success();
+          };
+          Expected<RankRecord> rec = rankProgram(comm, r, g, ops, opt, a2a);
+          if (!rec)
+            errors[r] = toString(rec.takeError());
+          else
+            records[r] = std::move(*rec);
+          moecommCommDestroy(comm);
+        });
+      for (std::thread &t : threads)
+        t.join();
+    }
+    moecommThreadGroupDestroy(group);
+    for (const std::string &e : errors)
+      if (!e.empty())
+        return run::systemError(e);
+    GroupMeasurement m = reduce(records, ops);
+    m.backend = "threads";
+    m.baselineKind = "moecommAllToAll";
+    for (const RankRecord &r : records)
+      m.baselineTraffic.push_back(r.baselineTraffic);
+    return m;
+  }
+};
+
+//===--- mpi --------------------------------------------------------------===//
+
+#ifdef MOECOMM_HAVE_MPI
+class MpiExecutor : public Executor {
+public:
+  MpiExecutor(int size, int rank) : size(size), rank(rank) {}
+  ~MpiExecutor() override { MPI_Finalize(); }
+  const char *name() const override { return "mpi"; }
+  bool isRoot() const override { return rank == 0; }
+  bool canRun(const Cluster &c) const override { return c.ranks() == size; }
+  int agreeMax(int value) override {
+    int out = value;
+    MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+  }
+
+  Expected<GroupMeasurement>
+  run(const RoutingGroup &g,
+      const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+      const MeasureOptions &opt) override {
+    const int W = size;
+    const int64_t H = g.problem().hidden;
+    moecommComm_t comm = nullptr;
+    if (moecommResult_t rc =
+            moecommCommInitMpi(&comm, MPI_COMM_WORLD, g.topo.ranksPerNode);
+        rc != moecommSuccess)
+      return run::systemError(formatv("rank {0}: moecommCommInitMpi: {1}", rank,
+                                      moecommCommGetLastError(nullptr)));
+    moecommCommSetLinkModel(comm, &opt.autoLink);
+    MPI_Datatype row;
+    MPI_Type_contiguous(static_cast<int>(H * 2), MPI_BYTE, &row);
+    MPI_Type_commit(&row);
+    std::vector<int> sc(W), sd(W), rc(W), rd(W);
+    AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sendCounts,
+                         uint16_t *recv, const int64_t *recvCounts) -> Error {
+      int64_t so = 0, ro = 0;
+      for (int q = 0; q < W; ++q) {
+        if (so + sendCounts[q] > INT32_MAX || ro + recvCounts[q] > INT32_MAX)
+          return run::systemError("baseline: more than 2^31 rows per rank");
+        sc[q] = static_cast<int>(sendCounts[q]);
+        sd[q] = static_cast<int>(so);
+        rc[q] = static_cast<int>(recvCounts[q]);
+        rd[q] = static_cast<int>(ro);
+        so += sendCounts[q];
+        ro += recvCounts[q];
+      }
+      if (MPI_Alltoallv(send, sc.data(), sd.data(), row, recv, rc.data(),
+                        rd.data(), row, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return run::systemError(
+            formatv("rank {0}: MPI_Alltoallv failed", rank));
+      return Error::success();
+    };
+    Expected<RankRecord> rec = rankProgram(comm, rank, g, ops, opt, a2a);
+    MPI_Type_free(&row);
+    moecommCommDestroy(comm);
+    int failed = rec ? 0 : 1;
+    if (agreeMax(failed)) {
+      if (!rec)
+        return rec.takeError();
+      return run::systemError("another MPI rank failed during the measurement");
+    }
+
+    // Gather every rank's record on rank 0 (fixed sizes on every rank).
+    std::vector<double> mine;
+    std::vector<moecommTraffic_t> traffic;
+    for (const RankRecord::Op &op : rec->ops) {
+      for (const std::vector<double> *v :
+           {&op.layout, &op.dispatch, &op.combine, &op.total})
+        mine.insert(mine.end(), v->begin(), v->end());
+      mine.push_back(op.strategy);
+      mine.push_back(op.payloadErr);
+      traffic.push_back(op.traffic);
+    }
+    mine.insert(mine.end(), rec->baseline.begin(), rec->baseline.end());
+    const int nd = static_cast<int>(mine.size());
+    const int nt = static_cast<int>(traffic.size() * sizeof(moecommTraffic_t));
+    std::vector<double> allD(rank == 0 ? static_cast<size_t>(nd) * W : 0);
+    std::vector<moecommTraffic_t> allT(rank == 0 ? traffic.size() * W : 0);
+    MPI_Gather(mine.data(), nd, MPI_DOUBLE, allD.data(), nd, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    MPI_Gather(traffic.data(), nt, MPI_BYTE, allT.data(), nt, MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+    GroupMeasurement m;
+    m.backend = "mpi";
+    m.baselineKind = "MPI_Alltoallv";
+    if (rank != 0)
+      return m;
+    const size_t iters = static_cast<size_t>(opt.iterations);
+    std::vector<RankRecord> records(W);
+    for (int r = 0; r < W; ++r) {
+      const double *d = allD.data() + static_cast<size_t>(r) * nd;
+      for (size_t o = 0; o < ops.size(); ++o) {
+        RankRecord::Op op;
+        for (std::vector<double> *v :
+             {&op.layout, &op.dispatch, &op.combine, &op.total}) {
+          v->assign(d, d + iters);
+          d += iters;
+        }
+        op.strategy = static_cast<moecommStrategy_t>(static_cast<int>(*d++));
+        op.payloadErr = *d++;
+        op.traffic = allT[static_cast<size_t>(r) * ops.size() + o];
+        records[r].ops.push_back(std::move(op));
+      }
+      records[r].baseline.assign(d, d + iters);
+    }
+    GroupMeasurement out = reduce(records, ops);
+    out.backend = m.backend;
+    out.baselineKind = m.baselineKind;
+    return out;
+  }
+
+private:
+  int size, rank;
+};
+#endif
+
+} // namespace
+
+std::unique_ptr<Executor> makeThreadsExecutor() {
+  return std::make_unique<ThreadsExecutor>();
+}
+
+Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc, char **&argv) {
+#ifdef MOECOMM_HAVE_MPI
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized && MPI_Init(&argc, &argv) != MPI_SUCCESS)
+    return run::systemError("MPI_Init failed");
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return std::unique_ptr<Executor>(new MpiExecutor(size, rank));
+#else
+  (void)argc;
+  (void)argv;
+  return run::inputError("--backend mpi is not available: moecomm-bench was "
+                         "built without MPI (MOECOMM_ENABLE_MPI=OFF or MPI "
+                         "not found)");
+#endif
+}
+
+} // namespace moecomm::bench

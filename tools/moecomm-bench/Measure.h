@@ -1,0 +1,111 @@
+//===- Measure.h - measured dispatch + combine on the CPU backends -*- C++
+//-*-===//
+//
+// The measuring path of moecomm-bench: moves the payload with the runtime on
+// the threads backend (W threads of this process) or the mpi backend (this
+// process is one rank of `mpirun -np W`), and measures, in the same run, the
+// baseline: a plain all-to-all of the per-expert rows (dispatch) and back
+// (combine), which is what Megatron's all-to-all token dispatcher sends.
+//   mpi:     MPI_Alltoallv on MPI_COMM_WORLD, called directly;
+//   threads: moecommAllToAll (the runtime's ragged all-to-all) on the same
+//            thread communicators - no MPI is involved, so this is the
+//            threads backend's analogue of MPI_Alltoallv, labelled as such.
+// Timed regions: moecomm = layout creation + dispatch + weighted combine
+// (identity experts: y = the dispatched rows); baseline = the two
+// all-to-alls on buffers packed beforehand (no permute, no reduce), so the
+// ratio is conservative for moecomm. Every iteration starts after a barrier;
+// an iteration's time is the maximum over ranks; reports take the median
+// over the timed iterations. Wall time here is CPU time on this machine and
+// is only meaningful as the ratio (DESIGN.md §7).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TOOLS_BENCH_MEASURE_H
+#define MOECOMM_TOOLS_BENCH_MEASURE_H
+
+#include "Count.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace moecomm::bench {
+
+/// One (wire dtype, strategy) measured on one group.
+struct OpMeasurement {
+  run::PayloadType dtype = run::PayloadType::BF16;
+  moecommStrategy_t strategy = moecommPerExpert;
+  /// Per timed iteration, maximum over ranks, seconds.
+  std::vector<double> layoutSec, dispatchSec, combineSec, totalSec;
+  /// Each rank's traffic counters after the first timed iteration (reset
+  /// before it): what that rank sent.
+  std::vector<moecommTraffic_t> rankTraffic;
+  /// The strategy in effect on each rank (auto resolved by the runtime).
+  std::vector<moecommStrategy_t> rankStrategy;
+  /// Max over ranks and sampled tokens of |out - x * sum(w)| /
+  /// (max|x_row| * sum|w|): the identity-expert sanity check of the payload.
+  double payloadErr = 0;
+};
+
+/// Everything measured for one group.
+struct GroupMeasurement {
+  std::string backend;      ///< "threads" or "mpi"
+  std::string baselineKind; ///< "MPI_Alltoallv" or "moecommAllToAll"
+  /// Baseline seconds per timed iteration (max over ranks).
+  std::vector<double> baselineSec;
+  /// The runtime's counters of the threads baseline per rank (what each rank
+  /// sent in the all_to_all direction); empty for MPI_Alltoallv.
+  std::vector<moecommTraffic_t> baselineTraffic;
+  std::vector<OpMeasurement> ops; ///< in request order
+};
+
+struct MeasureOptions {
+  int warmup = 1;     ///< untimed iterations per op
+  int iterations = 3; ///< timed iterations per op
+  /// The link model set on every communicator (moecommCommSetLinkModel), so
+  /// the runtime's `auto` chooses with it.
+  moecommLinkModel_t autoLink{};
+};
+
+/// A CPU backend that can run one group's ops.
+class Executor {
+public:
+  virtual ~Executor();
+  /// "threads" or "mpi".
+  virtual const char *name() const = 0;
+  /// Whether this process reports (prints and writes files): MPI rank 0.
+  virtual bool isRoot() const = 0;
+  /// Whether a cluster of `cluster.ranks()` ranks can be run: any W for
+  /// threads, W == the world size for mpi.
+  virtual bool canRun(const Cluster &cluster) const = 0;
+  /// Runs every (dtype, strategy) of `ops` plus the baseline on `group`.
+  /// Collective for mpi (every process calls it for the same group); the
+  /// result is complete on the root only. Runtime failures are io_error
+  /// (exit status 3) naming the call and the runtime's message.
+  virtual llvm::Expected<GroupMeasurement>
+  run(const RoutingGroup &group,
+      const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+      const MeasureOptions &options) = 0;
+  /// Max of `value` over all processes (the value itself for threads).
+  virtual int agreeMax(int value) { return value; }
+};
+
+/// The threads backend.
+std::unique_ptr<Executor> makeThreadsExecutor();
+
+/// Whether this process was started by mpirun (Open MPI, PMIx or PMI
+/// environment variables), so `--backend auto` means mpi.
+bool launchedByMpirun();
+
+/// Initializes MPI (MPI_Init) and returns the mpi backend; the executor
+/// finalizes MPI when destroyed. invalid_argument when moecomm-bench was
+/// built without MPI; io_error when MPI_Init fails.
+llvm::Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc,
+                                                          char **&argv);
+
+/// Median of `values` (0 for none).
+double median(std::vector<double> values);
+
+} // namespace moecomm::bench
+
+#endif // MOECOMM_TOOLS_BENCH_MEASURE_H

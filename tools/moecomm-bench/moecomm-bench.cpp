@@ -1,0 +1,652 @@
+//===- moecomm-bench.cpp - traffic, modelled and measured time of MoE EP
+//---===//
+//
+// moecomm-bench sweeps model configs x clusters (nodes x ranks per node) x
+// routing x wire dtype x strategy and reports, per cell, the exact bytes and
+// messages per link class, the inter-node lower bound, the modelled time per
+// stage on H100/H200 DGX and GB200 NVL72 links, what the runtime's `auto`
+// picks, and - where the payload fits here - the measured time on the CPU
+// backends as a ratio to a baseline all-to-all run in the same process.
+// docs/BENCHMARKS.md explains every number and how to regenerate the plots.
+//
+// Exit status: 0 all checks passed, 1 a check failed (listed), 2 invalid flags
+// or configs (one line on stderr), 3 a failure that is not the input's fault
+// (runtime, MPI, I/O, gnuplot; one line on stderr).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Cells.h"
+#include "Count.h"
+#include "Measure.h"
+#include "Output.h"
+#include "Plots.h"
+#include "Progress.h"
+#include "Sweep.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <unistd.h>
+
+using namespace llvm;
+using namespace moecomm;
+using namespace moecomm::bench;
+
+namespace {
+
+cl::OptionCategory sweepCat("sweep (any of these replaces the default plan "
+                            "with one cross product)");
+cl::OptionCategory modelCat("model, measurement and output");
+
+cl::opt<std::string> configOpt(
+    "config",
+    cl::desc("Model configs from examples/configs, comma-separated (default: "
+             "all)"),
+    cl::value_desc("name,..."), cl::cat(sweepCat));
+cl::opt<std::string> topologiesOpt(
+    "topologies",
+    cl::desc(
+        "Clusters NODESxRANKS_PER_NODE, comma-separated (default 2x4,8x8)"),
+    cl::value_desc("NxG,..."), cl::cat(sweepCat));
+cl::opt<std::string> routingOpt(
+    "routing-dist",
+    cl::desc("Routing distributions, comma-separated: uniform | zipf:S | "
+             "node-limited:M (at most M nodes per token) | "
+             "trace:MODEL:DOMAIN:LAYER (default uniform,node-limited:4,"
+             "trace:olmoe-1b-7b:github:15)"),
+    cl::value_desc("dist,..."), cl::cat(sweepCat));
+cl::opt<std::string>
+    dtypesOpt("dtypes",
+              cl::desc("Wire dtypes: bf16, fp8 (bf16 in/out, FP8 e4m3 on the "
+                       "dispatch wire), f32 (default bf16,fp8)"),
+              cl::value_desc("dtype,..."), cl::cat(sweepCat));
+cl::opt<std::string> strategiesOpt(
+    "strategies",
+    cl::desc("per_expert, flat, hierarchical, auto (default: all four)"),
+    cl::value_desc("s,..."), cl::cat(sweepCat));
+cl::opt<long long> tokensOpt("tokens",
+                             cl::desc("Tokens per rank (default 1024)"),
+                             cl::cat(sweepCat));
+cl::opt<unsigned long long> seedOpt("seed",
+                                    cl::desc("Routing generator seed (default "
+                                             "1)"),
+                                    cl::init(1), cl::cat(modelCat));
+cl::opt<bool> scaleExperts(
+    "scale-experts",
+    cl::desc("When W does not divide a config's E, use the smallest multiple "
+             "of W >= E (same H and K); =false skips such cells (default "
+             "true)"),
+    cl::init(true), cl::cat(modelCat));
+cl::opt<std::string> configDir("config-dir",
+                               cl::desc("Directory of model configs"),
+                               cl::value_desc("dir"), cl::cat(modelCat));
+cl::opt<std::string>
+    traceFile("trace-file",
+              cl::desc("Per-expert load trace for trace:... (default: the "
+                       "shipped examples/data/expert_load_olmoe_mixtral.json)"),
+              cl::value_desc("file"), cl::cat(modelCat));
+cl::opt<bool> listConfigs("list-configs",
+                          cl::desc("List the model configs and exit"),
+                          cl::cat(modelCat));
+
+cl::opt<std::string> presetsOpt(
+    "presets",
+    cl::desc("Link presets to model (default h100-dgx,h200-dgx,gb200-nvl72)"),
+    cl::value_desc("name,..."), cl::init("h100-dgx,h200-dgx,gb200-nvl72"),
+    cl::cat(modelCat));
+cl::opt<std::string> autoPresetOpt(
+    "auto-preset",
+    cl::desc("The link model the runtime's auto uses when measuring, and the "
+             "table's detailed preset (default h200-dgx)"),
+    cl::init("h200-dgx"), cl::cat(modelCat));
+cl::opt<double> autoTolerance(
+    "auto-tolerance",
+    cl::desc("Fail when auto is slower than the best fixed strategy by more "
+             "than this fraction in modelled time (default 0.05)"),
+    cl::init(0.05), cl::cat(modelCat));
+
+cl::opt<std::string> backendOpt(
+    "backend",
+    cl::desc("auto (default: mpi under mpirun, else threads) | count (no "
+             "payload) | threads | mpi"),
+    cl::init("auto"), cl::cat(modelCat));
+cl::opt<long long> iterationsOpt("iterations",
+                                 cl::desc("Timed iterations per measured cell "
+                                          "(default 3)"),
+                                 cl::init(3), cl::cat(modelCat));
+cl::opt<long long> warmupOpt("warmup",
+                             cl::desc("Untimed iterations first (default 1)"),
+                             cl::init(1), cl::cat(modelCat));
+cl::opt<long long> measureMaxRanks(
+    "measure-max-ranks",
+    cl::desc("threads: move the payload only for clusters of at most this many "
+             "ranks (default 8); larger ones are counted"),
+    cl::init(8), cl::cat(modelCat));
+cl::opt<long long> measureMaxMiB(
+    "measure-max-mib",
+    cl::desc("Move the payload only when the estimated memory of a cell is at "
+             "most this many MiB (default 4096)"),
+    cl::init(4096), cl::cat(modelCat));
+
+cl::opt<std::string> csvFile("csv",
+                             cl::desc("Write one CSV row per cell ('-' = "
+                                      "stdout, replacing the table)"),
+                             cl::value_desc("file"), cl::cat(modelCat));
+cl::opt<std::string> jsonFile("json",
+                              cl::desc("Write the JSON report ('-' = stdout, "
+                                       "replacing the table)"),
+                              cl::value_desc("file"), cl::cat(modelCat));
+cl::opt<std::string>
+    plotsDir("plots",
+             cl::desc("Write PNG plots (gnuplot) of inter-node bytes and "
+                      "modelled time vs ranks into this directory"),
+             cl::value_desc("dir"), cl::cat(modelCat));
+cl::opt<std::string> gnuplotOpt("gnuplot",
+                                cl::desc("The gnuplot program (default: "
+                                         "gnuplot on PATH)"),
+                                cl::value_desc("path"), cl::cat(modelCat));
+cl::opt<bool> quiet("quiet", cl::desc("No table and no progress line"),
+                    cl::cat(modelCat));
+
+/// Prints `e` as one line ("moecomm-bench: error: ...") when `print`, and
+/// returns its exit status: 2 for invalid_argument, else 3.
+int report(Error e, bool print) {
+  int code = 3;
+  std::string message;
+  handleAllErrors(std::move(e), [&](const ErrorInfoBase &info) {
+    if (info.convertToErrorCode() ==
+        std::make_error_code(std::errc::invalid_argument))
+      code = 2;
+    message = info.message();
+  });
+  for (char &c : message)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  if (print) {
+    errs() << "moecomm-bench: error: " << message << "\n";
+    errs().flush();
+  }
+  return code;
+}
+
+/// Whether this process prints: not an MPI rank other than 0 (read from the
+/// launcher's environment, so it holds before MPI_Init).
+bool isReportingProcess() {
+  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char *v = std::getenv(var))
+      return StringRef(v) == "0";
+  return true;
+}
+
+/// <bin>/../share/moecomm/<sub> (installed) and the source tree's examples.
+std::vector<std::string> dataDirs(const char *argv0, StringRef sub) {
+  std::string exe =
+      sys::fs::getMainExecutable(argv0, (void *)&isReportingProcess);
+  SmallString<256> installed(sys::path::parent_path(exe));
+  sys::path::append(installed, "..", "share", "moecomm", sub);
+  SmallString<256> source(MOECOMM_BENCH_EXAMPLES_DIR);
+  sys::path::append(source, sub);
+  return {installed.str().str(), source.str().str()};
+}
+
+/// Parses the command line; returns false with one line in `error`.
+bool parseFlags(int argc, char **argv, std::string &error) {
+  // llvm::cl writes some errors to the stream it is given and others straight
+  // to stderr: capture descriptor 2 while parsing so they become one line.
+  std::string text;
+  bool ok;
+  {
+    raw_string_ostream errStream(text);
+    errs().flush();
+    std::FILE *capture = std::tmpfile();
+    const int saved = capture ? ::dup(2) : -1;
+    if (saved >= 0)
+      ::dup2(::fileno(capture), 2);
+    ok = cl::ParseCommandLineOptions(
+        argc, argv,
+        "moecomm-bench: exact traffic, modelled time and measured time of MoE "
+        "dispatch + combine per strategy (docs/BENCHMARKS.md)\n",
+        &errStream);
+    errs().flush();
+    if (saved >= 0) {
+      ::dup2(saved, 2);
+      ::close(saved);
+      std::rewind(capture);
+      char buffer[4096];
+      size_t n;
+      while ((n = std::fread(buffer, 1, sizeof(buffer), capture)) > 0)
+        text.append(buffer, n);
+    }
+    if (capture)
+      std::fclose(capture);
+  }
+  if (ok)
+    return true;
+  SmallVector<StringRef, 4> lines;
+  StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef l : lines) {
+    l = l.trim();
+    l.consume_front("moecomm-bench: ");
+    error += (error.empty() ? "" : " ") + l.str();
+  }
+  if (error.empty())
+    error = "invalid command line";
+  return false;
+}
+
+/// Everything decided from the flags before any work.
+struct Setup {
+  std::vector<SweepSpec> plan;
+  std::map<std::string, run::ModelConfig> configs;
+  std::vector<LinkPreset> presets;
+  size_t autoPreset = 0;
+  std::string traceFile;
+  std::string backend; ///< count | threads | mpi
+};
+
+Error buildSetup(const char *argv0, Setup &s) {
+  std::vector<std::string> dirs = configDir.getNumOccurrences()
+                                      ? std::vector<std::string>{configDir}
+                                      : dataDirs(argv0, "configs");
+  // Presets.
+  Expected<std::vector<std::string>> presetNames =
+      splitList(presetsOpt, "presets");
+  if (!presetNames)
+    return presetNames.takeError();
+  auto known = [] {
+    std::vector<std::string> names;
+    for (const LinkPreset &p : linkPresets())
+      names.push_back(p.name);
+    return join(names, ", ");
+  };
+  for (const std::string &name : *presetNames) {
+    const LinkPreset *p = findLinkPreset(name);
+    if (!p)
+      return run::inputError(formatv(
+          "unknown preset '{0}' in --presets (known: {1})", name, known()));
+    s.presets.push_back(*p);
+  }
+  const LinkPreset *ap = findLinkPreset(autoPresetOpt);
+  if (!ap)
+    return run::inputError(formatv("unknown --auto-preset '{0}' (known: {1})",
+                                   autoPresetOpt, known()));
+  s.autoPreset = s.presets.size();
+  for (size_t i = 0; i < s.presets.size(); ++i)
+    if (s.presets[i].name == std::string(ap->name))
+      s.autoPreset = i;
+  if (s.autoPreset == s.presets.size())
+    s.presets.push_back(*ap);
+  if (!(autoTolerance >= 0) || autoTolerance > 10)
+    return run::inputError(
+        formatv("--auto-tolerance must be in [0, 10], got {0}", autoTolerance));
+
+  // Numbers.
+  for (auto [o, lo, hi] : std::initializer_list<
+           std::tuple<const cl::opt<long long> *, long long, long long>>{
+           {&iterationsOpt, 1, 1000},
+           {&warmupOpt, 0, 1000},
+           {&measureMaxRanks, 0, 65536},
+           {&measureMaxMiB, 0, 1 << 30}})
+    if (*o < lo || *o > hi)
+      return run::inputError(formatv("--{0} must be in [{1}, {2}], got {3}",
+                                     o->ArgStr, lo, hi, (long long)*o));
+  if (tokensOpt.getNumOccurrences() && (tokensOpt < 0 || tokensOpt > (1 << 24)))
+    return run::inputError(formatv("--tokens must be in [0, 16777216], got {0}",
+                                   (long long)tokensOpt));
+  if (csvFile == "-" && jsonFile == "-")
+    return run::inputError("--csv - and --json - both want stdout");
+
+  // Backend.
+  if (backendOpt == "auto")
+    s.backend = launchedByMpirun() ? "mpi" : "threads";
+  else if (backendOpt == "count" || backendOpt == "threads" ||
+           backendOpt == "mpi")
+    s.backend = backendOpt;
+  else
+    return run::inputError(formatv("unknown --backend '{0}' (expected auto, "
+                                   "count, threads or mpi)",
+                                   backendOpt));
+
+  // Configs.
+  std::vector<std::string> configNames;
+  if (configOpt.getNumOccurrences()) {
+    Expected<std::vector<std::string>> names = splitList(configOpt, "config");
+    if (!names)
+      return names.takeError();
+    configNames = *names;
+  } else {
+    configNames = run::listModelConfigs(dirs);
+    if (configNames.empty())
+      return run::inputError(formatv("no model configs found in {0}; give "
+                                     "--config-dir",
+                                     join(dirs, " or ")));
+  }
+  for (std::string &name : configNames) {
+    Expected<run::ModelConfig> c = run::loadModelConfig(name, dirs);
+    if (!c)
+      return c.takeError();
+    name = c->name;
+    s.configs[c->name] = *c;
+  }
+
+  // The plan.
+  const bool custom =
+      configOpt.getNumOccurrences() || topologiesOpt.getNumOccurrences() ||
+      routingOpt.getNumOccurrences() || dtypesOpt.getNumOccurrences() ||
+      strategiesOpt.getNumOccurrences() || tokensOpt.getNumOccurrences();
+  if (!custom) {
+    s.plan = defaultPlan(configNames);
+  } else {
+    SweepSpec sw;
+    sw.name = "custom";
+    sw.configs = configNames;
+    Expected<std::vector<Cluster>> topo = parseTopologies(
+        topologiesOpt.getNumOccurrences() ? StringRef(topologiesOpt)
+                                          : StringRef("2x4,8x8"));
+    if (!topo)
+      return topo.takeError();
+    sw.topologies = *topo;
+    Expected<std::vector<run::RoutingDist>> routings =
+        parseRoutings(routingOpt.getNumOccurrences()
+                          ? StringRef(routingOpt)
+                          : StringRef("uniform,node-limited:4,"
+                                      "trace:olmoe-1b-7b:github:15"));
+    if (!routings)
+      return routings.takeError();
+    sw.routings = *routings;
+    Expected<std::vector<run::PayloadType>> dtypes = parseDtypes(
+        dtypesOpt.getNumOccurrences() ? StringRef(dtypesOpt) : "bf16,fp8");
+    if (!dtypes)
+      return dtypes.takeError();
+    sw.dtypes = *dtypes;
+    Expected<std::vector<moecommStrategy_t>> strategies =
+        parseStrategies(strategiesOpt.getNumOccurrences()
+                            ? StringRef(strategiesOpt)
+                            : StringRef("per_expert,flat,hierarchical,auto"));
+    if (!strategies)
+      return strategies.takeError();
+    sw.strategies = *strategies;
+    sw.tokens = tokensOpt.getNumOccurrences() ? tokensOpt : 1024;
+    s.plan.push_back(sw);
+  }
+
+  // The trace file, when some routing needs it.
+  bool needTrace = false;
+  for (const SweepSpec &sw : s.plan)
+    for (const run::RoutingDist &d : sw.routings)
+      needTrace = needTrace || d.kind == run::RoutingDist::Trace;
+  if (needTrace) {
+    if (traceFile.getNumOccurrences()) {
+      s.traceFile = traceFile;
+    } else {
+      for (const std::string &dir : dataDirs(argv0, "data")) {
+        SmallString<256> candidate(dir);
+        sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
+        if (sys::fs::exists(candidate)) {
+          s.traceFile = candidate.str().str();
+          break;
+        }
+      }
+      if (s.traceFile.empty())
+        return run::inputError("cannot find expert_load_olmoe_mixtral.json; "
+                               "give --trace-file");
+    }
+    // Fail early (exit 2) on an unknown model/domain/layer.
+    for (const SweepSpec &sw : s.plan)
+      for (const run::RoutingDist &d : sw.routings)
+        if (d.kind == run::RoutingDist::Trace) {
+          Expected<std::vector<double>> loads = run::loadTraceLoads(
+              s.traceFile, d.traceModel, d.traceDomain, d.traceLayer, 64);
+          if (!loads)
+            return loads.takeError();
+        }
+  }
+  return Error::success();
+}
+
+/// Rough peak memory of moving one group's payload: x, recv, out and the
+/// runtime's stage buffers (about 3 rows per (token, expert) pair) plus the
+/// baseline's three per-expert buffers, on every rank.
+double estimateBytes(const run::ModelConfig &c, const Cluster &topo,
+                     int64_t tokens) {
+  const double rows = static_cast<double>(tokens) * topo.ranks();
+  return rows * c.hidden * (10.0 + 18.0 * c.topk);
+}
+
+struct GroupSpec {
+  const SweepSpec *sweep;
+  std::string config;
+  Cluster topo;
+  run::RoutingDist routing;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const auto started = std::chrono::steady_clock::now();
+  const bool printer = isReportingProcess();
+  cl::HideUnrelatedOptions({&sweepCat, &modelCat});
+  std::string command;
+  for (int i = 0; i < argc; ++i)
+    command += (i ? " " : "") + std::string(argv[i]);
+  {
+    std::string error;
+    if (!parseFlags(argc, argv, error))
+      return report(run::inputError(error), printer);
+  }
+  if (listConfigs) {
+    std::vector<std::string> dirs = configDir.getNumOccurrences()
+                                        ? std::vector<std::string>{configDir}
+                                        : dataDirs(argv[0], "configs");
+    for (const std::string &name : run::listModelConfigs(dirs)) {
+      Expected<run::ModelConfig> c = run::loadModelConfig(name, dirs);
+      if (!c)
+        return report(c.takeError(), printer);
+      outs() << formatv("{0,-18} {1,-18} H={2} E={3} K={4}\n", c->name,
+                        c->model, c->hidden, c->numExperts, c->topk);
+    }
+    return 0;
+  }
+
+  Setup setup;
+  if (Error e = buildSetup(argv[0], setup))
+    return report(std::move(e), printer);
+  // Under mpirun without the mpi backend, rank 0 alone does the work.
+  if (!printer && setup.backend != "mpi")
+    return 0;
+
+  std::unique_ptr<Executor> executor;
+  if (setup.backend == "threads")
+    executor = makeThreadsExecutor();
+  else if (setup.backend == "mpi") {
+    Expected<std::unique_ptr<Executor>> mpi = makeMpiExecutor(argc, argv);
+    if (!mpi)
+      return report(mpi.takeError(), printer);
+    executor = std::move(*mpi);
+  }
+  const bool root = !executor || executor->isRoot();
+
+  BenchReport rep;
+  rep.command = command;
+  rep.backend = setup.backend;
+  rep.baselineKind = setup.backend == "mpi"       ? "MPI_Alltoallv"
+                     : setup.backend == "threads" ? "moecommAllToAll"
+                                                  : "none";
+  rep.presets = setup.presets;
+  rep.autoPreset = setup.autoPreset;
+  rep.findings.tolerance = autoTolerance;
+
+  MeasureOptions mopt;
+  mopt.warmup = static_cast<int>(warmupOpt);
+  mopt.iterations = static_cast<int>(iterationsOpt);
+  mopt.autoLink = setup.presets[setup.autoPreset].link;
+
+  // Clusters of equal W are adjacent so that a routing that does not depend
+  // on the nodes is generated once for all of them (see `cache` below).
+  std::vector<GroupSpec> groups;
+  for (const SweepSpec &sw : setup.plan)
+    for (const std::string &config : sw.configs) {
+      std::vector<int> sizes;
+      for (const Cluster &topo : sw.topologies)
+        sizes.push_back(topo.ranks());
+      llvm::sort(sizes);
+      sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+      for (int W : sizes)
+        for (const Cluster &topo : sw.topologies)
+          if (topo.ranks() == W)
+            for (const run::RoutingDist &d : sw.routings)
+              groups.push_back({&sw, config, topo, d});
+    }
+  // Under MPI the groups every process measures come first: for the others
+  // (counted by rank 0 alone) the other processes would only wait.
+  if (setup.backend == "mpi") {
+    std::vector<GroupSpec> measuredFirst;
+    for (bool pass : {true, false})
+      for (const GroupSpec &g : groups)
+        if (executor->canRun(g.topo) == pass)
+          measuredFirst.push_back(g);
+    groups = std::move(measuredFirst);
+  }
+  std::map<std::string, std::shared_ptr<const run::RoutingProblem>> cache;
+  std::string cacheScope;
+
+  Progress progress(root && !quiet);
+  bool anyMeasured = false;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const GroupSpec &gs = groups[gi];
+    const SweepSpec &sw = *gs.sweep;
+    const run::ModelConfig &config = setup.configs.at(gs.config);
+    const int W = gs.topo.ranks();
+    progress.update(static_cast<long>(gi), static_cast<long>(groups.size()),
+                    formatv("{0} {1}x{2} {3}", gs.config, gs.topo.nodes,
+                            gs.topo.ranksPerNode, gs.routing.spec));
+    const int64_t experts = cellExperts(config.numExperts, W, scaleExperts);
+    if (experts == 0) {
+      if (root)
+        rep.skipped.push_back({sw.name, gs.config, gs.routing.spec, gs.topo,
+                               formatv("E = {0} is not divisible by {1} ranks "
+                                       "(--scale-experts=false)",
+                                       config.numExperts, W)});
+      continue;
+    }
+    const bool measure = executor && executor->canRun(gs.topo) &&
+                         (setup.backend == "mpi" || W <= measureMaxRanks) &&
+                         estimateBytes(config, gs.topo, sw.tokens) <=
+                             static_cast<double>(measureMaxMiB) * (1 << 20);
+    if (!root && !measure)
+      continue;
+    const std::string scope =
+        formatv("{0}|{1}|{2}|{3}", gs.config, W, experts, sw.tokens).str();
+    if (scope != cacheScope) {
+      cache.clear();
+      cacheScope = scope;
+    }
+    std::shared_ptr<const run::RoutingProblem> &cached = cache[gs.routing.spec];
+    const bool shareable = !routingDependsOnNodes(gs.routing);
+    Expected<RoutingGroup> g =
+        makeGroup(config, gs.topo, gs.routing, sw.tokens, experts, seedOpt,
+                  setup.traceFile, shareable ? cached : nullptr);
+    if (g && shareable)
+      cached = g->routing;
+    if (!g) {
+      std::string why = toString(g.takeError());
+      if (root)
+        rep.skipped.push_back(
+            {sw.name, gs.config, gs.routing.spec, gs.topo, why});
+      continue;
+    }
+    // The runtime's auto chooses with this preset's link model.
+    const size_t choice =
+        choicePreset(setup.presets, setup.autoPreset, gs.topo);
+    mopt.autoLink = setup.presets[choice].link;
+    std::vector<Cell> cells;
+    std::vector<DtypeCounts> counts;
+    DtypeCounts bf16;
+    if (root) {
+      bool haveBf16 = false;
+      for (run::PayloadType t : sw.dtypes) {
+        counts.push_back(countDtype(*g, t, setup.presets));
+        if (t == run::PayloadType::BF16) {
+          bf16 = counts.back();
+          haveBf16 = true;
+        }
+      }
+      if (!haveBf16)
+        bf16 = countDtype(*g, run::PayloadType::BF16, setup.presets);
+      cells = makeCells(sw.name, *g, sw.dtypes, sw.strategies, counts, bf16,
+                        setup.presets, choice);
+    }
+    if (measure) {
+      std::vector<std::pair<run::PayloadType, moecommStrategy_t>> ops;
+      for (run::PayloadType t : sw.dtypes)
+        for (moecommStrategy_t s : sw.strategies)
+          ops.push_back({t, s});
+      Expected<GroupMeasurement> m = executor->run(*g, ops, mopt);
+      if (!m)
+        return report(m.takeError(), printer);
+      anyMeasured = true;
+      if (root)
+        attachMeasurement(cells, *g, sw.dtypes, counts, bf16, *m, rep.findings);
+    }
+    for (Cell &c : cells)
+      rep.cells.push_back(std::move(c));
+  }
+  progress.finish();
+  if (!root) {
+    executor.reset(); // MPI_Finalize
+    return 0;
+  }
+  if (!anyMeasured && setup.backend != "count")
+    rep.baselineKind = "none";
+  checkCells(rep.cells, rep.findings);
+
+  if (!plotsDir.empty()) {
+    Expected<std::vector<std::string>> pngs =
+        writePlots(rep, plotsDir, gnuplotOpt);
+    if (!pngs)
+      return report(pngs.takeError(), printer);
+    rep.plots = *pngs;
+  }
+  rep.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
+
+  auto writeTo = [&](const std::string &path,
+                     const std::function<void(raw_ostream &)> &write) -> Error {
+    if (path == "-") {
+      write(outs());
+      outs().flush();
+      return Error::success();
+    }
+    std::error_code ec;
+    raw_fd_ostream os(path, ec);
+    if (ec)
+      return run::systemError(
+          formatv("cannot write {0}: {1}", path, ec.message()));
+    write(os);
+    return Error::success();
+  };
+  if (!csvFile.empty())
+    if (Error e = writeTo(csvFile, [&](raw_ostream &os) { writeCsv(os, rep); }))
+      return report(std::move(e), printer);
+  if (!jsonFile.empty())
+    if (Error e = writeTo(jsonFile, [&](raw_ostream &os) {
+          os << formatv("{0:2}", toJson(rep)) << "\n";
+        }))
+      return report(std::move(e), printer);
+  if (!quiet && csvFile != "-" && jsonFile != "-") {
+    printTable(outs(), rep);
+    outs().flush();
+  }
+  executor.reset();
+  return rep.findings.failures.empty() ? 0 : 1;
+}

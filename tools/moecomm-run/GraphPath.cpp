@@ -1,0 +1,429 @@
+//===- GraphPath.cpp - moecomm-run's compiled-graph execution --------------===//
+
+#include "GraphPath.h"
+#include "HostRows.h"
+
+#include "moecomm/InitAll.h"
+#include "moecomm/Reference.h"
+#include "moecomm/Transforms/Passes.h"
+#include "moecomm/moecomm_compiled.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+namespace {
+
+/// MLIR's C-interface memref descriptors (moecomm_compiled.h).
+using MemRef1D = moecommMemRef1D;
+using MemRef2D = moecommMemRef2D;
+
+/// The C interface returns the results as one struct of descriptors, in
+/// order: out, [grad_x], [recv, recv_weights, tokens_per_expert].
+struct Results {
+  MemRef2D out, gradX, recv;
+  MemRef1D recvWeights, tokensPerExpert;
+};
+using LayerFn = void (*)(void *, MemRef2D *, MemRef2D *, MemRef2D *);
+using TrainingFn = void (*)(void *, MemRef2D *, MemRef2D *, MemRef2D *,
+                            MemRef2D *);
+
+/// What the entry function looks like.
+struct Signature {
+  bool training = false;
+  /// Whether it returns recv, recv_weights and tokens_per_expert.
+  bool observesDispatch = true;
+  moecommDataType_t xType = moecommBfloat16;
+  moecommDataType_t idxType = moecommInt32;
+};
+
+MemRef2D descriptor(void *data, int64_t rows, int64_t cols) {
+  return MemRef2D{data, data, 0, {rows, cols}, {cols, 1}};
+}
+
+/// Releases a result buffer the graph allocated (malloc in compiled code).
+template <typename MemRef> void release(MemRef &m) {
+  std::free(m.allocated);
+  m.allocated = nullptr;
+}
+
+std::string typeString(mlir::Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
+/// The built-in layer graph for `p`: dispatch -> identity experts -> weighted
+/// combine, returning what the contract asks for.
+std::string builtinGraph(const RoutingProblem &p) {
+  const char *elt = hostType(p.dtype) == moecommFloat32 ? "f32" : "bf16";
+  std::string rows = formatv("tensor<?x{0}x{1}>", p.hidden, elt).str();
+  std::string topo =
+      formatv("ranks = {0}, ranks_per_node = {1}, experts = {2}", p.ranks,
+              p.ranksPerNode, p.numExperts)
+          .str();
+  std::string wire =
+      wireType(p.dtype) == moecommFloat8E4M3 ? " wire<fp8_e4m3>" : "";
+  std::string capacity =
+      p.capacity ? formatv(" capacity({0})", p.capacity).str() : "";
+  return formatv(R"mlir(
+func.func @moe_layer(%x: {0}, %idx: tensor<?x{1}xi32>, %w: tensor<?x{1}xf32>)
+    -> ({0}, {0}, tensor<?xf32>, tensor<?xi64>) attributes {{llvm.emit_c_interface} {{
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<{2}>{3}{4}
+      : {0}, tensor<?x{1}xi32>, tensor<?x{1}xf32>
+  %out = moecomm.combine %recv, %h weighted
+      : {0}, !moecomm.handle<{2}> -> {0}
+  %counts = tensor.cast %tpe : tensor<{5}xi64> to tensor<?xi64>
+  return %out, %recv, %rw, %counts : {0}, {0}, tensor<?xf32>, tensor<?xi64>
+}
+)mlir",
+                 rows, p.topk, topo, wire, capacity, p.localExperts())
+      .str();
+}
+
+/// Checks the entry function against the contract (GraphPath.h).
+Expected<Signature> checkSignature(mlir::func::FuncOp func,
+                                   const RoutingProblem &p,
+                                   StringRef entry) {
+  auto fail = [&](const Twine &why) -> Expected<Signature> {
+    return inputError(formatv("graph entry @{0}: {1}", entry, why.str()));
+  };
+  mlir::FunctionType type = func.getFunctionType();
+  Signature sig;
+  sig.training = type.getNumInputs() == 4;
+  if (type.getNumInputs() != 3 && !sig.training)
+    return fail(formatv("expected 3 arguments (x, topk_idx, topk_weights) or 4 "
+                        "(and grad_out), got {0}",
+                        type.getNumInputs()));
+  unsigned outputs = sig.training ? 2 : 1;
+  if (type.getNumResults() != outputs && type.getNumResults() != outputs + 3)
+    return fail(formatv("expected {0} result(s) ({1}) or {2} (and recv, "
+                        "recv_weights, tokens_per_expert), got {3}",
+                        outputs, sig.training ? "out, grad_x" : "out",
+                        outputs + 3, type.getNumResults()));
+  sig.observesDispatch = type.getNumResults() == outputs + 3;
+  auto tensor = [](mlir::Type t) {
+    return llvm::dyn_cast<mlir::RankedTensorType>(t);
+  };
+  auto x = tensor(type.getInput(0));
+  if (!x || x.getRank() != 2 || x.getDimSize(1) != p.hidden ||
+      !(x.getElementType().isBF16() || x.getElementType().isF32()))
+    return fail(formatv("x must be tensor<?x{0}xbf16|f32> (the routing's hidden "
+                        "size), got {1}",
+                        p.hidden, typeString(type.getInput(0))));
+  sig.xType = x.getElementType().isF32() ? moecommFloat32 : moecommBfloat16;
+  if (sig.xType != hostType(p.dtype))
+    return fail(formatv("x is {0} but the routing's dtype needs {1} rows",
+                        typeString(x.getElementType()),
+                        hostType(p.dtype) == moecommFloat32 ? "f32" : "bf16"));
+  auto idx = tensor(type.getInput(1));
+  if (!idx || idx.getRank() != 2 || idx.getDimSize(1) != p.topk ||
+      !(idx.getElementType().isInteger(32) ||
+        idx.getElementType().isInteger(64)))
+    return fail(formatv("topk_idx must be tensor<?x{0}xi32|i64> (the routing's "
+                        "topk), got {1}",
+                        p.topk, typeString(type.getInput(1))));
+  sig.idxType =
+      idx.getElementType().isInteger(32) ? moecommInt32 : moecommInt64;
+  if (type.getInput(2) != idx.clone(mlir::Float32Type::get(func.getContext())))
+    return fail(formatv("topk_weights must be {0}, got {1}",
+                        typeString(idx.clone(mlir::Float32Type::get(
+                            func.getContext()))),
+                        typeString(type.getInput(2))));
+  if (sig.training && type.getInput(3) != x)
+    return fail(formatv("grad_out must have x's type {0}, got {1}",
+                        typeString(x), typeString(type.getInput(3))));
+  return sig;
+}
+
+} // namespace
+
+/// A graph ready to call: its entry point and whatever keeps the code alive.
+class CompiledGraph {
+public:
+  ~CompiledGraph() {
+    if (library)
+      ::dlclose(library);
+  }
+  Signature signature;
+  void *entry = nullptr;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  void *library = nullptr;
+  std::string label;
+};
+
+Expected<std::shared_ptr<CompiledGraph>>
+compileGraph(const GraphOptions &options, const RoutingProblem &problem) {
+  mlir::DialectRegistry registry;
+  mlir::moecomm::registerAllDialects(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // Diagnostics become one line of the error.
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+      return mlir::success();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << d.getLocation() << ": " << d;
+    if (diagnostics.empty())
+      diagnostics = text;
+    return mlir::success();
+  });
+  auto graphError = [&](StringRef what) {
+    std::string line = diagnostics.empty() ? what.str()
+                                           : (what + ": " + diagnostics).str();
+    for (char &c : line)
+      if (c == '\n')
+        c = ' ';
+    return inputError(line);
+  };
+
+  auto graph = std::make_shared<CompiledGraph>();
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (options.file.empty()) {
+    module = mlir::parseSourceString<mlir::ModuleOp>(builtinGraph(problem),
+                                                     &context, "builtin-graph");
+    graph->label = "built-in layer graph";
+  } else {
+    module = mlir::parseSourceFile<mlir::ModuleOp>(options.file, &context);
+    graph->label = options.file;
+  }
+  if (!module)
+    return graphError(formatv("cannot load graph {0}",
+                              options.file.empty() ? "(built-in)"
+                                                   : options.file)
+                          .str());
+  auto func = module->lookupSymbol<mlir::func::FuncOp>(options.entry);
+  if (!func)
+    return inputError(formatv("graph {0} has no function @{1} (see --entry)",
+                              graph->label, options.entry));
+  Expected<Signature> sig = checkSignature(func, problem, options.entry);
+  if (!sig)
+    return sig.takeError();
+  graph->signature = *sig;
+  std::string symbol = "_mlir_ciface_" + options.entry;
+
+  if (!options.aotLibrary.empty()) {
+    graph->library = ::dlopen(options.aotLibrary.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!graph->library)
+      return inputError(formatv("--aot {0}: {1}", options.aotLibrary,
+                                ::dlerror()));
+    graph->entry = ::dlsym(graph->library, symbol.c_str());
+    if (!graph->entry)
+      return inputError(formatv("--aot {0} has no {1}; was it built from {2} "
+                                "with llvm.emit_c_interface on @{3}?",
+                                options.aotLibrary, symbol, graph->label,
+                                options.entry));
+    graph->label += " (AOT " + options.aotLibrary + ")";
+    return graph;
+  }
+
+  func->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(&context));
+  mlir::moecomm::PipelineOptions pipeline;
+  pipeline.ranks = problem.ranks;
+  pipeline.ranksPerNode = problem.ranksPerNode;
+  pipeline.strategy =
+      options.strategy == moecommPerExpert      ? "per_expert"
+      : options.strategy == moecommFlat         ? "flat"
+      : options.strategy == moecommHierarchical ? "hierarchical"
+                                                : "auto";
+  // The routing's dtype decides the wire, whatever the graph says.
+  pipeline.wireDtype = wireType(problem.dtype) == moecommFloat8E4M3 ? "fp8_e4m3"
+                       : hostType(problem.dtype) == moecommFloat32  ? "f32"
+                                                                    : "bf16";
+  pipeline.capacity = problem.capacity;
+  pipeline.chunks = options.chunks;
+  pipeline.preset = options.preset;
+  pipeline.tokensPerRank =
+      std::max<int64_t>(1, problem.totalTokens() / problem.ranks);
+  mlir::PassManager pm(&context);
+  mlir::moecomm::buildMoECommPipeline(pm, pipeline);
+  if (mlir::failed(pm.run(*module)))
+    return graphError(formatv("moecomm-pipeline failed on {0}", graph->label)
+                          .str());
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  mlir::ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
+  auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
+  if (!engine)
+    return inputError(formatv("cannot JIT {0}: {1}", graph->label,
+                              toString(engine.takeError())));
+  graph->engine = std::move(*engine);
+  Expected<void *> entry = graph->engine->lookup(symbol);
+  if (!entry)
+    return inputError(formatv("cannot find {0} in {1}: {2}", symbol,
+                              graph->label, toString(entry.takeError())));
+  graph->entry = *entry;
+  graph->label += " (JIT)";
+  return graph;
+}
+
+const std::string &graphLabel(const CompiledGraph &graph) { return graph.label; }
+
+GraphPath::GraphPath(std::shared_ptr<CompiledGraph> graph,
+                     const ReferenceResult &reference)
+    : graph(std::move(graph)), reference(reference) {}
+
+const char *GraphPath::name() const {
+  return graph->signature.training ? "graph (training step)" : "graph";
+}
+
+int GraphPath::passes() const { return graph->signature.training ? 2 : 1; }
+
+bool GraphPath::observesDispatch() const {
+  return graph->signature.observesDispatch;
+}
+
+Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
+                              int rank, int iteration, LayerResult &out) {
+  (void)iteration;
+  using Clock = std::chrono::steady_clock;
+  const Signature &sig = graph->signature;
+  const int64_t T = p.numTokens[rank], H = p.hidden, K = p.topk;
+  out = LayerResult();
+  out.rank = rank;
+  out.hidden = H;
+  out.numTokens = T;
+  if (Error e = runtimeError(moecommCommResetTraffic(comm), comm,
+                             "moecommCommResetTraffic"))
+    return e;
+
+  HostRows x(sig.xType, T * H);
+  x.assign(ref::standardX(rank, T, H));
+  std::vector<int32_t> idx32;
+  std::vector<int64_t> idx64 = p.topkIdx[rank];
+  if (sig.idxType == moecommInt32)
+    idx32.assign(idx64.begin(), idx64.end());
+  std::vector<float> weights = p.topkWeights[rank];
+  MemRef2D xRef = descriptor(x.data(), T, H);
+  MemRef2D idxRef = descriptor(sig.idxType == moecommInt32
+                                   ? static_cast<void *>(idx32.data())
+                                   : static_cast<void *>(idx64.data()),
+                               T, K);
+  MemRef2D wRef = descriptor(weights.data(), T, K);
+  // The training step's grad_out is x itself (see GraphPath.h).
+  MemRef2D gradRef = xRef;
+
+  // Results land in a buffer laid out as the C interface's result struct.
+  std::vector<uint64_t> raw((2 + sig.training) * sizeof(MemRef2D) / 8 +
+                                2 * sizeof(MemRef1D) / 8,
+                            0);
+  moecommCompiledBind(comm);
+  const auto start = Clock::now();
+  if (sig.training)
+    reinterpret_cast<TrainingFn>(graph->entry)(raw.data(), &xRef, &idxRef,
+                                               &wRef, &gradRef);
+  else
+    reinterpret_cast<LayerFn>(graph->entry)(raw.data(), &xRef, &idxRef, &wRef);
+  out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Results results{};
+  {
+    char *cursor = reinterpret_cast<char *>(raw.data());
+    auto take = [&](auto &m) {
+      std::memcpy(&m, cursor, sizeof(m));
+      cursor += sizeof(m);
+    };
+    take(results.out);
+    if (sig.training)
+      take(results.gradX);
+    if (sig.observesDispatch) {
+      take(results.recv);
+      take(results.recvWeights);
+      take(results.tokensPerExpert);
+    }
+  }
+  struct Release {
+    Results &r;
+    ~Release() {
+      release(r.out);
+      release(r.gradX);
+      release(r.recv);
+      release(r.recvWeights);
+      release(r.tokensPerExpert);
+    }
+  } releaseResults{results};
+
+  if (moecommResult_t status = moecommCompiledStatus()) {
+    std::string text = formatv("compiled graph: {0}: {1}",
+                               moecommGetErrorString(status),
+                               moecommCompiledLastError())
+                           .str();
+    bool badInput = status == moecommInvalidArgument ||
+                    status == moecommMismatch || status == moecommUnsupported;
+    return badInput ? inputError(text) : systemError(text);
+  }
+  moecommCompiledStats_t stats;
+  moecommCompiledGetStats(&stats);
+  if (Error e = runtimeError(moecommCommGetTraffic(comm, 0, &out.traffic), comm,
+                             "moecommCommGetTraffic"))
+    return e;
+
+  // Results: widen rows to f32, copy the rest.
+  auto rowsOf = [&](const MemRef2D &m, std::vector<float> &values) {
+    HostRows rows(sig.xType, m.sizes[0] * m.sizes[1]);
+    size_t bytes = (sig.xType == moecommFloat32 ? 4 : 2) * m.sizes[0] *
+                   m.sizes[1];
+    if (bytes)
+      std::memcpy(rows.data(),
+                  static_cast<char *>(m.aligned) +
+                      m.offset * (sig.xType == moecommFloat32 ? 4 : 2),
+                  bytes);
+    rows.toFloat(values);
+  };
+  rowsOf(results.out, out.combine);
+  if (sig.training)
+    rowsOf(results.gradX, out.gradX);
+  out.dispatchObserved = sig.observesDispatch;
+  out.recvRows = stats.recvRows;
+  if (sig.observesDispatch) {
+    out.recvRows = results.recv.sizes[0];
+    rowsOf(results.recv, out.recv);
+    const float *rw = static_cast<const float *>(results.recvWeights.aligned) +
+                      results.recvWeights.offset;
+    out.recvWeights.assign(rw, rw + results.recvWeights.sizes[0]);
+    const int64_t *tpe =
+        static_cast<const int64_t *>(results.tokensPerExpert.aligned) +
+        results.tokensPerExpert.offset;
+    out.tokensPerExpert.assign(tpe, tpe + results.tokensPerExpert.sizes[0]);
+  }
+  out.dropped = stats.dropped;
+  out.strategy = stats.strategy;
+  for (int d = 0; d < 2; ++d)
+    for (int s = 0; s < stats.numStages; ++s)
+      out.stages.push_back(StageInfo{static_cast<moecommDirection_t>(d), s,
+                                     stats.stageScope[d][s],
+                                     stats.stageSendRows[d][s],
+                                     stats.stageRecvRows[d][s]});
+  // Sources are not a graph output: take them from the reference's order.
+  if (sig.observesDispatch && rank < static_cast<int>(reference.layout.size()))
+    for (const auto &row : reference.layout[rank].rows) {
+      out.sources.push_back(row.srcRank);
+      out.sources.push_back(row.srcToken);
+    }
+  return Error::success();
+}
+
+} // namespace moecomm::run

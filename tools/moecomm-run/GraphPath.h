@@ -1,0 +1,78 @@
+//===- GraphPath.h - moecomm-run's compiled-graph execution -----*- C++ -*-===//
+//
+// Runs an MoE graph compiled by moecomm-pipeline: a .mlir file (JIT through
+// MLIR's ExecutionEngine), the same file's ahead-of-time library (--aot), or
+// the built-in layer graph generated for the routing problem. Every rank
+// binds its communicator (moecommCompiledBind) and calls the graph's C
+// interface on its tokens.
+//
+// Graph contract (docs/moecomm-run.md): the entry function takes
+//   x [T,H] (bf16|f32), topk_idx [T,K] (i32|i64), topk_weights [T,K] f32
+//   [, grad_out [T,H]]
+// and returns
+//   out [T,H] (weighted combine of the experts' outputs)
+//   [, grad_x [T,H]]                (with grad_out: the training step)
+//   recv [R,H], recv_weights [R] f32, tokens_per_expert [E/W] i64.
+// Experts are identity; moecomm-run feeds grad_out = x, so grad_x must equal
+// the weighted combine too.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_TOOLS_RUN_GRAPHPATH_H
+#define MOECOMM_TOOLS_RUN_GRAPHPATH_H
+
+#include "LayerResult.h"
+#include "Verify.h"
+
+#include <memory>
+
+namespace moecomm::run {
+
+struct GraphOptions {
+  /// The graph (.mlir); empty: the built-in layer graph for the problem.
+  std::string file;
+  /// A library built from `file` ahead of time (moecomm_add_aot_graph or
+  /// scripts/moecomm-aot); empty: JIT-compile `file`.
+  std::string aotLibrary;
+  /// The function to run.
+  std::string entry = "moe_layer";
+  /// moecomm-pipeline options; ranks and ranks-per-node come from the
+  /// routing problem.
+  moecommStrategy_t strategy = moecommAuto;
+  int64_t chunks = 1;
+  std::string preset = "h200-dgx";
+};
+
+class CompiledGraph;
+
+/// Compiles (or loads) the graph for `problem`. Errors: invalid_argument for
+/// an unreadable or invalid graph, a pipeline failure, or an entry whose
+/// signature breaks the contract (one line, naming the problem).
+llvm::Expected<std::shared_ptr<CompiledGraph>>
+compileGraph(const GraphOptions &options, const RoutingProblem &problem);
+
+/// How the graph was obtained, for reports ("examples/x.mlir (JIT)").
+const std::string &graphLabel(const CompiledGraph &graph);
+
+class GraphPath final : public ExecutionPath {
+public:
+  /// `reference` supplies the sources of the received rows (see
+  /// runIteration); it must outlive the path.
+  GraphPath(std::shared_ptr<CompiledGraph> graph,
+            const ReferenceResult &reference);
+  const char *name() const override;
+  int passes() const override;
+  bool observesDispatch() const override;
+  /// See ExecutionPath::runIteration. Sources are not an output of the
+  /// graph: they are taken from the dispatch order of the reference (the
+  /// rows themselves are checked bit for bit).
+  llvm::Error runIteration(moecommComm_t comm, const RoutingProblem &problem,
+                           int rank, int iteration, LayerResult &out) override;
+
+private:
+  std::shared_ptr<CompiledGraph> graph;
+  const ReferenceResult &reference;
+};
+
+} // namespace moecomm::run
+
+#endif // MOECOMM_TOOLS_RUN_GRAPHPATH_H
