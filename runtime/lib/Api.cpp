@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "moecomm/moecomm.h"
 
+#include "ApiBoundary.h"
 #include "Comm.h"
 #include "Ops.h"
 #include "ThreadsTransport.h"
@@ -26,61 +27,12 @@ struct moecommThreadGroup {
   moecommThreadGroup(int n, int g) : shared(n, g) {}
 };
 
+std::string &moecomm::threadLastError() {
+  thread_local std::string message;
+  return message;
+}
+
 namespace {
-
-thread_local std::string tlsLastError;
-
-moecommResult_t failNoComm(const Status &st) {
-  tlsLastError = st.message;
-  return st.code;
-}
-
-/// Runs `body` (returning Status) on `comm`, records the result.
-template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
-  if (!comm)
-    return failNoComm(invalidArgument("comm is NULL"));
-  Status st;
-  try {
-    st = comm->usable();
-    if (st.ok())
-      st = body(*comm);
-  } catch (const std::bad_alloc &) {
-    st = systemError(cat("rank ", comm->rank(), ": out of memory"));
-  } catch (const std::exception &e) {
-    st = internalError(cat("rank ", comm->rank(), ": ", e.what()));
-  } catch (...) {
-    st = internalError(cat("rank ", comm->rank(), ": unknown exception"));
-  }
-  return comm->finish(st);
-}
-
-/// Local calls that do not depend on the communicator being healthy.
-template <typename F> moecommResult_t onCommLocal(moecommComm_t comm, F body) {
-  if (!comm)
-    return failNoComm(invalidArgument("comm is NULL"));
-  Status st;
-  try {
-    st = body(*comm);
-  } catch (const std::bad_alloc &) {
-    st = systemError("out of memory");
-  } catch (...) {
-    st = internalError("unknown exception");
-  }
-  return comm->finish(st);
-}
-
-template <typename F> moecommResult_t noComm(F body) {
-  try {
-    Status st = body();
-    if (!st.ok())
-      return failNoComm(st);
-    return moecommSuccess;
-  } catch (const std::bad_alloc &) {
-    return failNoComm(systemError("out of memory"));
-  } catch (...) {
-    return failNoComm(internalError("unknown exception"));
-  }
-}
 
 /// Starts `op` and returns it as a request, or finishes it (blocking).
 moecommResult_t startOrRun(
@@ -104,8 +56,10 @@ moecommResult_t startOrRun(
   });
 }
 
-Status checkStream(const Comm &c, moecommStream_t stream) {
-  if (stream)
+/// Any stream (a cudaStream_t, NULL = the default stream) on a device
+/// backend; NULL on the CPU backends.
+Status checkStream(Comm &c, moecommStream_t stream) {
+  if (stream && !c.transport().deviceEngine())
     return invalidArgument(cat("rank ", c.rank(),
                                ": streams need the nccl backend; pass NULL "
                                "on the CPU backends"));
@@ -137,7 +91,7 @@ const char *moecommGetErrorString(moecommResult_t result) {
 
 const char *moecommCommGetLastError(moecommComm_t comm) {
   if (!comm)
-    return tlsLastError.c_str();
+    return threadLastError().c_str();
   return comm->lastError();
 }
 
@@ -471,7 +425,7 @@ moecommResult_t moecommDispatchStart(moecommComm_t comm, moecommLayout_t layout,
                         sig.setError(st);
                         return c.agree(sig, nullptr);
                       }
-                      return startDispatch(c, l, x, wireType, recv, op);
+                      return startDispatch(c, l, x, wireType, recv, stream, op);
                     });
 }
 
@@ -493,7 +447,8 @@ moecommResult_t moecommCombineStart(moecommComm_t comm, moecommLayout_t layout,
                         sig.setError(st);
                         return c.agree(sig, nullptr);
                       }
-                      return startCombine(c, layout, y, weighted, out, op);
+                      return startCombine(c, layout, y, weighted, out, stream,
+                                          op);
                     });
 }
 
@@ -541,7 +496,8 @@ moecommAllToAllStart(moecommComm_t comm, const moecommRows_t *send,
           sig.setError(st);
           return c.agree(sig, nullptr);
         }
-        return startAllToAll(c, send, sendCounts, recv, recvCounts, op);
+        return startAllToAll(c, send, sendCounts, recv, recvCounts, stream,
+                             op);
       });
 }
 
@@ -562,7 +518,7 @@ moecommResult_t moecommPack(moecommComm_t comm, moecommLayout_t layout,
   return onComm(comm, [&](Comm &c) -> Status {
     if (Status st = checkStream(c, stream); !st.ok())
       return st;
-    return packRows(c, layout, direction, stage, in, weighted, out);
+    return packRows(c, layout, direction, stage, in, weighted, out, stream);
   });
 }
 
@@ -588,7 +544,8 @@ moecommResult_t moecommExchangeStart(moecommComm_t comm, moecommLayout_t layout,
           sig.setError(st);
           return c.agree(sig, nullptr);
         }
-        return startExchange(c, layout, direction, stage, send, recv, op);
+        return startExchange(c, layout, direction, stage, send, recv, stream,
+                             op);
       });
 }
 
@@ -599,7 +556,7 @@ moecommResult_t moecommUnpack(moecommComm_t comm, moecommLayout_t layout,
   return onComm(comm, [&](Comm &c) -> Status {
     if (Status st = checkStream(c, stream); !st.ok())
       return st;
-    return unpackRows(c, layout, direction, in, weighted, out);
+    return unpackRows(c, layout, direction, in, weighted, out, stream);
   });
 }
 

@@ -34,6 +34,14 @@ const char *opName(OpKind op) {
     return "moecommBarrier";
   case OpKind::GetTraffic:
     return "moecommCommGetTraffic";
+  case OpKind::CommInit:
+    return "moecommCommInitNccl";
+  case OpKind::CapacityCreate:
+    return "moecommCapacityPlanCreate";
+  case OpKind::CapacityDispatch:
+    return "moecommCapacityDispatch";
+  case OpKind::CapacityCombine:
+    return "moecommCapacityCombine";
   }
   return "an unknown collective";
 }
@@ -96,10 +104,15 @@ Status Comm::allGather(const void *mine, int64_t bytes, void *all) {
 }
 
 Status Comm::agree(const Signature &mine, const char *const *fieldNames) {
-  const int W = size();
-  std::vector<Signature> all(W, Signature(OpKind::Barrier));
+  std::vector<Signature> all(size(), Signature(OpKind::Barrier));
   if (Status st = allGather(&mine, sizeof(Signature), all.data()); !st.ok())
     return st;
+  return decideAgreement(all, fieldNames);
+}
+
+Status decideAgreement(std::vector<Signature> &all,
+                       const char *const *fieldNames) {
+  const int W = (int)all.size();
   for (int r = 1; r < W; ++r)
     if (all[r].op != all[0].op)
       return mismatch(cat("ranks disagree on the collective: rank 0 calls ",

@@ -37,6 +37,10 @@ enum class OpKind : int32_t {
   AllReduceSum,
   Barrier,
   GetTraffic,
+  CommInit,         ///< creation of a communicator (nccl backend)
+  CapacityCreate,   ///< moecommCapacityPlanCreate (nccl backend)
+  CapacityDispatch, ///< moecommCapacityDispatch
+  CapacityCombine,  ///< moecommCapacityCombine
 };
 const char *opName(OpKind op);
 
@@ -61,6 +65,13 @@ struct Signature {
   /// Records this rank's local error (the first one wins).
   void setError(const Status &st);
 };
+
+/// The verdict of an agreement from every rank's signature (all[r]),
+/// identical on every rank: Mismatch if ranks run different collectives,
+/// else the lowest failing rank's local error, else Mismatch naming the
+/// first parameter (fieldNames[i]) that differs from rank 0's.
+Status decideAgreement(std::vector<Signature> &all,
+                       const char *const *fieldNames);
 
 /// A scratch buffer from the communicator's pool; returns itself on
 /// destruction.

@@ -154,6 +154,16 @@ int64_t bitsOf(double d) {
 Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
                     std::unique_ptr<moecommLayout> &out) {
   const int W = comm.size(), me = comm.rank();
+  // A device backend may get device-resident routing: the plan is built
+  // from host copies (a host synchronization: the "exact" mode).
+  DeviceEngine *dev = comm.transport().deviceEngine();
+  HostRouting hostRouting;
+  Status copied;
+  if (dev && desc) {
+    copied = onRank(comm, dev->hostRouting(*desc, hostRouting));
+    if (copied.ok())
+      desc = &hostRouting.desc;
+  }
   Topology topo;
   topo.ranks = W;
   topo.ranksPerNode = comm.ranksPerNode();
@@ -184,9 +194,11 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
     else if (desc->hidden < 0)
       local = invalidArgument(
           cat("rank ", me, ": hidden must be >= 0, got ", desc->hidden));
-    else
+    else if (copied.ok()) // never read device memory on the host
       local = validateRouting(topo, me, view, desc->capacity);
   }
+  if (!copied.ok())
+    local = copied;
   Signature sig(OpKind::LayoutCreate);
   sig.setError(local);
   const bool isAuto = desc && desc->strategy == moecommAuto;
@@ -271,6 +283,8 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
       }
       buildDestSide(topo, strategy, me, received, plan);
     }
+    if (dev && built.ok())
+      merge(built, onRank(comm, dev->uploadLayout(plan, layout->device)));
   } catch (const std::bad_alloc &) {
     merge(built, systemError(cat("rank ", me, ": out of memory")));
   }
@@ -521,6 +535,18 @@ public:
   Status err_;
 };
 
+/// Posts a prepared device operation (after the agreement) and hands it
+/// out; a posting failure is reported by its finish(), like the CPU
+/// operations' (every rank has agreed, so every rank gets a request).
+Status postDevice(std::unique_ptr<DeviceOperation> devOp,
+                  std::unique_ptr<Operation> &op) {
+  if (!devOp)
+    return internalError("the device engine prepared no operation");
+  (void)devOp->post();
+  op = std::move(devOp);
+  return Status::success();
+}
+
 const char *const kDispatchFields[] = {"the layout", "hidden", "the data type",
                                        "the wire type"};
 const char *const kCombineFields[] = {"the layout", "hidden", "the data type",
@@ -530,7 +556,7 @@ const char *const kCombineFields[] = {"the layout", "hidden", "the data type",
 
 Status startDispatch(Comm &comm, const moecommLayout *layout,
                      const moecommRows_t *x, moecommDataType_t wireType,
-                     const moecommRows_t *recv,
+                     const moecommRows_t *recv, moecommStream_t stream,
                      std::unique_ptr<Operation> &op) {
   Status local = checkLayout(comm, layout);
   const int64_t H = x ? x->hidden : 0;
@@ -550,6 +576,13 @@ Status startDispatch(Comm &comm, const moecommLayout *layout,
     local = onRank(comm,
                    invalidArgument(cat("recv has type ", (int)recv->type,
                                        ", expected x's type ", (int)x->type)));
+  DeviceEngine *dev = comm.transport().deviceEngine();
+  std::unique_ptr<DeviceOperation> devOp;
+  if (local.ok() && dev)
+    local = onRank(comm, dev->prepareStaged(comm, *layout,
+                                            moecommDirectionDispatch, *x,
+                                            *recv, wireType, false, stream,
+                                            devOp));
   Signature sig(OpKind::Dispatch);
   sig.setError(local);
   sig.add(layout ? layout->id : 0);
@@ -558,6 +591,8 @@ Status startDispatch(Comm &comm, const moecommLayout *layout,
   sig.add((int64_t)wireType);
   if (Status st = comm.agree(sig, kDispatchFields); !st.ok())
     return st;
+  if (dev)
+    return postDevice(std::move(devOp), op);
   auto o = std::make_unique<StagedOp>(comm, *layout, moecommDirectionDispatch,
                                       *x, *recv, wireType, false);
   o->start();
@@ -567,7 +602,8 @@ Status startDispatch(Comm &comm, const moecommLayout *layout,
 
 Status startCombine(Comm &comm, const moecommLayout *layout,
                     const moecommRows_t *y, int weighted,
-                    const moecommRows_t *out, std::unique_ptr<Operation> &op) {
+                    const moecommRows_t *out, moecommStream_t stream,
+                    std::unique_ptr<Operation> &op) {
   Status local = checkLayout(comm, layout);
   const int64_t H = y ? y->hidden : 0;
   if (local.ok())
@@ -583,6 +619,13 @@ Status startCombine(Comm &comm, const moecommLayout *layout,
     local = onRank(comm,
                    invalidArgument(cat("out has type ", (int)out->type,
                                        ", expected y's type ", (int)y->type)));
+  DeviceEngine *dev = comm.transport().deviceEngine();
+  std::unique_ptr<DeviceOperation> devOp;
+  if (local.ok() && dev)
+    local = onRank(comm, dev->prepareStaged(comm, *layout,
+                                            moecommDirectionCombine, *y, *out,
+                                            y->type, weighted != 0, stream,
+                                            devOp));
   Signature sig(OpKind::Combine);
   sig.setError(local);
   sig.add(layout ? layout->id : 0);
@@ -591,6 +634,8 @@ Status startCombine(Comm &comm, const moecommLayout *layout,
   sig.add(weighted ? 1 : 0);
   if (Status st = comm.agree(sig, kCombineFields); !st.ok())
     return st;
+  if (dev)
+    return postDevice(std::move(devOp), op);
   auto o = std::make_unique<StagedOp>(comm, *layout, moecommDirectionCombine,
                                       *y, *out, y->type, weighted != 0);
   o->start();
@@ -620,7 +665,7 @@ const char *const kAllToAllFields[] = {"hidden", "the data type"};
 
 Status startAllToAll(Comm &comm, const moecommRows_t *send,
                      const int64_t *sendCounts, const moecommRows_t *recv,
-                     const int64_t *recvCounts,
+                     const int64_t *recvCounts, moecommStream_t stream,
                      std::unique_ptr<Operation> &op) {
   const int W = comm.size();
   Status local = checkCounts(comm, sendCounts, "send_counts");
@@ -635,6 +680,15 @@ Status startAllToAll(Comm &comm, const moecommRows_t *send,
     local =
         onRank(comm, invalidArgument(cat("recv has type ", (int)recv->type,
                                          ", send has type ", (int)send->type)));
+  DeviceEngine *dev = comm.transport().deviceEngine();
+  std::unique_ptr<DeviceOperation> devOp;
+  if (local.ok() && dev)
+    local = onRank(
+        comm, dev->prepareExchange(
+                  comm, moecommDirectionAllToAll, moecommScopeGlobal, *send,
+                  std::vector<int64_t>(sendCounts, sendCounts + W), *recv,
+                  std::vector<int64_t>(recvCounts, recvCounts + W), stream,
+                  devOp));
   Signature sig(OpKind::AllToAll);
   sig.setError(local);
   sig.add(H);
@@ -657,6 +711,8 @@ Status startAllToAll(Comm &comm, const moecommRows_t *send,
                             " rows from rank ", s, " but rank ", s, " sends ",
                             sends));
     }
+  if (dev)
+    return postDevice(std::move(devOp), op);
   auto o = std::make_unique<ExchangeOp>(comm);
   std::vector<int64_t> sc(sendCounts, sendCounts + W),
       rc(recvCounts, recvCounts + W);
@@ -723,7 +779,7 @@ const char *const kExchangeFields[] = {"the layout", "the direction",
 Status packRows(Comm &comm, const moecommLayout *layout,
                 moecommDirection_t direction, int stage,
                 const moecommRows_t *in, int weighted,
-                const moecommRows_t *out) {
+                const moecommRows_t *out, moecommStream_t stream) {
   Status st = checkLayout(comm, layout);
   if (st.ok())
     st = checkDirection(comm, direction);
@@ -747,16 +803,21 @@ Status packRows(Comm &comm, const moecommLayout *layout,
                                               "type ",
                                               (int)in->type, " to type ",
                                               (int)out->type)));
-    return onRank(comm, gatherRows(sp.pack, *in, o));
-  }
-  if (!isFloatData(in->type) || !isFloatData(out->type))
+  } else if (!isFloatData(in->type) || !isFloatData(out->type)) {
     return onRank(comm, invalidArgument("combine pack needs f32 or bf16 rows"));
+  }
+  if (DeviceEngine *dev = comm.transport().deviceEngine())
+    return onRank(comm, dev->pack(*layout, direction, stage, *in,
+                                  weighted != 0, *out, stream));
+  if (direction == moecommDirectionDispatch)
+    return onRank(comm, gatherRows(sp.pack, *in, o));
   return onRank(comm, applyCombineMap(sp.pack, *in, weighted != 0, o));
 }
 
 Status unpackRows(Comm &comm, const moecommLayout *layout,
                   moecommDirection_t direction, const moecommRows_t *in,
-                  int weighted, const moecommRows_t *out) {
+                  int weighted, const moecommRows_t *out,
+                  moecommStream_t stream) {
   Status st = checkLayout(comm, layout);
   if (st.ok())
     st = checkDirection(comm, direction);
@@ -774,6 +835,9 @@ Status unpackRows(Comm &comm, const moecommLayout *layout,
                               : layout->plan.numTokens;
   if (Status s = checkRows(out, "out", outRows, H); !s.ok())
     return onRank(comm, s);
+  if (DeviceEngine *dev = comm.transport().deviceEngine())
+    return onRank(comm, dev->unpack(*layout, direction, *in, weighted != 0,
+                                    *out, stream));
   moecommRows_t o = *out;
   if (direction == moecommDirectionDispatch)
     return onRank(comm, gatherRows(dp.unpack, *in, o));
@@ -783,7 +847,7 @@ Status unpackRows(Comm &comm, const moecommLayout *layout,
 Status startExchange(Comm &comm, const moecommLayout *layout,
                      moecommDirection_t direction, int stage,
                      const moecommRows_t *send, const moecommRows_t *recv,
-                     std::unique_ptr<Operation> &op) {
+                     moecommStream_t stream, std::unique_ptr<Operation> &op) {
   Status local = checkLayout(comm, layout);
   if (local.ok())
     local = checkDirection(comm, direction);
@@ -800,6 +864,12 @@ Status startExchange(Comm &comm, const moecommLayout *layout,
     local =
         onRank(comm, invalidArgument(cat("recv has type ", (int)recv->type,
                                          ", send has type ", (int)send->type)));
+  DeviceEngine *dev = comm.transport().deviceEngine();
+  std::unique_ptr<DeviceOperation> devOp;
+  if (local.ok() && dev)
+    local = onRank(comm, dev->prepareExchange(comm, direction, sp->scope, *send,
+                                              sp->sendCounts, *recv,
+                                              sp->recvCounts, stream, devOp));
   Signature sig(OpKind::Exchange);
   sig.setError(local);
   sig.add(layout ? layout->id : 0);
@@ -809,6 +879,8 @@ Status startExchange(Comm &comm, const moecommLayout *layout,
   sig.add(send ? (int64_t)send->type : -1);
   if (Status st = comm.agree(sig, kExchangeFields); !st.ok())
     return st;
+  if (dev)
+    return postDevice(std::move(devOp), op);
   auto o = std::make_unique<ExchangeOp>(comm);
   o->err_ = postRows(comm, direction, sp->scope, comm.reserveSeqs(1), *send,
                      sp->sendCounts, *recv, sp->recvCounts, o->pending_);

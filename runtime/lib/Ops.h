@@ -9,6 +9,8 @@
 #define MOECOMM_LIB_OPS_H
 
 #include "Comm.h"
+#include "DeviceEngine.h"
+#include "Operation.h"
 #include "moecomm/Plan.h"
 
 #include <memory>
@@ -20,18 +22,9 @@ struct moecommLayout {
   int64_t id = 0;       ///< the same on every rank (creation order)
   moecomm::RankPlan plan;
   moecommLayoutInfo_t info{};
+  /// The plan's row maps in device memory (device backends only).
+  std::unique_ptr<moecomm::DeviceLayout> device;
 };
-
-namespace moecomm {
-
-/// A started collective; finish() completes it (blocking).
-class Operation {
-public:
-  virtual ~Operation() = default;
-  virtual Status finish() = 0;
-};
-
-} // namespace moecomm
 
 /// The C handle of a request.
 struct moecommRequest {
@@ -49,34 +42,39 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
                     std::unique_ptr<moecommLayout> &layout);
 
 /// Collective. Agrees on the arguments and starts a dispatch (x -> recv) or
-/// a combine (y -> out). `op` is set on success.
+/// a combine (y -> out). `op` is set on success. `stream` is the caller's
+/// stream on a device backend (NULL on the CPU backends).
 Status startDispatch(Comm &comm, const moecommLayout *layout,
                      const moecommRows_t *x, moecommDataType_t wireType,
-                     const moecommRows_t *recv, std::unique_ptr<Operation> &op);
+                     const moecommRows_t *recv, moecommStream_t stream,
+                     std::unique_ptr<Operation> &op);
 Status startCombine(Comm &comm, const moecommLayout *layout,
                     const moecommRows_t *y, int weighted,
-                    const moecommRows_t *out, std::unique_ptr<Operation> &op);
+                    const moecommRows_t *out, moecommStream_t stream,
+                    std::unique_ptr<Operation> &op);
 /// Collective. The ragged all_to_all; counts are checked collectively first.
 Status startAllToAll(Comm &comm, const moecommRows_t *send,
                      const int64_t *sendCounts, const moecommRows_t *recv,
-                     const int64_t *recvCounts, std::unique_ptr<Operation> &op);
+                     const int64_t *recvCounts, moecommStream_t stream,
+                     std::unique_ptr<Operation> &op);
 /// Collective. One exchange stage of a layout.
 Status startExchange(Comm &comm, const moecommLayout *layout,
                      moecommDirection_t direction, int stage,
                      const moecommRows_t *send, const moecommRows_t *recv,
-                     std::unique_ptr<Operation> &op);
+                     moecommStream_t stream, std::unique_ptr<Operation> &op);
 /// Collective. recvCounts[s] = rank s's sendCounts[this rank].
 Status allToAllCounts(Comm &comm, const int64_t *sendCounts,
                       int64_t *recvCounts);
 
-/// Local staged primitives.
+/// Local staged primitives (device rows on `stream` on a device backend).
 Status packRows(Comm &comm, const moecommLayout *layout,
                 moecommDirection_t direction, int stage,
                 const moecommRows_t *in, int weighted,
-                const moecommRows_t *out);
+                const moecommRows_t *out, moecommStream_t stream);
 Status unpackRows(Comm &comm, const moecommLayout *layout,
                   moecommDirection_t direction, const moecommRows_t *in,
-                  int weighted, const moecommRows_t *out);
+                  int weighted, const moecommRows_t *out,
+                  moecommStream_t stream);
 
 /// Local FP8 conversions of whole row blocks (same shape).
 Status quantizeRows(const moecommRows_t *in, const moecommRows_t *out);

@@ -12,8 +12,9 @@
 // Every collective operation carries a sequence number that is the same on
 // every rank (the communicator hands them out in call order), so several
 // exchanges may be outstanding at once. Backends: threads
-// (ThreadsTransport.cpp), mpi (MpiTransport.cpp); nccl will implement the
-// same interface with device pointers.
+// (ThreadsTransport.cpp), mpi (MpiTransport.cpp), nccl
+// (cuda/NcclTransport.cpp: device-memory exchanges over NCCL, host-memory
+// ones and allGather over a host channel; it also supplies a DeviceEngine).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_TRANSPORT_H
@@ -27,6 +28,8 @@
 #include <vector>
 
 namespace moecomm {
+
+class DeviceEngine;
 
 /// One buffer pair of an exchange, made of rows of `rowBytes` bytes. All
 /// arrays are indexed by group member; offsets and sizes are in bytes
@@ -56,6 +59,9 @@ struct Exchange {
   uint64_t seq = 0;
   moecommScope_t scope = moecommScopeGlobal;
   std::vector<ExchangePart> parts;
+  /// The buffers are device memory (device backends only); otherwise host
+  /// memory, which every transport accepts.
+  bool deviceMemory = false;
 };
 
 /// A posted exchange; completed by Transport::waitExchange.
@@ -79,6 +85,9 @@ public:
   int memberIndex(moecommScope_t scope) const;
 
   virtual moecommBackend_t backend() const = 0;
+
+  /// The device side of a device backend (nullptr: rows are host memory).
+  virtual DeviceEngine *deviceEngine() { return nullptr; }
 
   /// Collective over all ranks: all[r * bytes, (r + 1) * bytes) receives
   /// rank r's block. Blocking.

@@ -1,0 +1,82 @@
+//===- ApiBoundary.h - The C boundary of the runtime ------------*- C++ -*-===//
+//
+// Helpers of the extern "C" entry points (Api.cpp, NcclApi.cpp): no C++
+// exception crosses the boundary, nothing aborts, every failure becomes a
+// result code plus the message moecommCommGetLastError() returns (the
+// communicator's, or the calling thread's when there is no communicator).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_LIB_APIBOUNDARY_H
+#define MOECOMM_LIB_APIBOUNDARY_H
+
+#include "Comm.h"
+#include "Status.h"
+
+#include <exception>
+#include <new>
+#include <string>
+
+namespace moecomm {
+
+/// The calling thread's last error of a call without a communicator
+/// (returned by moecommCommGetLastError(NULL)).
+std::string &threadLastError();
+
+/// Records `st` as the thread's last error and returns its code.
+inline moecommResult_t failNoComm(const Status &st) {
+  threadLastError() = st.message;
+  return st.code;
+}
+
+/// Runs `body` (returning Status) on `comm` if it is usable, records the
+/// result on it.
+template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
+  if (!comm)
+    return failNoComm(invalidArgument("comm is NULL"));
+  Status st;
+  try {
+    st = comm->usable();
+    if (st.ok())
+      st = body(*comm);
+  } catch (const std::bad_alloc &) {
+    st = systemError(cat("rank ", comm->rank(), ": out of memory"));
+  } catch (const std::exception &e) {
+    st = internalError(cat("rank ", comm->rank(), ": ", e.what()));
+  } catch (...) {
+    st = internalError(cat("rank ", comm->rank(), ": unknown exception"));
+  }
+  return comm->finish(st);
+}
+
+/// Local calls that do not depend on the communicator being healthy.
+template <typename F> moecommResult_t onCommLocal(moecommComm_t comm, F body) {
+  if (!comm)
+    return failNoComm(invalidArgument("comm is NULL"));
+  Status st;
+  try {
+    st = body(*comm);
+  } catch (const std::bad_alloc &) {
+    st = systemError("out of memory");
+  } catch (...) {
+    st = internalError("unknown exception");
+  }
+  return comm->finish(st);
+}
+
+/// Calls without a communicator: failures go to the thread's last error.
+template <typename F> moecommResult_t noComm(F body) {
+  try {
+    Status st = body();
+    if (!st.ok())
+      return failNoComm(st);
+    return moecommSuccess;
+  } catch (const std::bad_alloc &) {
+    return failNoComm(systemError("out of memory"));
+  } catch (...) {
+    return failNoComm(internalError("unknown exception"));
+  }
+}
+
+} // namespace moecomm
+
+#endif // MOECOMM_LIB_APIBOUNDARY_H

@@ -1,0 +1,267 @@
+//===- Capacity.cpp - Capacity-mode dispatch and combine ------------------===//
+//
+// The fixed sequence of kernels, CUB calls and fixed-size NCCL groups of a
+// capacity plan (Capacity.h has the steps). Arguments are agreed on over
+// the host channel first; nothing waits for the GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "Capacity.h"
+
+#include "Comm.h"
+#include "CudaEngine.h"
+#include "DeviceRows.h"
+#include "Layout.h"
+#include "NcclBackend.h"
+#include "NcclTransport.h"
+#include "RowKernels.h"
+
+namespace moecomm {
+
+namespace {
+
+using cuda::cudaStatus;
+
+/// A part of a fixed-size exchange: `rows` rows of `rowBytes` to and from
+/// every member.
+void fixedPart(Exchange &ex, int W, const void *send, void *recv,
+               int64_t rowBytes, int64_t rows) {
+  ExchangePart p;
+  p.rowBytes = rowBytes;
+  p.send = static_cast<const uint8_t *>(send);
+  p.recv = static_cast<uint8_t *>(recv);
+  for (int m = 0; m < W; ++m) {
+    p.sendOffsets.push_back(m * rows * rowBytes);
+    p.sendBytes.push_back(rows * rowBytes);
+    p.recvOffsets.push_back(m * rows * rowBytes);
+    p.recvBytes.push_back(rows * rowBytes);
+  }
+  ex.parts.push_back(std::move(p));
+}
+
+const char *const kCallFields[] = {"the capacity plan", "hidden", "weighted"};
+
+/// True while `stream` is being captured into a CUDA graph: pointer
+/// attribute queries are then skipped (they are not stream work).
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+Status onRank(int rank, Status st) {
+  if (!st.ok())
+    st.message = cat("rank ", rank, ": ", st.message);
+  return st;
+}
+
+} // namespace
+
+Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
+                        const float *topkWeights, const moecommRows_t *x,
+                        const moecommRows_t *recv, moecommStream_t stream) {
+  moecommCapacityPlan &p = *plan;
+  Comm &comm = *p.comm;
+  cuda::NcclTransport &t = *p.transport;
+  const int dev = t.device();
+  cuda::DeviceGuard guard(dev);
+  Status local = guard.status();
+  const moecommDataType_t data = p.desc.dataType;
+  if (local.ok())
+    local = checkRows(x, "x", p.T, p.H);
+  if (local.ok() && x->type != data)
+    local = invalidArgument(cat("x has type ", (int)x->type,
+                                ", the plan's data type is ", (int)data));
+  if (local.ok())
+    local = checkRows(recv, "recv", p.C, p.H);
+  if (local.ok() && recv->type != data)
+    local = invalidArgument(cat("recv has type ", (int)recv->type,
+                                ", the plan's data type is ", (int)data));
+  if (local.ok() && p.T > 0 && !topkIdx)
+    local = invalidArgument("topk_idx is NULL");
+  const bool check = !capturing(static_cast<cudaStream_t>(stream));
+  if (check && local.ok() && p.T > 0)
+    local = cuda::checkDevicePointer(topkIdx, "topk_idx", dev);
+  if (check && local.ok() && p.T > 0)
+    local = cuda::checkDevicePointer(topkWeights, "topk_weights", dev);
+  if (check && local.ok())
+    local = cuda::checkDeviceRows(*x, "x", dev);
+  if (check && local.ok())
+    local = cuda::checkDeviceRows(*recv, "recv", dev);
+  Signature sig(OpKind::CapacityDispatch);
+  sig.setError(onRank(p.rank, local));
+  sig.add(p.id);
+  sig.add(p.H);
+  if (Status st = comm.agree(sig, kCallFields); !st.ok())
+    return st;
+
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const int64_t WP = (int64_t)p.W * p.P;
+  // Source side.
+  Status st = cudaStatus(cudaMemsetAsync(p.flags, 0, 4, s), "cudaMemsetAsync");
+  if (st.ok()) {
+    cuda::RoutingLayoutArgs la;
+    la.topkIdx = topkIdx;
+    la.idxType = p.desc.idxType;
+    la.topkWeights = topkWeights;
+    la.numTokens = p.T;
+    la.topk = (int)p.K;
+    la.numExperts = p.E;
+    la.ranks = p.W;
+    la.ranksPerNode = p.G;
+    la.cleanIdx = p.cleanIdx;
+    la.weights = p.weights;
+    la.tokenRankCounts = p.tokenRankCounts;
+    la.tokenRankOffsets = p.tokenRankOffsets;
+    la.expertCounts = p.expertCounts;
+    la.rankTokens = p.rankTokens;
+    la.nodeTokens = p.nodeTokens;
+    la.pairPos = p.pairPos;
+    la.flags = p.flags;
+    la.temp = p.temp;
+    la.tempBytes = p.tempBytes;
+    st = cuda::computeRoutingLayout(la, s);
+  }
+  if (st.ok() && WP > 0)
+    st = cudaStatus(cudaMemsetAsync(p.sendSrc, 0xFF, WP * 8, s),
+                    "cudaMemsetAsync");
+  if (st.ok()) {
+    cuda::SourceSlotsArgs sa{
+        p.cleanIdx,  p.weights, p.pairPos, p.tokenRankOffsets,
+        p.T,         p.L,       p.P,       (int)p.K,
+        p.W,         p.slotPos, p.sendSrc, p.sendMeta,
+        p.sendCount, p.flags};
+    st = cuda::launchSourceSlots(sa, s);
+  }
+  if (st.ok())
+    st = cuda::gatherRowsDevice(*x, p.sendRows,
+                                cuda::GatherIndex{p.sendSrc, true}, s);
+  // The exchange.
+  if (st.ok())
+    st = t.commWaits(s);
+  if (st.ok()) {
+    Exchange ex;
+    ex.scope = moecommScopeGlobal;
+    ex.deviceMemory = true;
+    fixedPart(ex, p.W, p.sendCount, p.recvCount, 8, 1);
+    fixedPart(ex, p.W, p.sendMeta, p.recvMeta, sizeof(cuda::CapacityMeta), p.P);
+    fixedPart(ex, p.W, p.sendRows.data, p.recvSlots.data,
+              p.H * elementSize(p.desc.wireType), p.P);
+    if (p.desc.wireType == moecommFloat8E4M3)
+      fixedPart(ex, p.W, p.sendRows.scales, p.recvSlots.scales, p.blocks * 4,
+                p.P);
+    for (int m = 0; m < p.W; ++m) {
+      comm.countPayload(moecommDirectionDispatch, moecommScopeGlobal, m,
+                        p.P * wireRowBytes(p.desc.wireType, p.H));
+      comm.countMetadata(m, 8 + p.P * (int64_t)sizeof(cuda::CapacityMeta));
+    }
+    st = t.enqueue(ex);
+  }
+  if (st.ok())
+    st = t.streamWaits(s);
+  // Destination side.
+  if (st.ok()) {
+    cuda::ReceiveKeysArgs ka{p.recvCount, p.recvMeta, p.P,
+                             p.C,         p.L,        (int64_t)p.rank * p.L,
+                             p.W,         p.kept,     p.recvRows,
+                             p.dropped,   p.flags,    p.keysIn,
+                             p.valuesIn};
+    st = cuda::launchReceiveKeys(ka, s);
+  }
+  if (st.ok())
+    st = cuda::sortReceivedSlots(p.keysIn, p.keysOut, p.valuesIn, p.valuesOut,
+                                 WP, p.keyBits, p.temp, p.tempBytes, s);
+  if (st.ok() && WP > 0)
+    st = cudaStatus(cudaMemsetAsync(p.inverse, 0xFF, WP * 8, s),
+                    "cudaMemsetAsync");
+  if (st.ok())
+    st = cudaStatus(cudaMemsetAsync(p.tokensPerExpert, 0, p.L * 8, s),
+                    "cudaMemsetAsync");
+  if (st.ok()) {
+    cuda::ReceiveRowsArgs ra{
+        p.recvRows,    p.keysOut,     p.valuesOut,      p.recvMeta,
+        p.C,           p.P,           p.recvIndex,      p.inverse,
+        p.recvWeights, p.recvSources, p.tokensPerExpert};
+    st = cuda::launchReceiveRows(ra, s);
+  }
+  if (st.ok())
+    st = cuda::gatherRowsDevice(p.recvSlots, *recv,
+                                cuda::GatherIndex{p.recvIndex, false}, s);
+  if (st.ok())
+    st = t.asyncError();
+  return onRank(p.rank, st);
+}
+
+Status capacityCombine(moecommCapacityPlan *plan, const moecommRows_t *y,
+                       int weighted, const moecommRows_t *out,
+                       moecommStream_t stream) {
+  moecommCapacityPlan &p = *plan;
+  Comm &comm = *p.comm;
+  cuda::NcclTransport &t = *p.transport;
+  const int dev = t.device();
+  cuda::DeviceGuard guard(dev);
+  Status local = guard.status();
+  const moecommDataType_t data = p.desc.dataType;
+  if (local.ok())
+    local = checkRows(y, "y", p.C, p.H);
+  if (local.ok() && y->type != data)
+    local = invalidArgument(cat("y has type ", (int)y->type,
+                                ", the plan's data type is ", (int)data));
+  if (local.ok())
+    local = checkRows(out, "out", p.T, p.H);
+  if (local.ok() && out->type != data)
+    local = invalidArgument(cat("out has type ", (int)out->type,
+                                ", the plan's data type is ", (int)data));
+  const bool check = !capturing(static_cast<cudaStream_t>(stream));
+  if (check && local.ok())
+    local = cuda::checkDeviceRows(*y, "y", dev);
+  if (check && local.ok())
+    local = cuda::checkDeviceRows(*out, "out", dev);
+  Signature sig(OpKind::CapacityCombine);
+  sig.setError(onRank(p.rank, local));
+  sig.add(p.id);
+  sig.add(p.H);
+  sig.add(weighted ? 1 : 0);
+  if (Status st = comm.agree(sig, kCallFields); !st.ok())
+    return st;
+
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  // Each source's slots back, in the order it sent them.
+  Status st = cuda::gatherRowsDevice(*y, p.combSend,
+                                     cuda::GatherIndex{p.inverse, true}, s);
+  if (st.ok())
+    st = t.commWaits(s);
+  if (st.ok()) {
+    Exchange ex;
+    ex.scope = moecommScopeGlobal;
+    ex.deviceMemory = true;
+    fixedPart(ex, p.W, p.kept, p.keptBack, 8, 1);
+    fixedPart(ex, p.W, p.combSend.data, p.combRecv.data,
+              p.H * elementSize(data), p.P);
+    for (int m = 0; m < p.W; ++m) {
+      comm.countPayload(moecommDirectionCombine, moecommScopeGlobal, m,
+                        p.P * wireRowBytes(data, p.H));
+      comm.countMetadata(m, 8);
+    }
+    st = t.enqueue(ex);
+  }
+  if (st.ok())
+    st = t.streamWaits(s);
+  if (st.ok())
+    st = cuda::launchCombineSources(p.slotPos, p.keptBack, p.P, p.T * p.K,
+                                    p.combSrc, s);
+  if (st.ok()) {
+    cuda::DeviceCsr m;
+    m.offsets = p.combOffsets;
+    m.src = p.combSrc;
+    m.coefs = weighted ? p.weights : nullptr;
+    st = cuda::reduceRowsDevice(p.combRecv, *out, m, s);
+  }
+  if (st.ok())
+    st = t.asyncError();
+  return onRank(p.rank, st);
+}
+
+} // namespace moecomm

@@ -1,0 +1,37 @@
+//===- DeviceRows.cpp - Picks the row kernel of a gather ------------------===//
+#include "DeviceRows.h"
+
+namespace moecomm {
+namespace cuda {
+
+namespace {
+bool isFloat(moecommDataType_t t) {
+  return t == moecommFloat32 || t == moecommBfloat16;
+}
+} // namespace
+
+Status gatherRowsDevice(const moecommRows_t &in, const moecommRows_t &out,
+                        const GatherIndex &gather, cudaStream_t stream) {
+  if (in.hidden != out.hidden)
+    return internalError(cat("gather from rows of hidden size ", in.hidden,
+                             " into rows of hidden size ", out.hidden));
+  if (!gather.index && in.rows != out.rows)
+    return internalError(cat("an identity gather of ", in.rows, " rows into ",
+                             out.rows, " rows"));
+  if (out.rows == 0 || out.hidden == 0)
+    return Status::success();
+  if ((in.type == moecommFloat8E4M3 && !in.scales && in.rows > 0) ||
+      (out.type == moecommFloat8E4M3 && !out.scales))
+    return invalidArgument("FP8 rows need scales");
+  if (in.type == out.type && (isFloat(in.type) || in.type == moecommFloat8E4M3))
+    return launchCopyRows(in, out, gather, stream);
+  if (isFloat(in.type) && out.type == moecommFloat8E4M3)
+    return launchQuantizeRows(in, out, gather, stream);
+  if (in.type == moecommFloat8E4M3 && isFloat(out.type))
+    return launchDequantizeRows(in, out, gather, stream);
+  return invalidArgument(cat("cannot convert rows of type ", (int)in.type,
+                             " to type ", (int)out.type));
+}
+
+} // namespace cuda
+} // namespace moecomm

@@ -1,0 +1,97 @@
+//===- Unpack.cu - Gather received FP8 rows, dequantized ------------------===//
+//
+// The device form of gatherRows' FP8 -> f32/bf16 case (the dispatch
+// unpack into expert-major rows): out[i][h] = decode(q[h]) * scale[h / 128]
+// in f32, rounded to nearest even for bf16 (Fp8.cpp's fp8DequantizeRow*).
+// Each thread handles 8 codes (one 8-byte load) in the vector form.
+// Same-type unpacks use Pack.cu's copy kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "DeviceRows.h"
+#include "Fp8Device.cuh"
+#include "KernelUtil.cuh"
+
+#include <cuda_bf16.h>
+
+namespace moecomm {
+namespace cuda {
+
+namespace {
+
+template <typename T, bool Vec>
+__global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
+                                     const float *__restrict__ inScales,
+                                     const int64_t *__restrict__ index,
+                                     T *__restrict__ out, int64_t outRows,
+                                     int64_t H, bool skipEmpty) {
+  const int64_t nb = (H + 127) / 128;
+  for (int64_t row = blockIdx.x; row < outRows; row += gridDim.x) {
+    const int64_t src = index ? index[row] : row;
+    T *o = out + row * H;
+    if (src < 0) {
+      if (skipEmpty)
+        continue;
+      if (Vec) {
+        const float zero[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t g = threadIdx.x; g < H / 8; g += blockDim.x)
+          store8(o + g * 8, zero);
+      } else {
+        for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
+          storeFloat(o + h, 0.0f);
+      }
+      continue;
+    }
+    const uint8_t *q = in + src * H;
+    const float *s = inScales + src * nb;
+    if (Vec) {
+      for (int64_t g = threadIdx.x; g < H / 8; g += blockDim.x) {
+        const uint2 raw = __ldg(reinterpret_cast<const uint2 *>(q + g * 8));
+        const float scale = __ldg(s + ((g * 8) >> 7));
+        const float2 a = decodeE4M3x2(raw.x), b = decodeE4M3x2(raw.x >> 16),
+                     c = decodeE4M3x2(raw.y), d = decodeE4M3x2(raw.y >> 16);
+        const float v[8] = {__fmul_rn(a.x, scale), __fmul_rn(a.y, scale),
+                            __fmul_rn(b.x, scale), __fmul_rn(b.y, scale),
+                            __fmul_rn(c.x, scale), __fmul_rn(c.y, scale),
+                            __fmul_rn(d.x, scale), __fmul_rn(d.y, scale)};
+        store8(o + g * 8, v);
+      }
+    } else {
+      for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
+        storeFloat(o + h, __fmul_rn(decodeE4M3(q[h]), __ldg(s + (h >> 7))));
+    }
+  }
+}
+
+template <typename T>
+void launchDequantize(const moecommRows_t &in, const moecommRows_t &out,
+                      const GatherIndex &g, cudaStream_t stream) {
+  const int64_t H = out.hidden;
+  const bool vec =
+      H % 8 == 0 && isAligned(in.data, 8) && isAligned(out.data, 16);
+  const uint8_t *q = static_cast<const uint8_t *>(in.data);
+  T *o = static_cast<T *>(out.data);
+  if (vec)
+    dequantizeRowsKernel<T, true>
+        <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
+            q, in.scales, g.index, o, out.rows, H, g.skipEmpty);
+  else
+    dequantizeRowsKernel<T, false>
+        <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
+            q, in.scales, g.index, o, out.rows, H, g.skipEmpty);
+}
+
+} // namespace
+
+Status launchDequantizeRows(const moecommRows_t &in, const moecommRows_t &out,
+                            const GatherIndex &gather, cudaStream_t stream) {
+  if (out.rows == 0 || out.hidden == 0)
+    return Status::success();
+  if (out.type == moecommFloat32)
+    launchDequantize<float>(in, out, gather, stream);
+  else
+    launchDequantize<__nv_bfloat16>(in, out, gather, stream);
+  return launchStatus("dequantizeRowsKernel");
+}
+
+} // namespace cuda
+} // namespace moecomm
