@@ -51,18 +51,6 @@ uint16_t toBf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-const char *name(moecommStrategy_t s) {
-  switch (s) {
-  case moecommPerExpert:
-    return "per_expert";
-  case moecommFlat:
-    return "flat";
-  case moecommHierarchical:
-    return "hierarchical";
-  default:
-    return "auto";
-  }
-}
 
 #define CHECK(call)                                                            \
   do {                                                                         \
@@ -248,7 +236,7 @@ int main(int argc, char **argv) {
               "memcpy", "ratio", "model h200 us");
   for (moecommStrategy_t s :
        {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto}) {
-    if (!o.only.empty() && o.only != name(s))
+    if (!o.only.empty() && o.only != strategyName(s))
       continue;
     Result res = runStrategy(o, s, idx, w, x);
     StrategyTraffic tr =
@@ -263,7 +251,7 @@ int main(int argc, char **argv) {
     ModelledTime mt = modelTime(tr, findLinkPreset("h200-dgx")->link);
     std::printf("%-13s %-13s %10.1f %10.1f %10.1f %9.1f %10.2f %9.2f %7.3f "
                 "%14.1f\n",
-                name(s), name(res.resolved), moved / 1e6, res.intra / 1e6,
+                strategyName(s), strategyName(res.resolved), moved / 1e6, res.intra / 1e6,
                 res.inter / 1e6, res.seconds * 1e3, gbs, mem, gbs / mem,
                 mt.totalSec() * 1e6);
   }

@@ -5,6 +5,44 @@
 
 namespace moecomm {
 
+const char *strategyName(moecommStrategy_t strategy) {
+  switch (strategy) {
+  case moecommPerExpert:
+    return "per_expert";
+  case moecommFlat:
+    return "flat";
+  case moecommHierarchical:
+    return "hierarchical";
+  case moecommAuto:
+    return "auto";
+  }
+  return "unknown";
+}
+
+const char *scopeName(moecommScope_t scope) {
+  switch (scope) {
+  case moecommScopeGlobal:
+    return "global";
+  case moecommScopeIntraNode:
+    return "intra_node";
+  case moecommScopeInterNode:
+    return "inter_node";
+  }
+  return "unknown";
+}
+
+const char *directionName(moecommDirection_t direction) {
+  switch (direction) {
+  case moecommDirectionDispatch:
+    return "dispatch";
+  case moecommDirectionCombine:
+    return "combine";
+  case moecommDirectionAllToAll:
+    return "all_to_all";
+  }
+  return "unknown";
+}
+
 std::vector<moecommScope_t> stageScopes(int ranks, int ranksPerNode,
                                         moecommStrategy_t strategy,
                                         moecommDirection_t direction) {

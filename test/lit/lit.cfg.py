@@ -25,6 +25,11 @@ config.substitutions.append(("%moecomm_src", config.moecomm_src_root))
 config.substitutions.append(("%moecomm_lib", config.moecomm_lib_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mpirun", config.mpirun))
+# `%check_exit STATUS [--one-line] -- CMD...`: runs CMD, checks its exit status
+# (and that stderr is one line), prints its stderr for FileCheck.
+config.substitutions.append(
+    ("%check_exit", config.python_executable + " " +
+     os.path.join(config.moecomm_src_root, "test", "lit", "Inputs", "check_exit.py")))
 
 # Open MPI refuses to run as root without these; tests start their own ranks.
 config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"

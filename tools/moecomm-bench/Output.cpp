@@ -42,18 +42,6 @@ int plotPreset(const BenchReport &report, const Cluster &cluster) {
 
 namespace {
 
-const char *scopeName(moecommScope_t s) {
-  switch (s) {
-  case moecommScopeGlobal:
-    return "global";
-  case moecommScopeIntraNode:
-    return "intra_node";
-  case moecommScopeInterNode:
-    return "inter_node";
-  }
-  return "?";
-}
-
 std::string ms(double sec) { return formatv("{0:f3}", sec * 1e3).str(); }
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }

@@ -12,20 +12,6 @@ using namespace llvm;
 
 namespace moecomm::bench {
 
-const char *strategyName(moecommStrategy_t strategy) {
-  switch (strategy) {
-  case moecommPerExpert:
-    return "per_expert";
-  case moecommFlat:
-    return "flat";
-  case moecommHierarchical:
-    return "hierarchical";
-  case moecommAuto:
-    return "auto";
-  }
-  return "?";
-}
-
 Expected<std::vector<std::string>> splitList(StringRef value, StringRef flag) {
   std::vector<std::string> out;
   SmallVector<StringRef, 8> parts;

@@ -52,9 +52,6 @@ struct SweepSpec {
 /// strategies.
 std::vector<SweepSpec> defaultPlan(const std::vector<std::string> &configs);
 
-/// "per_expert", "flat", "hierarchical" or "auto".
-const char *strategyName(moecommStrategy_t strategy);
-
 /// Splits a comma-separated flag value; empty items are an error naming
 /// `flag`.
 llvm::Expected<std::vector<std::string>> splitList(llvm::StringRef value,

@@ -22,6 +22,7 @@
 #include "Plots.h"
 #include "Progress.h"
 #include "Sweep.h"
+#include "ToolSupport.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -178,69 +179,13 @@ int report(Error e, bool print) {
   return code;
 }
 
-/// Whether this process prints: not an MPI rank other than 0 (read from the
-/// launcher's environment, so it holds before MPI_Init).
-bool isReportingProcess() {
-  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char *v = std::getenv(var))
-      return StringRef(v) == "0";
-  return true;
-}
-
-/// <bin>/../share/moecomm/<sub> (installed) and the source tree's examples.
-std::vector<std::string> dataDirs(const char *argv0, StringRef sub) {
-  std::string exe =
-      sys::fs::getMainExecutable(argv0, (void *)&isReportingProcess);
-  SmallString<256> installed(sys::path::parent_path(exe));
-  sys::path::append(installed, "..", "share", "moecomm", sub);
-  SmallString<256> source(MOECOMM_BENCH_EXAMPLES_DIR);
-  sys::path::append(source, sub);
-  return {installed.str().str(), source.str().str()};
-}
-
 /// Parses the command line; returns false with one line in `error`.
 bool parseFlags(int argc, char **argv, std::string &error) {
-  // llvm::cl writes some errors to the stream it is given and others straight
-  // to stderr: capture descriptor 2 while parsing so they become one line.
-  std::string text;
-  bool ok;
-  {
-    raw_string_ostream errStream(text);
-    errs().flush();
-    std::FILE *capture = std::tmpfile();
-    const int saved = capture ? ::dup(2) : -1;
-    if (saved >= 0)
-      ::dup2(::fileno(capture), 2);
-    ok = cl::ParseCommandLineOptions(
-        argc, argv,
-        "moecomm-bench: exact traffic, modelled time and measured time of MoE "
-        "dispatch + combine per strategy (docs/BENCHMARKS.md)\n",
-        &errStream);
-    errs().flush();
-    if (saved >= 0) {
-      ::dup2(saved, 2);
-      ::close(saved);
-      std::rewind(capture);
-      char buffer[4096];
-      size_t n;
-      while ((n = std::fread(buffer, 1, sizeof(buffer), capture)) > 0)
-        text.append(buffer, n);
-    }
-    if (capture)
-      std::fclose(capture);
-  }
-  if (ok)
-    return true;
-  SmallVector<StringRef, 4> lines;
-  StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
-  for (StringRef l : lines) {
-    l = l.trim();
-    l.consume_front("moecomm-bench: ");
-    error += (error.empty() ? "" : " ") + l.str();
-  }
-  if (error.empty())
-    error = "invalid command line";
-  return false;
+  return run::parseCommandLine(
+      argc, argv,
+      "moecomm-bench: exact traffic, modelled time and measured time of MoE "
+      "dispatch + combine per strategy (docs/BENCHMARKS.md)\n",
+      error);
 }
 
 /// Everything decided from the flags before any work.
@@ -256,7 +201,7 @@ struct Setup {
 Error buildSetup(const char *argv0, Setup &s) {
   std::vector<std::string> dirs = configDir.getNumOccurrences()
                                       ? std::vector<std::string>{configDir}
-                                      : dataDirs(argv0, "configs");
+                                      : run::dataDirs(argv0, "configs");
   // Presets.
   Expected<std::vector<std::string>> presetNames =
       splitList(presetsOpt, "presets");
@@ -388,7 +333,7 @@ Error buildSetup(const char *argv0, Setup &s) {
     if (traceFile.getNumOccurrences()) {
       s.traceFile = traceFile;
     } else {
-      for (const std::string &dir : dataDirs(argv0, "data")) {
+      for (const std::string &dir : run::dataDirs(argv0, "data")) {
         SmallString<256> candidate(dir);
         sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
         if (sys::fs::exists(candidate)) {
@@ -433,7 +378,7 @@ struct GroupSpec {
 
 int main(int argc, char **argv) {
   const auto started = std::chrono::steady_clock::now();
-  const bool printer = isReportingProcess();
+  const bool printer = run::isReportingProcess();
   cl::HideUnrelatedOptions({&sweepCat, &modelCat});
   std::string command;
   for (int i = 0; i < argc; ++i)
@@ -446,7 +391,7 @@ int main(int argc, char **argv) {
   if (listConfigs) {
     std::vector<std::string> dirs = configDir.getNumOccurrences()
                                         ? std::vector<std::string>{configDir}
-                                        : dataDirs(argv[0], "configs");
+                                        : run::dataDirs(argv[0], "configs");
     for (const std::string &name : run::listModelConfigs(dirs)) {
       Expected<run::ModelConfig> c = run::loadModelConfig(name, dirs);
       if (!c)

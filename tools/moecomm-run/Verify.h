@@ -18,6 +18,7 @@
 #include "LayerResult.h"
 
 #include "moecomm/Reference.h"
+#include "moecomm/Traffic.h"
 
 #include <cstdint>
 #include <string>
@@ -100,11 +101,6 @@ bool verifyLowerBound(int64_t dispatchBound, int64_t combineBound,
                       moecommStrategy_t strategy,
                       const moecommTraffic_t &globalTraffic,
                       std::vector<std::string> &failures);
-
-/// Short names used in reports and flags.
-const char *strategyName(moecommStrategy_t strategy);
-const char *scopeName(moecommScope_t scope);
-const char *directionName(moecommDirection_t direction);
 
 } // namespace moecomm::run
 

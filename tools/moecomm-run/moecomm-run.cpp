@@ -21,6 +21,7 @@
 #include "ModelConfig.h"
 #include "Report.h"
 #include "RoutingGen.h"
+#include "ToolSupport.h"
 #include "Verify.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -187,15 +188,6 @@ cl::opt<bool> listConfigs("list-configs",
                           cl::desc("List the model configs and exit"),
                           cl::cat(genCat));
 
-/// Whether this process prints: not an MPI rank other than 0. Read from the
-/// launcher's environment so it also holds before MPI_Init.
-bool isReportingProcess() {
-  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char *v = std::getenv(var))
-      return StringRef(v) == "0";
-  return true;
-}
-
 /// Prints `e` as one line and returns its exit status (2 bad input, 3 other).
 int report(Error e, bool print) {
   int code = 3;
@@ -214,23 +206,6 @@ int report(Error e, bool print) {
     errs().flush();
   }
   return code;
-}
-
-std::string exeDir(const char *argv0) {
-  std::string exe =
-      sys::fs::getMainExecutable(argv0, (void *)&isReportingProcess);
-  return sys::path::parent_path(exe).str();
-}
-
-std::vector<std::string> dataDirs(const std::string &bin, StringRef sub) {
-  std::vector<std::string> dirs;
-  SmallString<256> installed(bin);
-  sys::path::append(installed, "..", "share", "moecomm", sub);
-  dirs.push_back(installed.str().str());
-  SmallString<256> source(MOECOMM_RUN_EXAMPLES_DIR);
-  sys::path::append(source, sub);
-  dirs.push_back(source.str().str());
-  return dirs;
 }
 
 Expected<moecommStrategy_t> parseStrategy(StringRef s) {
@@ -263,7 +238,7 @@ Expected<std::vector<int64_t>> parseTokens(StringRef s) {
 }
 
 /// Builds the routing problem from the flags (file or generator).
-Expected<RoutingProblem> buildProblem(const std::string &bin,
+Expected<RoutingProblem> buildProblem(const char *argv0,
                                       const MpiWorld &world, bool mpi) {
   const bool fromFile = routingFile.getNumOccurrences() > 0;
   if (fromFile) {
@@ -293,7 +268,7 @@ Expected<RoutingProblem> buildProblem(const std::string &bin,
   if (configName.getNumOccurrences()) {
     std::vector<std::string> dirs = configDir.getNumOccurrences()
                                         ? std::vector<std::string>{configDir}
-                                        : dataDirs(bin, "configs");
+                                        : dataDirs(argv0, "configs");
     Expected<ModelConfig> c = loadModelConfig(configName, dirs);
     if (!c)
       return c.takeError();
@@ -346,7 +321,7 @@ Expected<RoutingProblem> buildProblem(const std::string &bin,
     if (traceFile.getNumOccurrences()) {
       g.traceFile = traceFile;
     } else {
-      for (const std::string &dir : dataDirs(bin, "data")) {
+      for (const std::string &dir : dataDirs(argv0, "data")) {
         SmallString<256> candidate(dir);
         sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
         if (sys::fs::exists(candidate)) {
@@ -404,7 +379,7 @@ struct RunState {
 /// Returns the exit status (0 = go on). Errors are printed by rank 0 only:
 /// they are the same on every rank (same flags and files), or rank-0-only
 /// (--save-routing, --dump directory creation).
-int prepare(const std::string &bin, const MpiWorld &world, bool mpi,
+int prepare(const char *argv0, const MpiWorld &world, bool mpi,
             RunState &state) {
   const bool printer = world.rank == 0;
   Expected<moecommStrategy_t> strategy = parseStrategy(strategyOpt);
@@ -426,7 +401,7 @@ int prepare(const std::string &bin, const MpiWorld &world, bool mpi,
                                      (long long)iterationsOpt)),
                   printer);
 
-  Expected<RoutingProblem> problem = buildProblem(bin, world, mpi);
+  Expected<RoutingProblem> problem = buildProblem(argv0, world, mpi);
   if (!problem)
     return report(problem.takeError(), printer);
   state.problem = std::move(*problem);
@@ -578,55 +553,17 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
 int main(int argc, char **argv) {
   const bool printer = isReportingProcess();
   cl::HideUnrelatedOptions({&runCat, &genCat});
-  // llvm::cl writes some errors to the Errs stream and others (bad option
-  // values) straight to stderr: capture file descriptor 2 during parsing so
-  // every flag error becomes one line.
-  std::string parseErrors;
-  bool parsed;
-  {
-    raw_string_ostream errStream(parseErrors);
-    errs().flush();
-    std::FILE *capture = std::tmpfile();
-    const int savedStderr = capture ? ::dup(2) : -1;
-    if (savedStderr >= 0)
-      ::dup2(::fileno(capture), 2);
-    parsed = cl::ParseCommandLineOptions(
-        argc, argv,
-        "moecomm-run: run an MoE layer's dispatch and combine on a backend, "
-        "verify it against the reference, report traffic per link class\n",
-        &errStream);
-    errs().flush();
-    if (savedStderr >= 0) {
-      ::dup2(savedStderr, 2);
-      ::close(savedStderr);
-      std::rewind(capture);
-      char buffer[4096];
-      size_t n;
-      while ((n = std::fread(buffer, 1, sizeof(buffer), capture)) > 0)
-        parseErrors.append(buffer, n);
-    }
-    if (capture)
-      std::fclose(capture);
-  }
-  if (!parsed) {
-    // Keep it to one line: llvm::cl may add "Did you mean" hints.
-    SmallVector<StringRef, 4> lines;
-    StringRef(parseErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
-    std::string joined;
-    for (StringRef l : lines) {
-      l = l.trim();
-      l.consume_front("moecomm-run: ");
-      joined += (joined.empty() ? "" : " ") + l.str();
-    }
-    if (joined.empty())
-      joined = "invalid command line";
-    return report(inputError(joined), printer);
-  }
-  const std::string bin = exeDir(argv[0]);
+  std::string parseError;
+  if (!parseCommandLine(
+          argc, argv,
+          "moecomm-run: run an MoE layer's dispatch and combine on a backend, "
+          "verify it against the reference, report traffic per link class\n",
+          parseError))
+    return report(inputError(parseError), printer);
   if (listConfigs) {
     std::vector<std::string> dirs = configDir.getNumOccurrences()
                                         ? std::vector<std::string>{configDir}
-                                        : dataDirs(bin, "configs");
+                                        : dataDirs(argv[0], "configs");
     for (const std::string &name : listModelConfigs(dirs)) {
       Expected<ModelConfig> c = loadModelConfig(name, dirs);
       if (!c) {
@@ -661,7 +598,7 @@ int main(int argc, char **argv) {
   }
   // Every MPI rank makes the same two agreements, whatever failed where.
   RunState state;
-  int code = prepare(bin, world, mpi, state);
+  int code = prepare(argv[0], world, mpi, state);
   code = mpiMaxInt(world, code);
   if (code == 0)
     code = execute(world, mpi, state);

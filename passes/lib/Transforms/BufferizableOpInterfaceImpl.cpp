@@ -365,6 +365,25 @@ struct LayoutModel : RuntimeCallModel<LayoutModel, LayoutOp> {
   }
 };
 
+/// `<name>_<elt>(layout, flag, in, out)`: a runtime one-shot collective
+/// (dispatch with flag = wire dtype, combine with flag = weighted) from the
+/// `in` buffer into a new buffer of `resultType`, sized by `direction`'s
+/// output rows.
+FailureOr<Value> callOneShot(RuntimeAbi &abi,
+                             const BufferizationOptions &options,
+                             StringRef name, int32_t flag, Value in,
+                             Value layout, Direction direction,
+                             RankedTensorType resultType) {
+  FailureOr<Value> out = abi.alloc(
+      options, resultType, abi.rows(layout, direction, kOutputStep, false));
+  if (failed(out))
+    return failure();
+  Type elt = cast<MemRefType>(in.getType()).getElementType();
+  abi.call((name + "_" + RuntimeAbi::suffix(elt)).str(),
+           {layout, abi.i32(flag), in, abi.abiMemRef(*out)});
+  return out;
+}
+
 /// Collective dispatch: the runtime's layout + one-shot dispatch (its `auto`
 /// chooses the strategy per call from the actual routing).
 struct DispatchModel : RuntimeCallModel<DispatchModel, DispatchOp> {
@@ -386,18 +405,17 @@ struct DispatchModel : RuntimeCallModel<DispatchModel, DispatchOp> {
         dispatch.getStrategy().value_or(Strategy::automatic),
         dispatch.getCapacity(), dispatch.getX().getType().getDimSize(1),
         dispatch.getWireDtype());
-    FailureOr<Value> recv = abi.alloc(
-        options, dispatch.getRecv().getType(),
-        abi.rows(layout, Direction::dispatch, kOutputStep, false));
     FailureOr<SmallVector<Value>> outputs =
         layoutOutputs(rewriter, abi, layout, dispatch.getRecvWeights(),
                       dispatch.getTokensPerExpert(), options);
-    if (failed(recv) || failed(outputs))
+    if (failed(outputs))
       return failure();
-    Type elt = dispatch.getX().getType().getElementType();
-    abi.call(("moecomm_rt_dispatch_" + RuntimeAbi::suffix(elt)).str(),
-             {layout, abi.i32(static_cast<int32_t>(dispatch.getWireDtype())),
-              (*inputs)[0], abi.abiMemRef(*recv)});
+    FailureOr<Value> recv = callOneShot(
+        abi, options, "moecomm_rt_dispatch",
+        static_cast<int32_t>(dispatch.getWireDtype()), (*inputs)[0], layout,
+        Direction::dispatch, dispatch.getRecv().getType());
+    if (failed(recv))
+      return failure();
     replaceOpWithBufferizedValues(
         rewriter, op,
         {*recv, (*outputs)[0], (*outputs)[1],
@@ -406,58 +424,43 @@ struct DispatchModel : RuntimeCallModel<DispatchModel, DispatchOp> {
   }
 };
 
-/// Cached dispatch: the runtime's one-shot dispatch along an existing layout.
-struct CachedDispatchModel
-    : RuntimeCallModel<CachedDispatchModel, CachedDispatchOp> {
+/// Cached dispatch and combine: one one-shot call on the handle's layout.
+template <typename Model, typename OpTy>
+struct OneShotModel : RuntimeCallModel<Model, OpTy> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    auto dispatch = cast<CachedDispatchOp>(op);
+    auto concrete = cast<OpTy>(op);
     rewriter.setInsertionPoint(op);
     RuntimeAbi abi(rewriter, op->getLoc(), op);
     FailureOr<SmallVector<Value>> inputs =
-        abiBuffers(rewriter, abi, {dispatch.getX()}, options, state);
+        abiBuffers(rewriter, abi, {op->getOperand(0)}, options, state);
     if (failed(inputs))
       return failure();
-    Value layout = abi.pointer(dispatch.getHandle());
-    FailureOr<Value> recv =
-        abi.alloc(options, dispatch.getRecv().getType(),
-                  abi.rows(layout, Direction::dispatch, kOutputStep, false));
-    if (failed(recv))
+    FailureOr<Value> out = callOneShot(
+        abi, options, Model::kName, Model::flag(concrete), (*inputs)[0],
+        abi.pointer(concrete.getHandle()), Model::kDirection,
+        cast<RankedTensorType>(op->getResult(0).getType()));
+    if (failed(out))
       return failure();
-    Type elt = dispatch.getX().getType().getElementType();
-    abi.call(("moecomm_rt_dispatch_" + RuntimeAbi::suffix(elt)).str(),
-             {layout, abi.i32(static_cast<int32_t>(dispatch.getWireDtype())),
-              (*inputs)[0], abi.abiMemRef(*recv)});
-    replaceOpWithBufferizedValues(rewriter, op, *recv);
+    replaceOpWithBufferizedValues(rewriter, op, *out);
     return success();
   }
 };
 
-struct CombineModel : RuntimeCallModel<CombineModel, CombineOp> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto combine = cast<CombineOp>(op);
-    rewriter.setInsertionPoint(op);
-    RuntimeAbi abi(rewriter, op->getLoc(), op);
-    FailureOr<SmallVector<Value>> inputs =
-        abiBuffers(rewriter, abi, {combine.getY()}, options, state);
-    if (failed(inputs))
-      return failure();
-    Value layout = abi.pointer(combine.getHandle());
-    FailureOr<Value> out =
-        abi.alloc(options, combine.getOut().getType(),
-                  abi.rows(layout, Direction::combine, kOutputStep, false));
-    if (failed(out))
-      return failure();
-    Type elt = combine.getY().getType().getElementType();
-    abi.call(("moecomm_rt_combine_" + RuntimeAbi::suffix(elt)).str(),
-             {layout, abi.i32(combine.getWeighted()), (*inputs)[0],
-              abi.abiMemRef(*out)});
-    replaceOpWithBufferizedValues(rewriter, op, *out);
-    return success();
+struct CachedDispatchModel
+    : OneShotModel<CachedDispatchModel, CachedDispatchOp> {
+  static constexpr const char *kName = "moecomm_rt_dispatch";
+  static constexpr Direction kDirection = Direction::dispatch;
+  static int32_t flag(CachedDispatchOp op) {
+    return static_cast<int32_t>(op.getWireDtype());
   }
+};
+
+struct CombineModel : OneShotModel<CombineModel, CombineOp> {
+  static constexpr const char *kName = "moecomm_rt_combine";
+  static constexpr Direction kDirection = Direction::combine;
+  static int32_t flag(CombineOp op) { return op.getWeighted(); }
 };
 
 /// Ragged all_to_all: learn the receive counts, then move the rows.

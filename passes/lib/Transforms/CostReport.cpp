@@ -23,18 +23,6 @@ using namespace mlir::moecomm;
 
 namespace {
 
-const char *scopeName(moecommScope_t scope) {
-  switch (scope) {
-  case moecommScopeGlobal:
-    return "global";
-  case moecommScopeIntraNode:
-    return "intra_node";
-  case moecommScopeInterNode:
-    return "inter_node";
-  }
-  return "?";
-}
-
 int64_t rowBytes(Type elt, int64_t hidden, bool fp8) {
   if (fp8)
     return hidden + 4 * getNumScaleBlocks(hidden);
@@ -97,7 +85,7 @@ struct CostReportPass
         for (auto [i, stage] : llvm::enumerate(stages))
           os << llvm::formatv(
               "  {0,-13}{1,-10}{2,-6}{3,-12}{4,16:F3}{5,16:F3}{6,14:F1}\n", name,
-              direction, i, scopeName(stage.scope),
+              direction, i, ::moecomm::scopeName(stage.scope),
               stage.bytesSent[moecommLinkInterNode] * ranks / 1e6,
               stage.bytesSent[moecommLinkIntraNode] * ranks / 1e6,
               seconds[i] * 1e6);

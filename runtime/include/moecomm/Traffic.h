@@ -83,6 +83,14 @@ std::vector<moecommScope_t> stageScopes(int ranks, int ranksPerNode,
                                         moecommStrategy_t strategy,
                                         moecommDirection_t direction);
 
+/// Names used in reports, flags and plans: "per_expert", "flat",
+/// "hierarchical", "auto"; "global", "intra_node", "inter_node"; "dispatch",
+/// "combine", "all_to_all"; "unknown" for values outside the enums.
+const char *strategyName(moecommStrategy_t strategy);
+const char *scopeName(moecommScope_t scope);
+const char *directionName(moecommDirection_t direction);
+
+
 /// Bytes of one row on the wire: H * sizeof(type); FP8: H + 4*ceil(H/128).
 int64_t wireRowBytes(moecommDataType_t type, int64_t hidden);
 

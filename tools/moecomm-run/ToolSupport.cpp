@@ -1,0 +1,79 @@
+//===- ToolSupport.cpp - what moecomm-run and moecomm-bench share ---------===//
+
+#include "ToolSupport.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+using namespace llvm;
+
+namespace moecomm::run {
+
+bool isReportingProcess() {
+  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char *v = std::getenv(var))
+      return StringRef(v) == "0";
+  return true;
+}
+
+std::vector<std::string> dataDirs(const char *argv0, StringRef sub) {
+  std::string exe =
+      sys::fs::getMainExecutable(argv0, (void *)&isReportingProcess);
+  SmallString<256> installed(sys::path::parent_path(exe));
+  sys::path::append(installed, "..", "share", "moecomm", sub);
+  SmallString<256> source(MOECOMM_TOOL_EXAMPLES_DIR);
+  sys::path::append(source, sub);
+  return {installed.str().str(), source.str().str()};
+}
+
+bool parseCommandLine(int argc, char **argv, StringRef overview,
+                      std::string &error) {
+  std::string text;
+  bool ok;
+  {
+    raw_string_ostream errStream(text);
+    errs().flush();
+    std::FILE *capture = std::tmpfile();
+    const int saved = capture ? ::dup(2) : -1;
+    if (saved >= 0)
+      ::dup2(::fileno(capture), 2);
+    ok = cl::ParseCommandLineOptions(argc, argv, overview, &errStream);
+    errs().flush();
+    if (saved >= 0) {
+      ::dup2(saved, 2);
+      ::close(saved);
+      std::rewind(capture);
+      char buffer[4096];
+      size_t n;
+      while ((n = std::fread(buffer, 1, sizeof(buffer), capture)) > 0)
+        text.append(buffer, n);
+    }
+    if (capture)
+      std::fclose(capture);
+  }
+  if (ok)
+    return true;
+  // One line: llvm::cl may add "Did you mean" hints on more lines.
+  StringRef tool = sys::path::filename(argv[0]);
+  SmallVector<StringRef, 4> lines;
+  StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef l : lines) {
+    l = l.trim();
+    if (l.starts_with(tool) && l.drop_front(tool.size()).starts_with(": "))
+      l = l.drop_front(tool.size() + 2);
+    error += (error.empty() ? "" : " ") + l.str();
+  }
+  if (error.empty())
+    error = "invalid command line";
+  return false;
+}
+
+} // namespace moecomm::run
