@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
+#include "moecomm/Traffic.h"
 
 #include <gtest/gtest.h>
 
@@ -74,23 +75,9 @@ struct Param {
   moecommStrategy_t strategy;
 };
 
-std::string strategyName(moecommStrategy_t s);
 
 void PrintTo(const Param &p, std::ostream *os) {
   *os << p.spec.name() << " " << strategyName(p.strategy);
-}
-
-std::string strategyName(moecommStrategy_t s) {
-  switch (s) {
-  case moecommPerExpert:
-    return "per_expert";
-  case moecommFlat:
-    return "flat";
-  case moecommHierarchical:
-    return "hierarchical";
-  default:
-    return "auto";
-  }
 }
 
 std::vector<Param> params() {
