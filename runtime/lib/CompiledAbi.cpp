@@ -17,10 +17,13 @@ namespace {
 thread_local moecommComm_t boundComm = nullptr;
 thread_local moecommResult_t firstError = moecommSuccess;
 thread_local std::string firstMessage;
+/// Whether every rank knows about firstError (it came from a collective).
+thread_local bool errorShared = false;
 thread_local moecommCompiledStats_t stats;
 
 bool stopped() { return firstError != moecommSuccess; }
 
+/// Records a local error (only this rank knows about it).
 void fail(moecommResult_t code, const std::string &message) {
   if (stopped())
     return;
@@ -28,12 +31,39 @@ void fail(moecommResult_t code, const std::string &message) {
   firstMessage = message;
 }
 
-/// Records a failed API call with the communicator's message.
+/// Records a failed local API call with the communicator's message.
 bool ok(moecommResult_t result) {
   if (result == moecommSuccess)
     return true;
   fail(result, moecommCommGetLastError(boundComm));
   return false;
+}
+
+/// Records the outcome of a collective call; its errors are the same on
+/// every rank.
+bool collective(moecommResult_t result) {
+  if (ok(result))
+    return true;
+  errorShared = true;
+  return false;
+}
+
+/// Called by a collective entry point of a stopped thread. If the other ranks
+/// do not know about its error, `poison` takes part in the collective with
+/// input the runtime rejects (collectively), so every rank stops at the same
+/// call instead of waiting for this one; afterwards no rank runs anything.
+/// Returns true (the caller returns at once).
+template <typename Poison> bool shareError(Poison poison) {
+  if (!errorShared && boundComm) {
+    poison();
+    errorShared = true;
+  }
+  return true;
+}
+
+/// Rows the runtime rejects (a negative count).
+moecommRows_t rejectedRows() {
+  return moecommRows_t{nullptr, nullptr, -1, 1, moecommBfloat16};
 }
 
 size_t elementBytes(moecommDataType_t type) {
@@ -121,28 +151,48 @@ void recordStats(moecommLayout_t layout) {
     }
 }
 
+/// The layout collective with a negative token count, which every rank
+/// rejects.
+void rejectLayout() {
+  moecommLayoutDesc_t desc = {};
+  desc.numTokens = -1;
+  desc.topk = 1;
+  desc.numExperts = 1;
+  desc.idxType = moecommInt32;
+  moecommLayout_t layout = nullptr;
+  collective(moecommLayoutCreate(boundComm, &desc, &layout));
+}
+
 void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
                    moecommDataType_t idxType, int64_t ranks,
                    int64_t ranksPerNode, int64_t experts, int32_t strategy,
                    int64_t capacity, int64_t hidden, int32_t wire) {
-  if (stopped() || !commBound())
+  if (!commBound())
     return nullptr;
+  if (stopped()) {
+    shareError(rejectLayout);
+    return nullptr;
+  }
   int size = 0, perNode = 0;
   if (!ok(moecommCommSize(boundComm, &size)) ||
       !ok(moecommCommRanksPerNode(boundComm, &perNode)))
     return nullptr;
   if (size != ranks || perNode != ranksPerNode) {
+    // The same on every rank (same graph, same communicator).
     fail(moecommMismatch,
          "the graph was compiled for " + std::to_string(ranks) + " ranks x " +
              std::to_string(ranksPerNode) +
              " per node but the communicator has " + std::to_string(size) +
              " ranks x " + std::to_string(perNode) + " per node");
+    errorShared = true;
     return nullptr;
   }
   moecommRows_t idxRows, weightRows;
   if (!rowsOf(idx, idxType, nullptr, &idxRows) ||
-      !rowsOf(weights, moecommFloat32, nullptr, &weightRows))
+      !rowsOf(weights, moecommFloat32, nullptr, &weightRows)) {
+    shareError(rejectLayout);
     return nullptr;
+  }
   moecommLayoutDesc_t desc = {};
   desc.numTokens = idxRows.rows;
   desc.topk = static_cast<int32_t>(idxRows.hidden);
@@ -155,7 +205,7 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   desc.hidden = hidden;
   desc.wireType = static_cast<moecommDataType_t>(wire);
   moecommLayout_t layout = nullptr;
-  if (!ok(moecommLayoutCreate(boundComm, &desc, &layout)))
+  if (!collective(moecommLayoutCreate(boundComm, &desc, &layout)))
     return nullptr;
   recordStats(layout);
   return layout;
@@ -190,23 +240,31 @@ void *exchange(bool start, void *layout, int32_t direction, int64_t stage,
                moecommMemRef2D *send, moecommMemRef2D *sendScales,
                moecommMemRef2D *recv, moecommMemRef2D *recvScales,
                moecommDataType_t type) {
-  if (stopped() || !layout)
+  auto dir = static_cast<moecommDirection_t>(direction);
+  moecommRequest_t request = nullptr;
+  auto call = [&](const moecommRows_t &src, moecommRows_t &dst) {
+    if (!start)
+      return collective(moecommExchange(boundComm, asLayout(layout), dir,
+                                        static_cast<int>(stage), &src, &dst,
+                                        nullptr));
+    return collective(moecommExchangeStart(boundComm, asLayout(layout), dir,
+                                           static_cast<int>(stage), &src,
+                                           &dst, nullptr, &request));
+  };
+  auto reject = [&] {
+    moecommRows_t bad = rejectedRows();
+    call(bad, bad);
+  };
+  // A null layout means its (collective) creation failed on every rank.
+  if (!layout || (stopped() && shareError(reject)))
     return nullptr;
   moecommRows_t src, dst;
   if (!rowsOf(send, type, sendScales, &src) ||
-      !rowsOf(recv, type, recvScales, &dst))
-    return nullptr;
-  auto dir = static_cast<moecommDirection_t>(direction);
-  if (!start) {
-    ok(moecommExchange(boundComm, asLayout(layout), dir,
-                       static_cast<int>(stage), &src, &dst, nullptr));
+      !rowsOf(recv, type, recvScales, &dst)) {
+    shareError(reject);
     return nullptr;
   }
-  moecommRequest_t request = nullptr;
-  if (!ok(moecommExchangeStart(boundComm, asLayout(layout), dir,
-                               static_cast<int>(stage), &src, &dst, nullptr,
-                               &request)))
-    return nullptr;
+  call(src, dst);
   return request;
 }
 
@@ -250,8 +308,6 @@ bool countsOf(const moecommMemRef1D *m, moecommDataType_t type, int64_t ranks,
 }
 
 bool a2aTopology(int64_t ranks, int64_t ranksPerNode) {
-  if (stopped() || !commBound())
-    return false;
   int size = 0, perNode = 0;
   if (!ok(moecommCommSize(boundComm, &size)) ||
       !ok(moecommCommRanksPerNode(boundComm, &perNode)))
@@ -266,15 +322,27 @@ bool a2aTopology(int64_t ranks, int64_t ranksPerNode) {
   return false;
 }
 
+/// The counts collective with negative counts, which every rank rejects.
+void rejectCounts() {
+  int size = 0;
+  moecommCommSize(boundComm, &size);
+  std::vector<int64_t> bad(size, -1), recv(size);
+  collective(moecommAllToAllCounts(boundComm, bad.data(), recv.data()));
+}
+
 int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
                        moecommMemRef1D *sendCounts, moecommDataType_t type,
                        moecommMemRef1D *recvCounts) {
+  if (!commBound() || (stopped() && shareError(rejectCounts)))
+    return 0;
   std::vector<int64_t> send;
   if (!a2aTopology(ranks, ranksPerNode) ||
-      !countsOf(sendCounts, type, ranks, send) || !contiguous1D(recvCounts))
+      !countsOf(sendCounts, type, ranks, send) || !contiguous1D(recvCounts)) {
+    shareError(rejectCounts);
     return 0;
+  }
   auto *recv = static_cast<int64_t *>(base(recvCounts, moecommInt64));
-  if (!ok(moecommAllToAllCounts(boundComm, send.data(), recv)))
+  if (!collective(moecommAllToAllCounts(boundComm, send.data(), recv)))
     return 0;
   int64_t total = 0;
   for (int64_t i = 0; i < ranks; ++i)
@@ -286,15 +354,46 @@ void allToAll(int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,
               moecommDataType_t type, moecommMemRef1D *sendCounts,
               moecommDataType_t countType, moecommMemRef2D *recv,
               moecommMemRef1D *recvCounts) {
+  auto reject = [&] {
+    int size = 0;
+    moecommCommSize(boundComm, &size);
+    std::vector<int64_t> bad(size, -1);
+    moecommRows_t rows = rejectedRows();
+    collective(moecommAllToAll(boundComm, &rows, bad.data(), &rows, bad.data(),
+                               nullptr));
+  };
+  if (!commBound() || (stopped() && shareError(reject)))
+    return;
   std::vector<int64_t> sendN, recvN;
   moecommRows_t src, dst;
   if (!a2aTopology(ranks, ranksPerNode) ||
       !countsOf(sendCounts, countType, ranks, sendN) ||
       !countsOf(recvCounts, moecommInt64, ranks, recvN) ||
-      !rowsOf(send, type, nullptr, &src) || !rowsOf(recv, type, nullptr, &dst))
+      !rowsOf(send, type, nullptr, &src) ||
+      !rowsOf(recv, type, nullptr, &dst)) {
+    shareError(reject);
     return;
-  ok(moecommAllToAll(boundComm, &src, sendN.data(), &dst, recvN.data(),
-                     nullptr));
+  }
+  collective(moecommAllToAll(boundComm, &src, sendN.data(), &dst,
+                             recvN.data(), nullptr));
+}
+
+/// A one-shot dispatch or combine (`call`) from `in` into `out`.
+template <typename Call>
+void oneShot(void *layout, moecommMemRef2D *in, moecommMemRef2D *out,
+             moecommDataType_t type, Call call) {
+  auto reject = [&] {
+    moecommRows_t bad = rejectedRows();
+    collective(call(bad, bad));
+  };
+  if (!layout || (stopped() && shareError(reject)))
+    return;
+  moecommRows_t src, dst;
+  if (!rowsOf(in, type, nullptr, &src) || !rowsOf(out, type, nullptr, &dst)) {
+    shareError(reject);
+    return;
+  }
+  collective(call(src, dst));
 }
 
 } // namespace
@@ -305,6 +404,7 @@ moecommResult_t moecommCompiledBind(moecommComm_t comm) {
   boundComm = comm;
   firstError = moecommSuccess;
   firstMessage.clear();
+  errorShared = false;
   stats = moecommCompiledStats_t{};
   return comm ? moecommSuccess : moecommInvalidArgument;
 }
@@ -383,7 +483,7 @@ void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
 
 void moecomm_rt_wait(void *request) {
   if (request)
-    ok(moecommWait(static_cast<moecommRequest_t>(request)));
+    collective(moecommWait(static_cast<moecommRequest_t>(request)));
 }
 
 // Gathers: <in>_<out>, scales follow each f8 side.
@@ -432,22 +532,21 @@ void _mlir_ciface_moecomm_rt_gather_f8_f8(void *layout, int32_t direction,
   void _mlir_ciface_moecomm_rt_dispatch_##T(void *layout, int32_t wire,        \
                                             moecommMemRef2D *x,                \
                                             moecommMemRef2D *recv) {           \
-    moecommRows_t src, dst;                                                    \
-    if (stopped() || !layout || !rowsOf(x, TYPE, nullptr, &src) ||             \
-        !rowsOf(recv, TYPE, nullptr, &dst))                                    \
-      return;                                                                  \
-    ok(moecommDispatch(boundComm, asLayout(layout), &src,                      \
-                       static_cast<moecommDataType_t>(wire), &dst, nullptr));  \
+    oneShot(layout, x, recv, TYPE, [&](const moecommRows_t &s,                 \
+                                       moecommRows_t &d) {                     \
+      return moecommDispatch(boundComm, asLayout(layout), &s,                  \
+                             static_cast<moecommDataType_t>(wire), &d,         \
+                             nullptr);                                         \
+    });                                                                        \
   }                                                                            \
   void _mlir_ciface_moecomm_rt_combine_##T(void *layout, int32_t weighted,     \
                                            moecommMemRef2D *y,                 \
                                            moecommMemRef2D *out) {             \
-    moecommRows_t src, dst;                                                    \
-    if (stopped() || !layout || !rowsOf(y, TYPE, nullptr, &src) ||             \
-        !rowsOf(out, TYPE, nullptr, &dst))                                     \
-      return;                                                                  \
-    ok(moecommCombine(boundComm, asLayout(layout), &src, weighted, &dst,       \
-                      nullptr));                                               \
+    oneShot(layout, y, out, TYPE, [&](const moecommRows_t &s,                  \
+                                      moecommRows_t &d) {                      \
+      return moecommCombine(boundComm, asLayout(layout), &s, weighted, &d,     \
+                            nullptr);                                          \
+    });                                                                        \
   }                                                                            \
   void _mlir_ciface_moecomm_rt_exchange_##T(                                   \
       void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,   \

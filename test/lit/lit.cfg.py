@@ -24,7 +24,12 @@ llvm_config.with_environment("PATH", config.moecomm_tools_dir, append_path=True)
 config.substitutions.append(("%moecomm_src", config.moecomm_src_root))
 config.substitutions.append(("%moecomm_lib", config.moecomm_lib_dir))
 config.substitutions.append(("%python", config.python_executable))
-config.substitutions.append(("%mpirun", config.mpirun))
+# mpirun calls take a lock: several lit workers (and ctest's MPI tests, which
+# share the ctest RESOURCE_LOCK "mpi" with this suite) each starting 4-8
+# oversubscribed ranks on 2 cores make Open MPI's PMIx start-up time out.
+config.substitutions.append(
+    ("%mpirun", "flock " + os.path.join(config.test_exec_root, "mpirun.lock") +
+     " " + config.mpirun))
 # `%check_exit STATUS [--one-line] -- CMD...`: runs CMD, checks its exit status
 # (and that stderr is one line), prints its stderr for FileCheck.
 config.substitutions.append(

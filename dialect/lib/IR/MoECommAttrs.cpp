@@ -19,16 +19,19 @@ using namespace mlir::moecomm;
 static LogicalResult verifyTopology(function_ref<InFlightDiagnostic()> emitError,
                                     int64_t ranks, int64_t ranksPerNode,
                                     int64_t experts, bool expertsRequired) {
-  if (ranks < 1)
-    return emitError() << "ranks must be >= 1, got " << ranks;
+  if (ranks < 1 || ranks > kMaxRanks)
+    return emitError() << "ranks must be in [1, " << kMaxRanks << "], got "
+                       << ranks;
   if (ranksPerNode < 1)
     return emitError() << "ranks_per_node must be >= 1, got " << ranksPerNode;
   if (ranks % ranksPerNode != 0)
     return emitError() << "ranks (" << ranks
                        << ") must be a multiple of ranks_per_node ("
                        << ranksPerNode << ")";
-  if (experts < 0 || (expertsRequired && experts == 0))
-    return emitError() << "experts must be >= 1, got " << experts;
+  if (experts < 0 || (expertsRequired && experts == 0) ||
+      experts > kMaxExperts)
+    return emitError() << "experts must be in [1, " << kMaxExperts
+                       << "], got " << experts;
   if (experts % ranks != 0)
     return emitError() << "experts (" << experts
                        << ") must be divisible by ranks (" << ranks

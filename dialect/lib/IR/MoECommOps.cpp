@@ -62,9 +62,10 @@ static bool isRowFloat(Type t) { return t.isBF16() || t.isF32(); }
 static LogicalResult verifyHidden(Operation *op, StringRef name,
                                   RankedTensorType rows) {
   int64_t hidden = rows.getDimSize(1);
-  if (ShapedType::isDynamic(hidden) || hidden < 1)
-    return op->emitOpError() << name << " must have a static hidden size >= 1, got "
-                             << rows;
+  if (ShapedType::isDynamic(hidden) || hidden < 1 || hidden > kMaxHidden)
+    return op->emitOpError() << name
+                             << " must have a static hidden size in [1, "
+                             << kMaxHidden << "], got " << rows;
   return success();
 }
 
@@ -188,8 +189,11 @@ static RankedTensorType dynamicRows(RankedTensorType rows) {
 
 static RankedTensorType scalesFor(MLIRContext *ctx, int64_t rows,
                                   int64_t hidden) {
-  int64_t blocks = ShapedType::isDynamic(hidden) ? ShapedType::kDynamic
-                                                 : getNumScaleBlocks(hidden);
+  // Out-of-range hidden sizes are the verifier's to report.
+  int64_t blocks = ShapedType::isDynamic(hidden) || hidden < 1 ||
+                           hidden > kMaxHidden
+                       ? ShapedType::kDynamic
+                       : getNumScaleBlocks(hidden);
   return RankedTensorType::get({rows, blocks}, Float32Type::get(ctx));
 }
 
@@ -605,6 +609,11 @@ LogicalResult ExchangeStartOp::verify() {
   auto wait = dyn_cast<ExchangeWaitOp>(*getRequest().user_begin());
   if (!wait)
     return emitOpError() << "request must be used by a moecomm.exchange_wait";
+  // Every rank must complete the exchange: no wait that may be skipped.
+  if (wait->getBlock() != getOperation()->getBlock())
+    return emitOpError() << "its moecomm.exchange_wait must be in the same "
+                            "block (a wait that may not run leaves every rank "
+                            "waiting)";
   for (Value recv : {getRecv(), getRecvScales()}) {
     if (!recv)
       continue;
@@ -634,7 +643,8 @@ LogicalResult ExchangeWaitOp::verify() {
     return failure();
   auto start = getRequest().getDefiningOp<ExchangeStartOp>();
   if (!start)
-    return success();
+    return emitOpError() << "request must come from a moecomm.exchange_start "
+                            "in the same block";
   if (start.getRecv() != getRecv() || start.getRecvScales() != getRecvScales())
     return emitOpError() << "receive buffers must be the ones produced by the "
                             "moecomm.exchange_start of this request";

@@ -20,7 +20,22 @@ using namespace mlir::moecomm;
 
 namespace {
 
-/// Buffers of `values` (null values stay null), cast to the ABI layout.
+/// Whether rows of `type` are provably contiguous (stride 1 along the last
+/// dimension, the row length between rows), as the runtime requires.
+bool hasContiguousRows(MemRefType type) {
+  if (type.getLayout().isIdentity())
+    return true;
+  auto strided = dyn_cast<StridedLayoutAttr>(type.getLayout());
+  if (!strided || type.getRank() != 2)
+    return type.getRank() <= 1 && strided && strided.getStrides()[0] == 1;
+  ArrayRef<int64_t> strides = strided.getStrides();
+  return strides[1] == 1 && !type.isDynamicDim(1) &&
+         strides[0] == type.getDimSize(1);
+}
+
+/// Buffers of `values` (null values stay null), cast to the ABI layout. A
+/// view whose rows are not contiguous (e.g. a column slice) is copied into a
+/// fresh buffer first.
 FailureOr<SmallVector<Value>> abiBuffers(RewriterBase &rewriter, RuntimeAbi &abi,
                                          ValueRange values,
                                          const BufferizationOptions &options,
@@ -34,6 +49,21 @@ FailureOr<SmallVector<Value>> abiBuffers(RewriterBase &rewriter, RuntimeAbi &abi
     FailureOr<Value> buffer = getBuffer(rewriter, v, options, state);
     if (failed(buffer))
       return failure();
+    auto type = cast<MemRefType>(buffer->getType());
+    if (!hasContiguousRows(type)) {
+      Location loc = v.getLoc();
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(memref::DimOp::create(rewriter, loc, *buffer, d));
+      FailureOr<Value> copy = options.createAlloc(
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType()), sizes);
+      if (failed(copy) ||
+          failed(options.createMemCpy(rewriter, loc, *buffer, *copy)))
+        return failure();
+      buffer = *copy;
+    }
     buffers.push_back(abi.abiMemRef(*buffer));
   }
   return buffers;

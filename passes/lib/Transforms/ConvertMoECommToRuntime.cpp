@@ -35,7 +35,10 @@ bool isRuntimeObject(Type type) { return isa<HandleType, RequestType>(type); }
 
 /// Handles and requests become !llvm.ptr at function boundaries; the
 /// unrealized casts the bufferization models left around them then fold.
-LogicalResult lowerRuntimeObjectTypes(ModuleOp module) {
+/// Appends to `owned` the call results that were handles: the caller owns a
+/// layout a callee returns.
+LogicalResult lowerRuntimeObjectTypes(ModuleOp module,
+                                      SmallVectorImpl<Value> &owned) {
   MLIRContext *ctx = module.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   OpBuilder b(ctx);
@@ -76,6 +79,8 @@ LogicalResult lowerRuntimeObjectTypes(ModuleOp module) {
     for (OpResult result : op->getResults()) {
       if (!isRuntimeObject(result.getType()))
         continue;
+      if (isa<HandleType>(result.getType()))
+        owned.push_back(result);
       Type old = result.getType();
       result.setType(ptr);
       Value cast = castTo(old, result);
@@ -96,29 +101,23 @@ LogicalResult lowerRuntimeObjectTypes(ModuleOp module) {
   return success();
 }
 
-/// Whether `op` calls a function of the runtime ABI.
-bool isRuntimeCall(Operation *op) {
-  auto call = dyn_cast<func::CallOp>(op);
-  return call && call.getCallee().starts_with("moecomm_rt_");
-}
-
-/// Releases every layout whose pointer is used only by runtime calls, after
-/// its last use in the block that created it. Layouts that reach a return
-/// or another call belong to whoever receives them.
-void releaseLayouts(ModuleOp module) {
-  SmallVector<func::CallOp> layouts;
+/// Releases every layout a function owns (it created it, or a call returned
+/// it) after its last use in the block that holds it, unless the function
+/// returns it: then its caller owns it. Passing a layout to a call lends it.
+void releaseLayouts(ModuleOp module, ArrayRef<Value> ownedCallResults) {
+  SmallVector<Value> owned(ownedCallResults);
   module.walk([&](func::CallOp call) {
     if (call.getCallee().starts_with("moecomm_rt_layout_"))
-      layouts.push_back(call);
+      owned.push_back(call.getResult(0));
   });
-  for (func::CallOp layout : layouts) {
-    Value ptr = layout.getResult(0);
-    Block *block = layout->getBlock();
-    Operation *last = layout;
+  for (Value ptr : owned) {
+    Operation *def = ptr.getDefiningOp();
+    Block *block = def->getBlock();
+    Operation *last = def;
     bool escapes = false;
     for (Operation *user : ptr.getUsers()) {
       Operation *ancestor = block->findAncestorOpInBlock(*user);
-      if (!isRuntimeCall(user) || !ancestor) {
+      if (!isa<func::CallOp>(user) || !ancestor) {
         escapes = true;
         break;
       }
@@ -129,8 +128,7 @@ void releaseLayouts(ModuleOp module) {
       continue;
     OpBuilder b(last->getContext());
     b.setInsertionPointAfter(last);
-    RuntimeAbi(b, layout.getLoc(), layout)
-        .call("moecomm_rt_layout_release", {ptr});
+    RuntimeAbi(b, def->getLoc(), def).call("moecomm_rt_layout_release", {ptr});
   }
 }
 
@@ -164,11 +162,12 @@ struct ConvertMoECommToRuntimePass
       return success();
     };
     bufferization::BufferizationState state;
+    SmallVector<Value> ownedHandles;
     if (failed(bufferization::runOneShotModuleBufferize(module, options,
                                                         state)) ||
-        failed(lowerRuntimeObjectTypes(module)))
+        failed(lowerRuntimeObjectTypes(module, ownedHandles)))
       return signalPassFailure();
-    releaseLayouts(module);
+    releaseLayouts(module, ownedHandles);
     if (deallocate &&
         failed(deallocateBuffers(module, [&](OpPassManager &pm, Operation *op) {
           return runPipeline(pm, op);

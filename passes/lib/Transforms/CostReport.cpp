@@ -41,6 +41,12 @@ struct CostReportPass
           << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
       return signalPassFailure();
     }
+    if (tokensPerRank < 1) {
+      getOperation().emitError()
+          << "moecomm-cost-report: tokens-per-rank must be >= 1, got "
+          << static_cast<int64_t>(tokensPerRank);
+      return signalPassFailure();
+    }
     llvm::raw_ostream &os = llvm::outs();
     getOperation().walk([&](DispatchOp op) { report(op, *link, os); });
     os.flush();

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -31,7 +32,8 @@ bool isRuntimeCall(Operation *op, StringRef prefix = "moecomm_rt_") {
 }
 
 /// Straight-line functions whose only region-holding ops are linalg ops
-/// (their bodies see scalars, not buffers).
+/// (their bodies see scalars, not buffers). Calls borrow their memref
+/// arguments: a function never frees a buffer it receives.
 bool isStraightLine(func::FuncOp func) {
   if (!func.getBody().hasOneBlock())
     return false;
@@ -41,16 +43,62 @@ bool isStraightLine(func::FuncOp func) {
   return true;
 }
 
+/// Whether every memref `func` returns is a buffer it allocated (directly,
+/// through views, or from calls of such functions), never an alias of its
+/// arguments: then a call of it borrows its arguments and hands over its
+/// results. Memoized in `fresh`; recursion is answered conservatively.
+bool returnsFreshBuffers(func::FuncOp func, DenseMap<Operation *, bool> &fresh) {
+  if (auto it = fresh.find(func); it != fresh.end())
+    return it->second;
+  fresh[func] = false;
+  if (func.isExternal())
+    return false;
+  bool result = true;
+  func.walk([&](func::ReturnOp ret) {
+    for (Value v : ret.getOperands()) {
+      if (!isa<BaseMemRefType>(v.getType()))
+        continue;
+      while (Operation *def = v.getDefiningOp()) {
+        auto view = dyn_cast<ViewLikeOpInterface>(def);
+        if (auto cast = dyn_cast<memref::CastOp>(def))
+          v = cast.getSource();
+        else if (view)
+          v = view.getViewSource();
+        else
+          break;
+      }
+      Operation *def = v.getDefiningOp();
+      auto call = dyn_cast_or_null<func::CallOp>(def);
+      bool ok = isa_and_nonnull<memref::AllocOp>(def);
+      if (call && !isRuntimeCall(call))
+        if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                call, call.getCalleeAttr()))
+          ok = returnsFreshBuffers(callee, fresh);
+      result &= ok;
+    }
+  });
+  return fresh[func] = result;
+}
+
+/// Whether `call` (not of the runtime) borrows its memref arguments and
+/// hands over its memref results.
+bool isOwningCall(func::CallOp call, DenseMap<Operation *, bool> &fresh) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  return callee && returnsFreshBuffers(callee, fresh);
+}
+
 /// How a buffer is used: the ops of the block that read or write it (through
-/// any view), or that it escapes (returned, passed to an unknown op).
+/// any view), or that it escapes (returned, passed to an unknown op or to a
+/// call that may return it).
 struct BufferUses {
   SmallVector<Operation *> uses;
   bool escapes = false;
 };
 
-BufferUses collectUses(memref::AllocOp alloc) {
+BufferUses collectUses(Value buffer, DenseMap<Operation *, bool> &fresh) {
   BufferUses result;
-  SmallVector<Value> aliases = {alloc.getResult()};
+  SmallVector<Value> aliases = {buffer};
   while (!aliases.empty() && !result.escapes) {
     Value value = aliases.pop_back_val();
     for (OpOperand &use : value.getUses()) {
@@ -63,8 +111,11 @@ BufferUses collectUses(memref::AllocOp alloc) {
             aliases.push_back(r);
         continue;
       }
+      // A runtime call, or a call of a function that returns only buffers
+      // it allocated, borrows its memref arguments.
+      auto call = dyn_cast<func::CallOp>(user);
       bool knownUse =
-          isRuntimeCall(user) ||
+          (call && (isRuntimeCall(call) || isOwningCall(call, fresh))) ||
           isa<linalg::LinalgOp, memref::CopyOp, memref::DimOp,
               memref::ExtractStridedMetadataOp, memref::LoadOp>(user) ||
           (isa<memref::StoreOp>(user) &&
@@ -92,24 +143,33 @@ void extendToWaits(BufferUses &buffer) {
 }
 
 /// Frees the non-escaping buffers of a straight-line function after their
-/// last use.
-void freeAfterLastUse(func::FuncOp func) {
+/// last use: its allocations and the buffers its calls return (the caller
+/// owns what a function returns).
+void freeAfterLastUse(func::FuncOp func, DenseMap<Operation *, bool> &fresh) {
   Block &block = func.getBody().front();
-  SmallVector<memref::AllocOp> allocs(block.getOps<memref::AllocOp>());
+  SmallVector<Value> owned;
+  for (Operation &op : block) {
+    auto call = dyn_cast<func::CallOp>(op);
+    if (isa<memref::AllocOp>(op) ||
+        (call && !isRuntimeCall(call) && isOwningCall(call, fresh)))
+      for (Value result : op.getResults())
+        if (isa<MemRefType>(result.getType()))
+          owned.push_back(result);
+  }
   OpBuilder b(func.getContext());
-  for (memref::AllocOp alloc : allocs) {
-    BufferUses buffer = collectUses(alloc);
-    if (buffer.escapes)
+  for (Value buffer : owned) {
+    BufferUses uses = collectUses(buffer, fresh);
+    if (uses.escapes)
       continue;
-    extendToWaits(buffer);
-    Operation *last = alloc;
-    for (Operation *use : buffer.uses) {
+    extendToWaits(uses);
+    Operation *last = buffer.getDefiningOp();
+    for (Operation *use : uses.uses) {
       Operation *op = block.findAncestorOpInBlock(*use);
       if (last->isBeforeInBlock(op))
         last = op;
     }
     b.setInsertionPointAfter(last);
-    memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
+    memref::DeallocOp::create(b, buffer.getLoc(), buffer);
   }
 }
 
@@ -118,11 +178,12 @@ void freeAfterLastUse(func::FuncOp func) {
 LogicalResult mlir::moecomm::deallocateBuffers(
     ModuleOp module, function_ref<LogicalResult(OpPassManager &, Operation *)>
                          runPipeline) {
+  DenseMap<Operation *, bool> fresh;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
     if (isStraightLine(func)) {
-      freeAfterLastUse(func);
+      freeAfterLastUse(func, fresh);
       continue;
     }
     OpPassManager pm(func::FuncOp::getOperationName());

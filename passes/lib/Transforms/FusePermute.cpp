@@ -48,7 +48,11 @@ struct PermuteToPack : OpRewritePattern<PermuteOp> {
       return failure();
     Operation *replaced = permute;
     TypeRange types = permute->getResultTypes();
-    if (QuantizeOp quant = soleQuantizeUser(permute)) {
+    // Only dispatch quantizes on the wire; a combine's quantize stays apart.
+    QuantizeOp quant = permute.getDirection() == Direction::dispatch
+                           ? soleQuantizeUser(permute)
+                           : QuantizeOp();
+    if (quant) {
       replaced = quant;
       types = quant->getResultTypes();
     }

@@ -47,14 +47,16 @@ Operation *inBlock(Block *block, Operation *op) {
   return block->findAncestorOpInBlock(*op);
 }
 
-/// Ops of `block` that depend on `root` (including it).
-llvm::SetVector<Operation *> forwardSlice(Operation *root) {
+/// Ops of `block` that depend on `root` (including it), not following the
+/// results of the ops in `stops`.
+llvm::SetVector<Operation *>
+forwardSlice(Operation *root, ArrayRef<Operation *> stops = {}) {
   Block *block = root->getBlock();
   llvm::SetVector<Operation *> slice;
   SmallVector<Operation *> worklist = {root};
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
-    if (!slice.insert(op))
+    if (!slice.insert(op) || llvm::is_contained(stops, op))
       continue;
     for (Value result : op->getResults())
       for (Operation *user : result.getUsers())
@@ -206,7 +208,7 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
     bwd.set_union(backwardSlice(out));
     layer.outputs.push_back(out->getResult(0));
   }
-  llvm::SetVector<Operation *> fwd = forwardSlice(layout);
+  llvm::SetVector<Operation *> fwd = forwardSlice(layout, outs);
   for (Operation &op : *block)
     if (fwd.contains(&op) && bwd.contains(&op))
       layer.ops.insert(&op);
@@ -251,6 +253,15 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
                   "') is used outside it";
             return failure();
           }
+  // Everything that depends on the layout is cloned per chunk, so it must
+  // lead to a combine: a dispatch whose rows are not combined would be left
+  // behind holding the erased layout.
+  for (Operation *op : fwd)
+    if (!layer.ops.contains(op)) {
+      why = "'" + op->getName().getStringRef().str() +
+            "' depends on the layout but does not lead to its combine";
+      return failure();
+    }
   layer.tokenInputs.insert(layer.tokenInputs.begin(),
                            {layout.getTopkIdx(), layout.getTopkWeights()});
   return layer;
@@ -422,8 +433,9 @@ struct ScheduleOverlapPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (chunks < 1) {
-      func.emitError() << "moecomm-schedule-overlap: chunks must be >= 1, got "
+    if (chunks < 1 || chunks > 1024) {
+      func.emitError() << "moecomm-schedule-overlap: chunks must be in [1, "
+                          "1024], got "
                        << static_cast<int64_t>(chunks);
       return signalPassFailure();
     }

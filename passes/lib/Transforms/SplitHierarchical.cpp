@@ -77,6 +77,12 @@ private:
 
 void SplitHierarchicalPass::runOnOperation() {
   ModuleOp module = getOperation();
+  if (tokensPerRank < 1) {
+    module.emitError() << "moecomm-split-hierarchical: tokens-per-rank must be "
+                          ">= 1, got "
+                       << static_cast<int64_t>(tokensPerRank);
+    return signalPassFailure();
+  }
   optionStrategy = symbolizeStrategy(strategy);
   if (!optionStrategy) {
     module.emitError() << "moecomm-split-hierarchical: unknown strategy '"
@@ -147,6 +153,12 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
 /// and/or `ranks-per-node` ranks per node, then re-infers the moecomm result
 /// types that depend on them (tokens_per_expert is [E/W]).
 LogicalResult SplitHierarchicalPass::retargetTopology(ModuleOp module) {
+  if (ranks < 0 || ranksPerNode < 0)
+    return module.emitError()
+           << "moecomm-split-hierarchical: ranks and ranks-per-node must be "
+              ">= 0 (0: keep the IR's), got "
+           << static_cast<int64_t>(ranks) << " and "
+           << static_cast<int64_t>(ranksPerNode);
   if (ranks == 0 && ranksPerNode == 0)
     return success();
   int64_t newRanks = ranks, newPerNode = ranksPerNode;

@@ -20,7 +20,11 @@
  * thread is recorded (code + message, see moecommCompiledLastError) and every
  * later call on that thread returns without doing anything (row queries
  * return 0, layout calls NULL). Collective failures (bad routing, count
- * mismatches) are agreed by all ranks, so all ranks stop at the same call.
+ * mismatches) are agreed by all ranks, so all ranks stop at the same call. A
+ * local failure (e.g. malformed rows) is shared at the next collective call:
+ * the stopped rank takes part with input the runtime rejects, so the other
+ * ranks stop there too (their message then names the stopped rank's rejected
+ * input) instead of waiting for it.
  * A layout returned by a compiled function belongs to the caller:
  * release it with moecomm_rt_layout_release or moecommLayoutDestroy.
  *===----------------------------------------------------------------------===*/

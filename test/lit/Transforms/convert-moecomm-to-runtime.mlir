@@ -31,7 +31,10 @@ func.func @layer(%x: tensor<?x300xbf16>, %idx: tensor<?x3xi32>, %w: tensor<?x3xf
 
 // -----
 
-// A handle that leaves its function is a pointer owned by the receiver.
+// A handle that leaves its function is a pointer owned by the receiver: the
+// caller releases it after its last use (lending it to @backward is a use);
+// a function never releases a handle it receives as an argument. Buffers a
+// call returns are the caller's to free, after their last use.
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: -> (memref<?x64xf32>, !llvm.ptr)
 // CHECK-NOT: moecomm_rt_layout_release
@@ -39,12 +42,24 @@ func.func @layer(%x: tensor<?x300xbf16>, %idx: tensor<?x3xi32>, %w: tensor<?x3xf
 // CHECK-LABEL: func.func @backward
 // CHECK-SAME: %{{.*}}: !llvm.ptr
 // CHECK: call @moecomm_rt_gather_f32_f32
+// CHECK-NOT: moecomm_rt_layout_release
+// CHECK: return
+// CHECK-LABEL: func.func @step
+// CHECK: %[[F:.*]]:2 = call @forward
+// CHECK: call @backward(%[[F]]#0, %[[F]]#1)
+// CHECK-NEXT: memref.dealloc %[[F]]#0
+// CHECK-NEXT: call @moecomm_rt_layout_release(%[[F]]#1)
 func.func @forward(%x: tensor<?x64xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> (tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>
   return %recv, %h : tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
 }
 func.func @backward(%dy: tensor<?x64xf32>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) -> tensor<?x64xf32> {
   %dx = moecomm.combine %dy, %h : tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x64xf32>
+  return %dx : tensor<?x64xf32>
+}
+func.func @step(%x: tensor<?x64xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
+  %r:2 = call @forward(%x, %idx, %w) : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> (tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>)
+  %dx = call @backward(%r#0, %r#1) : (tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) -> tensor<?x64xf32>
   return %dx : tensor<?x64xf32>
 }
 

@@ -53,3 +53,14 @@ func.func @capacity(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2x
   %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
+
+// -----
+
+// The dispatched rows are never combined (the combine takes other rows): the
+// dispatch depends on the layout but would be left behind by chunking.
+func.func @dispatch_not_combined(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %y: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: 'moecomm.exchange' depends on the layout but does not lead to its combine}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %y, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}

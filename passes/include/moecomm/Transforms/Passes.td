@@ -71,7 +71,7 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",
            "link model for strategy=auto: h100-dgx, h200-dgx, gb200-nvl72">,
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
-           "tokens per rank assumed by strategy=auto when T is dynamic">,
+           "tokens per rank assumed by strategy=auto when T is dynamic (>= 1)">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks (0: keep the IR's)">,
     Option<"wireDtype", "wire-dtype", "std::string", /*default=*/"\"\"",
@@ -80,7 +80,8 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">
   ];
-  let dependentDialects = ["::mlir::moecomm::MoECommDialect"];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def MoECommFuseQuant : Pass<"moecomm-fuse-quant"> {
@@ -97,7 +98,8 @@ def MoECommFuseQuant : Pass<"moecomm-fuse-quant"> {
     FP8 rows and scales are handed over directly. DeepSeek-V3/DeepEP send
     dispatch payloads as FP8 with 1x128 scales the same way.
   }];
-  let dependentDialects = ["::mlir::moecomm::MoECommDialect"];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def MoECommFusePermute : Pass<"moecomm-fuse-permute"> {
@@ -111,7 +113,8 @@ def MoECommFusePermute : Pass<"moecomm-fuse-permute"> {
     through memory (the fused dispatch/combine kernels of DeepEP and
     Hybrid-EP, versus Megatron-LM's separate permute + all-to-all).
   }];
-  let dependentDialects = ["::mlir::moecomm::MoECommDialect"];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::FuncOp"> {
@@ -138,7 +141,8 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
   }];
   let options = [
     Option<"chunks", "chunks", "int64_t", /*default=*/"2",
-           "token chunks per MoE layer (1: no chunking, only async exchanges)">
+           "token chunks per MoE layer, 1 to 1024 (1: no chunking, only "
+           "async exchanges)">
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect",

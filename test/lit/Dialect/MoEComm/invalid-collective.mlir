@@ -2,7 +2,7 @@
 // types.
 // RUN: moecomm-opt %s -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{ranks must be >= 1, got 0}}
+// expected-error @+1 {{ranks must be in [1, 1048576], got 0}}
 func.func @f() attributes {t = #moecomm.topology<ranks = 0, ranks_per_node = 1>} { return }
 
 // -----
@@ -17,7 +17,7 @@ func.func @f() attributes {t = #moecomm.topology<ranks = 6, ranks_per_node = 4>}
 
 // -----
 
-// expected-error @+1 {{experts must be >= 1, got -8}}
+// expected-error @+1 {{experts must be in [1, 2147483647], got -8}}
 func.func @f() attributes {t = #moecomm.topology<ranks = 4, ranks_per_node = 2, experts = -8>} { return }
 
 // -----
@@ -27,13 +27,13 @@ func.func @f() attributes {t = #moecomm.topology<ranks = 4, ranks_per_node = 2, 
 
 // -----
 
-// expected-error @+1 {{experts must be >= 1, got 0}}
+// expected-error @+1 {{experts must be in [1, 2147483647], got 0}}
 func.func @f(%h: !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 0>) { return }
 
 // -----
 
 func.func @f(%x: tensor<?x?xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
-  // expected-error @+1 {{'moecomm.dispatch' op x must have a static hidden size >= 1, got 'tensor<?x?xbf16>'}}
+  // expected-error @+1 {{'moecomm.dispatch' op x must have a static hidden size in [1, 2147483647], got 'tensor<?x?xbf16>'}}
   %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x?xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
   return
 }
@@ -162,7 +162,7 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
 // -----
 
 func.func @f(%y: tensor<?x?xbf16>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
-  // expected-error @+1 {{'moecomm.combine' op y must have a static hidden size >= 1, got 'tensor<?x?xbf16>'}}
+  // expected-error @+1 {{'moecomm.combine' op y must have a static hidden size in [1, 2147483647], got 'tensor<?x?xbf16>'}}
   %0 = moecomm.combine %y, %h : tensor<?x?xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x?xbf16>
   return
 }

@@ -58,7 +58,7 @@ func.func @f(%x: tensor<4x300xf8E4M3FN>, %s: tensor<5x3xf32>, %h: !moecomm.handl
 // -----
 
 func.func @f(%x: tensor<?x?xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
-  // expected-error @+1 {{'moecomm.permute' op rows must have a static hidden size >= 1, got 'tensor<?x?xbf16>'}}
+  // expected-error @+1 {{'moecomm.permute' op rows must have a static hidden size in [1, 2147483647], got 'tensor<?x?xbf16>'}}
   %0 = moecomm.permute %x, %h dispatch output : tensor<?x?xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
   return
 }
@@ -107,7 +107,7 @@ func.func @f(%x: tensor<?xbf16>) {
 // -----
 
 func.func @f(%x: tensor<?x?xbf16>) {
-  // expected-error @+1 {{'moecomm.quantize' op input must have a static hidden size >= 1, got 'tensor<?x?xbf16>'}}
+  // expected-error @+1 {{'moecomm.quantize' op input must have a static hidden size in [1, 2147483647], got 'tensor<?x?xbf16>'}}
   %0:2 = moecomm.quantize %x : tensor<?x?xbf16>
   return
 }
@@ -237,5 +237,35 @@ func.func @f(%h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, st
 func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 1, experts = 16, strategy = hierarchical>) {
   // expected-error @+1 {{'moecomm.exchange' op stage 0 of combine is inter_node for hierarchical on 8 ranks x 1 per node, not global}}
   %0 = moecomm.exchange %x, %h combine stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 1, experts = 16, strategy = hierarchical>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>, %c: i1) -> tensor<?x8xbf16> {
+  // expected-error @+1 {{'moecomm.exchange_start' op its moecomm.exchange_wait must be in the same block (a wait that may not run leaves every rank waiting)}}
+  %req, %r = moecomm.exchange_start %x, %h dispatch stage 0 scope<global> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %o = scf.if %c -> tensor<?x8xbf16> {
+    %w = moecomm.exchange_wait %req, %r : tensor<?x8xbf16>
+    scf.yield %w : tensor<?x8xbf16>
+  } else {
+    scf.yield %x : tensor<?x8xbf16>
+  }
+  return %o : tensor<?x8xbf16>
+}
+
+// -----
+
+func.func @f(%req: !moecomm.request, %r: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
+  // expected-error @+1 {{'moecomm.exchange_wait' op request must come from a moecomm.exchange_start in the same block}}
+  %o = moecomm.exchange_wait %req, %r : tensor<?x8xbf16>
+  return %o : tensor<?x8xbf16>
+}
+
+// -----
+
+func.func @f(%x: tensor<?x9223372036854775807xbf16>) {
+  // expected-error @+1 {{'moecomm.quantize' op input must have a static hidden size in [1, 2147483647], got 'tensor<?x9223372036854775807xbf16>'}}
+  %0:2 = moecomm.quantize %x : tensor<?x9223372036854775807xbf16>
   return
 }

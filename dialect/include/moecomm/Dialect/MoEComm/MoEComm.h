@@ -32,6 +32,12 @@ struct CollectiveResource
 /// Elements per FP8 scale block (DeepSeek-V3's 1x128 activation blocks).
 constexpr int64_t kFp8BlockSize = 128;
 
+/// Limits of what the runtime can address: ranks, experts (31-bit ids) and
+/// the hidden size (elements of one row).
+constexpr int64_t kMaxRanks = int64_t(1) << 20;
+constexpr int64_t kMaxExperts = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxHidden = (int64_t(1) << 31) - 1;
+
 /// Scales per row of hidden size `hidden`: ceil(hidden / 128).
 inline int64_t getNumScaleBlocks(int64_t hidden) {
   return (hidden + kFp8BlockSize - 1) / kFp8BlockSize;

@@ -102,9 +102,10 @@ def MoEComm_CombineOp : MoEComm_Op<"combine", [CollectiveEffects]> {
     result may differ from per_expert in the last bits of the output dtype
     (bound in docs/runtime.md). Unweighted combine is the adjoint of dispatch.
 
-    Verifier errors: `y`'s hidden size or dtype differs from the dispatch's
-    `x`; the result's dtype/hidden differ from `y`; a static result row count
-    differs from the dispatch's static T.
+    Verifier errors: `y`'s hidden size differs from the dispatch's `x` (its
+    dtype may differ: an expert may return f32 rows for bf16 tokens); the
+    result's dtype/hidden differ from `y`; a static result row count differs
+    from the dispatch's static T.
 
     ```mlir
     %out = moecomm.combine %y, %h weighted
