@@ -36,11 +36,11 @@ Expected<std::vector<Cluster>> parseTopologies(StringRef value) {
     Cluster t;
     if (n.getAsInteger(10, t.nodes) || g.getAsInteger(10, t.ranksPerNode) ||
         t.nodes < 1 || t.ranksPerNode < 1 ||
-        static_cast<int64_t>(t.nodes) * t.ranksPerNode > 65536)
+        static_cast<int64_t>(t.nodes) * t.ranksPerNode > kMaxClusterRanks)
       return run::inputError(
           formatv("bad --topologies entry '{0}': expected NODESxRANKS_PER_NODE "
-                  "with both >= 1 and at most 65536 ranks (e.g. 8x8)",
-                  item));
+                  "with both >= 1 and at most {1} ranks (e.g. 8x8)",
+                  item, kMaxClusterRanks));
     out.push_back(t);
   }
   return out;

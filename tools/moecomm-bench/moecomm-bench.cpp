@@ -239,7 +239,7 @@ Error buildSetup(const char *argv0, Setup &s) {
            std::tuple<const cl::opt<long long> *, long long, long long>>{
            {&iterationsOpt, 1, 1000},
            {&warmupOpt, 0, 1000},
-           {&measureMaxRanks, 0, 65536},
+           {&measureMaxRanks, 0, run::kMaxThreadRanks},
            {&measureMaxMiB, 0, 1 << 30}})
     if (*o < lo || *o > hi)
       return run::inputError(formatv("--{0} must be in [{1}, {2}], got {3}",
@@ -356,15 +356,6 @@ Error buildSetup(const char *argv0, Setup &s) {
         }
   }
   return Error::success();
-}
-
-/// Rough peak memory of moving one group's payload: x, recv, out and the
-/// runtime's stage buffers (about 3 rows per (token, expert) pair) plus the
-/// baseline's three per-expert buffers, on every rank.
-double estimateBytes(const run::ModelConfig &c, const Cluster &topo,
-                     int64_t tokens) {
-  const double rows = static_cast<double>(tokens) * topo.ranks();
-  return rows * c.hidden * (10.0 + 18.0 * c.topk);
 }
 
 struct GroupSpec {
@@ -485,7 +476,8 @@ int main(int argc, char **argv) {
     }
     const bool measure = executor && executor->canRun(gs.topo) &&
                          (setup.backend == "mpi" || W <= measureMaxRanks) &&
-                         estimateBytes(config, gs.topo, sw.tokens) <=
+                         run::estimateRunBytes(sw.tokens * gs.topo.ranks(),
+                                               config.hidden, config.topk) <=
                              static_cast<double>(measureMaxMiB) * (1 << 20);
     if (!root && !measure)
       continue;

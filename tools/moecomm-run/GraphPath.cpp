@@ -3,6 +3,7 @@
 #include "GraphPath.h"
 #include "HostRows.h"
 
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "moecomm/InitAll.h"
 #include "moecomm/Reference.h"
 #include "moecomm/Transforms/Passes.h"
@@ -151,7 +152,91 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
   if (sig.training && type.getInput(3) != x)
     return fail(formatv("grad_out must have x's type {0}, got {1}",
                         typeString(x), typeString(type.getInput(3))));
+  // Every rank passes its own token count.
+  if (!x.isDynamicDim(0))
+    for (int64_t tokens : p.numTokens)
+      if (tokens != x.getDimSize(0))
+        return fail(formatv("x has a static token count {0} but a rank has "
+                            "{1} tokens; make the first dimension dynamic",
+                            x.getDimSize(0), tokens));
+
+  // The results are read through their descriptors: ranks and element types
+  // must be what the contract says.
+  mlir::Type f32 = mlir::Float32Type::get(func.getContext());
+  mlir::Type i64 = mlir::IntegerType::get(func.getContext(), 64);
+  auto checkResult = [&](unsigned i, StringRef name, int64_t rank,
+                         mlir::Type element, int64_t cols) -> Error {
+    auto t = tensor(type.getResult(i));
+    if (t && t.getRank() == rank && t.getElementType() == element &&
+        (rank == 1 || t.getDimSize(1) == cols))
+      return Error::success();
+    std::string want =
+        rank == 1
+            ? formatv("tensor<?x{0}>", typeString(element)).str()
+            : formatv("tensor<?x{0}x{1}>", cols, typeString(element)).str();
+    return inputError(formatv("graph entry @{0}: result {1} ({2}) must be {3}, "
+                              "got {4}",
+                              entry, i, name, want,
+                              typeString(type.getResult(i))));
+  };
+  SmallVector<std::tuple<StringRef, int64_t, mlir::Type, int64_t>> results = {
+      {"out", 2, x.getElementType(), p.hidden}};
+  if (sig.training)
+    results.push_back({"grad_x", 2, x.getElementType(), p.hidden});
+  if (sig.observesDispatch) {
+    results.push_back({"recv", 2, x.getElementType(), p.hidden});
+    results.push_back({"recv_weights", 1, f32, 0});
+    results.push_back({"tokens_per_expert", 1, i64, 0});
+  }
+  for (auto [i, r] : llvm::enumerate(results))
+    if (Error e = checkResult(i, std::get<0>(r), std::get<1>(r), std::get<2>(r),
+                              std::get<3>(r)))
+      return std::move(e);
   return sig;
+}
+
+/// The collectives of `entry` and of the functions it calls must route over
+/// the routing's experts (the pipeline retargets their ranks, not experts).
+Error checkExperts(mlir::func::FuncOp entry, const RoutingProblem &p) {
+  SmallVector<mlir::func::FuncOp> worklist = {entry};
+  DenseSet<mlir::Operation *> seen = {entry};
+  while (!worklist.empty()) {
+    mlir::func::FuncOp func = worklist.pop_back_val();
+    mlir::Operation *bad = nullptr;
+    int64_t experts = 0;
+    func.walk([&](mlir::Operation *op) {
+      if (auto call = llvm::dyn_cast<mlir::func::CallOp>(op))
+        if (auto callee =
+                mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+                    call, call.getCalleeAttr());
+            callee && seen.insert(callee).second)
+          worklist.push_back(callee);
+      for (mlir::NamedAttribute attr : op->getAttrs()) {
+        auto topology =
+            llvm::dyn_cast<mlir::moecomm::TopologyAttr>(attr.getValue());
+        // experts = 0: a plain all_to_all, which has none.
+        if (topology && topology.getExperts() != 0 &&
+            topology.getExperts() != p.numExperts) {
+          bad = op;
+          experts = topology.getExperts();
+          return mlir::WalkResult::interrupt();
+        }
+      }
+      return mlir::WalkResult::advance();
+    });
+    if (!bad)
+      continue;
+    std::string where;
+    if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(bad->getLoc()))
+      where = formatv("{0}:{1}:{2}: ", loc.getFilename().getValue(),
+                      loc.getLine(), loc.getColumn())
+                  .str();
+    return inputError(formatv("{0}{1} in @{2} routes over {3} experts but the "
+                              "routing has {4}",
+                              where, bad->getName().getStringRef(),
+                              func.getSymName(), experts, p.numExperts));
+  }
+  return Error::success();
 }
 
 } // namespace
@@ -222,6 +307,8 @@ compileGraph(const GraphOptions &options, const RoutingProblem &problem) {
   if (!sig)
     return sig.takeError();
   graph->signature = *sig;
+  if (Error e = checkExperts(func, problem))
+    return std::move(e);
   std::string symbol = "_mlir_ciface_" + options.entry;
 
   if (!options.aotLibrary.empty()) {
@@ -266,7 +353,10 @@ compileGraph(const GraphOptions &options, const RoutingProblem &problem) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   mlir::ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
+  // `transformer` is a function_ref: the function must outlive create().
+  std::function<Error(llvm::Module *)> optimize =
+      mlir::makeOptimizingTransformer(2, 0, nullptr);
+  engineOptions.transformer = optimize;
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
   if (!engine)
     return inputError(formatv("cannot JIT {0}: {1}", graph->label,

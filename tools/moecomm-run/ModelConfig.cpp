@@ -2,6 +2,7 @@
 
 #include "ModelConfig.h"
 #include "Routing.h"
+#include "ToolSupport.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -61,7 +62,7 @@ loadModelConfig(StringRef nameOrPath,
   if (!buffer)
     return inputError(formatv("{0}: cannot read model config: {1}", path,
                               buffer.getError().message()));
-  Expected<json::Value> parsed = json::parse((*buffer)->getBuffer());
+  Expected<json::Value> parsed = parseUserJson((*buffer)->getBuffer());
   if (!parsed)
     return inputError(formatv("{0}: malformed JSON at {1}", path,
                               toString(parsed.takeError())));

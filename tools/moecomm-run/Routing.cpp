@@ -2,6 +2,8 @@
 
 #include "Routing.h"
 
+#include "ToolSupport.h"
+
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -9,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -17,6 +20,26 @@ namespace moecomm::run {
 Error inputError(const Twine &message) {
   return createStringError(std::make_error_code(std::errc::invalid_argument),
                            message);
+}
+
+double estimateRunBytes(int64_t totalTokens, int64_t hidden, int64_t topk) {
+  const double tokens = static_cast<double>(totalTokens);
+  return tokens * static_cast<double>(topk) * 12.0 +
+         tokens * static_cast<double>(hidden) *
+             (10.0 + 18.0 * static_cast<double>(topk));
+}
+
+Error checkFitsInMemory(int64_t totalTokens, int64_t hidden, int64_t topk) {
+  const double needed = estimateRunBytes(totalTokens, hidden, topk);
+  const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (available <= 0 || needed <= available)
+    return Error::success();
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+  return inputError(formatv("{0} tokens x hidden {1} x top-{2} need about "
+                            "{3:F1} GiB, more than this machine's {4:F1} GiB",
+                            totalTokens, hidden, topk, needed / GiB,
+                            available / GiB));
 }
 
 Error systemError(const Twine &message) {
@@ -113,7 +136,7 @@ StringRef kindOf(const json::Value &v) {
 } // namespace
 
 Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
-  Expected<json::Value> parsed = json::parse(text);
+  Expected<json::Value> parsed = parseUserJson(text);
   if (!parsed) {
     std::string detail = toString(parsed.takeError());
     // json::ParseError logs "[line:col, byte=N]: message".

@@ -98,6 +98,18 @@ llvm::Expected<RoutingProblem> loadRoutingFile(llvm::StringRef path);
 /// message (naming rank, token and slot for id errors).
 llvm::Error validateRouting(const RoutingProblem &problem);
 
+/// Rough peak bytes of one process running `totalTokens` tokens (all ranks
+/// together) of hidden size `hidden` with top-k `topk`: the routing (12 bytes
+/// per slot) plus x, the received rows, the outputs, the runtime's stage
+/// buffers and the reference (about 10 + 18 K bytes per token and hidden
+/// element).
+double estimateRunBytes(int64_t totalTokens, int64_t hidden, int64_t topk);
+
+/// invalid_argument when estimateRunBytes exceeds this machine's physical
+/// memory: such a run would be killed by the kernel part way through.
+llvm::Error checkFitsInMemory(int64_t totalTokens, int64_t hidden,
+                              int64_t topk);
+
 /// The problem as a `moecomm-routing-v1` document (weights always written).
 llvm::json::Value routingToJson(const RoutingProblem &problem);
 

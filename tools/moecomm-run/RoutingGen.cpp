@@ -2,6 +2,8 @@
 
 #include "RoutingGen.h"
 
+#include "ToolSupport.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -150,7 +152,7 @@ Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
   if (!buffer)
     return inputError(formatv("{0}: cannot read expert-load trace: {1}",
                               traceFile, buffer.getError().message()));
-  Expected<json::Value> parsed = json::parse((*buffer)->getBuffer());
+  Expected<json::Value> parsed = parseUserJson((*buffer)->getBuffer());
   if (!parsed)
     return inputError(formatv("{0}: malformed JSON at {1}", traceFile,
                               toString(parsed.takeError())));
@@ -235,6 +237,12 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
     if (t < 0 || t > (int64_t(1) << 28))
       return inputError(
           formatv("--tokens value {0} must be in [0, 268435456]", t));
+  const int64_t totalTokens =
+      o.tokens.size() == 1
+          ? o.tokens[0] * o.ranks
+          : std::accumulate(o.tokens.begin(), o.tokens.end(), int64_t(0));
+  if (Error e = checkFitsInMemory(totalTokens, o.hidden, o.topk))
+    return std::move(e);
 
   RoutingProblem p;
   p.ranks = o.ranks;

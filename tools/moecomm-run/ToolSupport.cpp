@@ -6,6 +6,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -74,6 +75,37 @@ bool parseCommandLine(int argc, char **argv, StringRef overview,
   if (error.empty())
     error = "invalid command line";
   return false;
+}
+
+Expected<json::Value> parseUserJson(StringRef text, int maxDepth) {
+  int depth = 0, line = 1;
+  size_t lineStart = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '\n') {
+      ++line;
+      lineStart = i + 1;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return createStringError(
+            inconvertibleErrorCode(),
+            formatv("[{0}:{1}, byte={2}]: nested deeper than {3} levels", line,
+                    i - lineStart + 1, i, maxDepth));
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return json::parse(text);
 }
 
 } // namespace moecomm::run

@@ -4,11 +4,18 @@
 #define MOECOMM_TOOLS_RUN_TOOLSUPPORT_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 #include <vector>
 
 namespace moecomm::run {
+
+/// The most ranks the threads backend runs in one process, each rank a
+/// thread. Its memory grows faster than W^2 (measured for one token per rank:
+/// 0.4 GB at 256 ranks, 2.4 GB at 512, 17.6 GB at 1024), so bigger clusters
+/// run under mpirun or, for byte counts only, moecomm-bench --backend count.
+constexpr int kMaxThreadRanks = 512;
 
 /// Whether this process prints: not an MPI rank other than 0 (read from the
 /// launcher's environment, so it holds before MPI_Init).
@@ -25,6 +32,14 @@ std::vector<std::string> dataDirs(const char *argv0, llvm::StringRef sub);
 /// "<tool>: " prefixes removed) in `error`.
 bool parseCommandLine(int argc, char **argv, llvm::StringRef overview,
                       std::string &error);
+
+/// llvm::json::parse for documents from users (routing files, model configs,
+/// expert-load traces). Its parser recurses once per nesting level, so a
+/// document nested deeper than `maxDepth` arrays/objects is rejected first,
+/// with an error in the parser's own "[line:col, byte=N]: message" form,
+/// instead of overflowing the stack. Our formats nest at most 4 deep.
+llvm::Expected<llvm::json::Value> parseUserJson(llvm::StringRef text,
+                                                int maxDepth = 64);
 
 } // namespace moecomm::run
 

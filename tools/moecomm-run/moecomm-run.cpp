@@ -428,6 +428,15 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      p.ranks, world.size)),
                   printer);
 
+  if (Error e = checkFitsInMemory(p.totalTokens(), p.hidden, p.topk))
+    return report(std::move(e), printer);
+  if (!mpi && p.ranks > kMaxThreadRanks)
+    return report(inputError(formatv("--backend threads runs at most {0} ranks "
+                                     "in one process, the routing has {1}; use "
+                                     "--backend mpi under mpirun",
+                                     kMaxThreadRanks, p.ranks)),
+                  printer);
+
   if (printer && !saveRouting.empty()) {
     std::error_code ec;
     raw_fd_ostream os(saveRouting, ec);

@@ -43,6 +43,19 @@ bool isStraightLine(func::FuncOp func) {
   return true;
 }
 
+/// Follows casts and views back to the buffer that owns the memory.
+Value rootBuffer(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto cast = dyn_cast<memref::CastOp>(def))
+      v = cast.getSource();
+    else if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      v = view.getViewSource();
+    else
+      break;
+  }
+  return v;
+}
+
 /// Whether every memref `func` returns is a buffer it allocated (directly,
 /// through views, or from calls of such functions), never an alias of its
 /// arguments: then a call of it borrows its arguments and hands over its
@@ -58,16 +71,7 @@ bool returnsFreshBuffers(func::FuncOp func, DenseMap<Operation *, bool> &fresh) 
     for (Value v : ret.getOperands()) {
       if (!isa<BaseMemRefType>(v.getType()))
         continue;
-      while (Operation *def = v.getDefiningOp()) {
-        auto view = dyn_cast<ViewLikeOpInterface>(def);
-        if (auto cast = dyn_cast<memref::CastOp>(def))
-          v = cast.getSource();
-        else if (view)
-          v = view.getViewSource();
-        else
-          break;
-      }
-      Operation *def = v.getDefiningOp();
+      Operation *def = rootBuffer(v).getDefiningOp();
       auto call = dyn_cast_or_null<func::CallOp>(def);
       bool ok = isa_and_nonnull<memref::AllocOp>(def);
       if (call && !isRuntimeCall(call))
@@ -142,6 +146,47 @@ void extendToWaits(BufferUses &buffer) {
   llvm::append_range(buffer.uses, waits);
 }
 
+/// The caller owns every memref a function returns, each a distinct buffer
+/// (the function boundary ABI of MLIR's ownership-based deallocation, which
+/// the other functions go through): a result that aliases an argument, a
+/// global or another result is returned as a fresh copy. Calls of functions
+/// of the module count as fresh; this runs on every function before any
+/// deallocation, so that holds once it is done.
+void copyBorrowedResults(func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  DenseSet<Value> returnedRoots;
+  OpBuilder b(ret);
+  for (OpOperand &operand : ret->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      continue;
+    Value root = rootBuffer(operand.get());
+    Operation *def = root.getDefiningOp();
+    auto call = dyn_cast_or_null<func::CallOp>(def);
+    func::FuncOp callee =
+        call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                   call, call.getCalleeAttr())
+             : func::FuncOp();
+    bool owned = isa_and_nonnull<memref::AllocOp>(def) ||
+                 (callee && !callee.isExternal());
+    if (owned && returnedRoots.insert(root).second)
+      continue;
+    Location loc = operand.get().getLoc();
+    SmallVector<Value> dynamicSizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        dynamicSizes.push_back(memref::DimOp::create(b, loc, operand.get(), d));
+    auto copyType =
+        MemRefType::get(type.getShape(), type.getElementType(),
+                        MemRefLayoutAttrInterface(), type.getMemorySpace());
+    Value copy = memref::AllocOp::create(b, loc, copyType, dynamicSizes);
+    memref::CopyOp::create(b, loc, operand.get(), copy);
+    if (copyType != type)
+      copy = memref::CastOp::create(b, loc, type, copy);
+    operand.set(copy);
+  }
+}
+
 /// Frees the non-escaping buffers of a straight-line function after their
 /// last use: its allocations and the buffers its calls return (the caller
 /// owns what a function returns).
@@ -178,6 +223,9 @@ void freeAfterLastUse(func::FuncOp func, DenseMap<Operation *, bool> &fresh) {
 LogicalResult mlir::moecomm::deallocateBuffers(
     ModuleOp module, function_ref<LogicalResult(OpPassManager &, Operation *)>
                          runPipeline) {
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && isStraightLine(func))
+      copyBorrowedResults(func);
   DenseMap<Operation *, bool> fresh;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())

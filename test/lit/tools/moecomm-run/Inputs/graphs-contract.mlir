@@ -1,0 +1,39 @@
+// Graphs that break moecomm-run's graph contract (docs/moecomm-run.md), or
+// keep it in odd ways, for invalid-graph.test.
+
+func.func @two_args(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>) -> tensor<?x16xbf16> {
+  return %x : tensor<?x16xbf16>
+}
+
+func.func @wrong_result(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %c = tensor.cast %e : tensor<4x8xf32> to tensor<?x8xf32>
+  return %c : tensor<?x8xf32>
+}
+
+func.func @static_tokens(%x: tensor<8x16xbf16>, %idx: tensor<8x2xi32>, %w: tensor<8x2xf32>) -> tensor<8x16xbf16> {
+  return %x : tensor<8x16xbf16>
+}
+
+func.func @other_experts(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x16xbf16> {
+  %out = call @layer8(%x, %idx, %w) : (tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+  return %out : tensor<?x16xbf16>
+}
+func.func private @layer8(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x16xbf16> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 8> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 8> -> tensor<?x16xbf16>
+  return %out : tensor<?x16xbf16>
+}
+
+// Keeps the contract but returns its input (no combine happened) and the
+// same buffer twice: verification fails, nothing is freed twice.
+func.func @aliased_results(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %c = tensor.cast %tpe : tensor<2xi64> to tensor<?xi64>
+  return %x, %recv, %rw, %c : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
+}
+func.func @same_twice(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %c = tensor.cast %tpe : tensor<2xi64> to tensor<?xi64>
+  return %recv, %recv, %rw, %c : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
+}
