@@ -6,6 +6,11 @@
 # together with moecomm_runtime. Functions with `llvm.emit_c_interface` are
 # callable from C as _mlir_ciface_<name> (moecomm-run --aot runs them).
 # The command-line equivalent is `moecomm-aot` (tools/moecomm-aot).
+#
+# Works in this build and from find_package(MoEComm) alike: it uses the
+# targets by their exported names (MoEComm::moecomm-opt and
+# MoEComm::moecomm_runtime, aliases in this build) and MOECOMM_MLIR_TRANSLATE
+# and MOECOMM_LLC (cmake/MLIRSetup.cmake, or MoECommConfig.cmake).
 function(moecomm_add_aot_graph target)
   cmake_parse_arguments(ARG "" "SOURCE;PIPELINE" "" ${ARGN})
   if(NOT ARG_SOURCE)
@@ -16,16 +21,23 @@ function(moecomm_add_aot_graph target)
   add_custom_command(
     OUTPUT ${dir}/${target}.o
     COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND $<TARGET_FILE:moecomm-opt> ${source}
+    COMMAND MoEComm::moecomm-opt ${source}
             "--moecomm-pipeline=${ARG_PIPELINE}" -o ${dir}/${target}.llvm.mlir
     COMMAND ${MOECOMM_MLIR_TRANSLATE} --mlir-to-llvmir ${dir}/${target}.llvm.mlir
             -o ${dir}/${target}.ll
     COMMAND ${MOECOMM_LLC} -O2 -filetype=obj -relocation-model=pic
             ${dir}/${target}.ll -o ${dir}/${target}.o
-    DEPENDS moecomm-opt ${source}
+    DEPENDS MoEComm::moecomm-opt ${source}
     COMMENT "Compiling MoE graph ${ARG_SOURCE} ahead of time (${target})"
     VERBATIM)
   add_library(${target} SHARED ${dir}/${target}.o)
-  set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
-  target_link_libraries(${target} PRIVATE moecomm_runtime)
+  # Only an object file: link with the C compiler's driver, or C++'s in a
+  # project without C (the runtime brings its own C++ dependencies).
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if("C" IN_LIST languages)
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
+  else()
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+  endif()
+  target_link_libraries(${target} PRIVATE MoEComm::moecomm_runtime)
 endfunction()

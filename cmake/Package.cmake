@@ -1,13 +1,23 @@
 # Installation and the CMake package: find_package(MoEComm) gives
 #   MoEComm::MoECommDialect  the dialect library (C++), needs MLIR 22
 #   MoEComm::MoECommPasses   passes and moecomm-pipeline (when built)
+#   MoEComm::MoECommInitAll  mlir::moecomm::registerAllDialects/registerAllPasses
+#                            (moecomm/InitAll.h): the moecomm dialect and passes
+#                            plus the upstream ones they use, as in moecomm-opt
 #   MoEComm::MoEComm-C       the C API (one shared library, MLIR's C API inside)
 #   MoEComm::moecomm_runtime the runtime library (C ABI), when built
+#   MoEComm::moecomm-opt     the tool, an imported executable
+#   moecomm_add_aot_graph()  (AddMoECommGraph.cmake) compiles a graph at build
+#                            time with MoEComm::moecomm-opt and the
+#                            mlir-translate and llc this build used
+# The compiler's targets and moecomm_add_aot_graph come only with
+# MOECOMM_ENABLE_COMPILER. The installed programs and libraries find their
+# libraries without LD_LIBRARY_PATH (cmake/InstallRPath.cmake).
 include(CMakePackageConfigHelpers)
 
 set(MOECOMM_EXPORTED_TARGETS)
-foreach(target MoECommDialect MoECommPasses MoEComm-C moecomm_runtime
-               moecomm_cost_model)
+foreach(target MoECommDialect MoECommPasses MoECommInitAll MoEComm-C
+               moecomm_runtime moecomm_cost_model moecomm-opt)
   if(TARGET ${target})
     list(APPEND MOECOMM_EXPORTED_TARGETS ${target})
   endif()
@@ -42,3 +52,8 @@ write_basic_package_version_file(${MOECOMM_BINARY_DIR}/MoECommConfigVersion.cmak
 install(FILES ${MOECOMM_BINARY_DIR}/MoECommConfig.cmake
               ${MOECOMM_BINARY_DIR}/MoECommConfigVersion.cmake
         DESTINATION ${MOECOMM_INSTALL_CMAKEDIR})
+# moecomm_add_aot_graph, which MoECommConfig.cmake includes.
+if(MOECOMM_ENABLE_COMPILER)
+  install(FILES ${MOECOMM_SOURCE_DIR}/cmake/AddMoECommGraph.cmake
+          DESTINATION ${MOECOMM_INSTALL_CMAKEDIR})
+endif()

@@ -77,6 +77,8 @@ size_t elementBytes(moecommDataType_t type) {
     return 1;
   case moecommInt64:
     return 8;
+  case moecommDataTypeMaxEnum: // not a type
+    break;
   }
   return 0;
 }
@@ -208,6 +210,8 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   if (!collective(moecommLayoutCreate(boundComm, &desc, &layout)))
     return nullptr;
   recordStats(layout);
+  stats.wireType = desc.wireType;
+  stats.capacity = capacity;
   return layout;
 }
 

@@ -649,10 +649,16 @@ namespace {
 Status checkCounts(const Comm &comm, const int64_t *counts, const char *what) {
   if (!counts)
     return invalidArgument(cat("rank ", comm.rank(), ": ", what, " is NULL"));
-  for (int r = 0; r < comm.size(); ++r)
+  int64_t total = 0;
+  for (int r = 0; r < comm.size(); ++r) {
     if (counts[r] < 0)
       return invalidArgument(cat("rank ", comm.rank(), ": ", what, "[", r,
                                  "] is negative (", counts[r], ")"));
+    // A wrapped sum could match the buffer's row count.
+    if (__builtin_add_overflow(total, counts[r], &total))
+      return invalidArgument(cat("rank ", comm.rank(), ": the sum of ", what,
+                                 " overflows int64"));
+  }
   return Status::success();
 }
 

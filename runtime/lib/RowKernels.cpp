@@ -1,9 +1,9 @@
 //===- RowKernels.cpp - CPU row gather / reduce / conversion --------------===//
 #include "RowKernels.h"
-
 #include "Fp8.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #ifndef __has_feature
@@ -23,6 +23,8 @@ int64_t elementSize(moecommDataType_t type) {
     return 1;
   case moecommInt64:
     return 8;
+  case moecommDataTypeMaxEnum: // not a type
+    break;
   }
   return 0;
 }
@@ -34,6 +36,14 @@ Status checkRows(const moecommRows_t *rows, const char *what,
   if (elementSize(rows->type) == 0)
     return invalidArgument(
         cat(what, " has an unknown data type ", (int)rows->type));
+  // Before the expectations: callers may take them from `rows` itself.
+  if (rows->rows < 0 || rows->hidden < 0)
+    return invalidArgument(cat(what, " has ", rows->rows, " rows of hidden size ",
+                               rows->hidden, "; both must be >= 0"));
+  if (rows->hidden > 0 &&
+      rows->rows > INT64_MAX / rows->hidden / int64_t(sizeof(double)))
+    return invalidArgument(cat(what, " has ", rows->rows, " rows of hidden size ",
+                               rows->hidden, ": more elements than memory holds"));
   if (rows->hidden != hidden)
     return invalidArgument(
         cat(what, " has hidden size ", rows->hidden, ", expected ", hidden));

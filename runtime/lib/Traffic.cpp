@@ -15,6 +15,8 @@ const char *strategyName(moecommStrategy_t strategy) {
     return "hierarchical";
   case moecommAuto:
     return "auto";
+  case moecommStrategyMaxEnum: // not a strategy
+    break;
   }
   return "unknown";
 }
@@ -27,6 +29,8 @@ const char *scopeName(moecommScope_t scope) {
     return "intra_node";
   case moecommScopeInterNode:
     return "inter_node";
+  case moecommScopeMaxEnum: // not a scope
+    break;
   }
   return "unknown";
 }
@@ -39,6 +43,8 @@ const char *directionName(moecommDirection_t direction) {
     return "combine";
   case moecommDirectionAllToAll:
     return "all_to_all";
+  case moecommDirectionMaxEnum: // not a direction
+    break;
   }
   return "unknown";
 }
@@ -70,6 +76,8 @@ int64_t wireRowBytes(moecommDataType_t type, int64_t hidden) {
     return hidden + 4 * ((hidden + MOECOMM_FP8_BLOCK - 1) / MOECOMM_FP8_BLOCK);
   case moecommInt64:
     return 8 * hidden;
+  case moecommDataTypeMaxEnum: // not a type
+    break;
   }
   return 0;
 }

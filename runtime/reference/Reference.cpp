@@ -7,6 +7,7 @@
 #include "moecomm/Reference.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -205,18 +206,20 @@ uint8_t fp8Encode(float v) {
   double a = std::fabs((double)v);
   if (a >= 448.0)
     return sign | 0x7E;
-  // Codes 0x00..0x7E are increasing in value; find the nearest, ties to the
-  // code with an even mantissa (even code).
-  uint8_t best = 0;
-  for (int c = 0; c <= 0x7E; ++c) {
-    double cv = fp8Decode((uint8_t)c);
-    if (cv <= a)
-      best = (uint8_t)c;
-    else
-      break;
-  }
+  // Codes 0x00..0x7E are increasing in value: find the nearest by binary
+  // search over their decoded values (a table built from fp8Decode, so this
+  // stays independent of the runtime's bit manipulation), ties to the code
+  // with an even mantissa (even code).
+  static const std::array<double, 0x7F> values = [] {
+    std::array<double, 0x7F> t{};
+    for (int c = 0; c <= 0x7E; ++c)
+      t[c] = fp8Decode((uint8_t)c);
+    return t;
+  }();
+  uint8_t best = (uint8_t)(std::upper_bound(values.begin(), values.end(), a) -
+                           values.begin() - 1);
   if (best < 0x7E) {
-    double lo = fp8Decode(best), hi = fp8Decode((uint8_t)(best + 1));
+    double lo = values[best], hi = values[best + 1];
     if (a - lo > hi - a || (a - lo == hi - a && (best & 1)))
       best = (uint8_t)(best + 1);
   }
@@ -351,6 +354,8 @@ int64_t rowBytes(moecommDataType_t type, int64_t hidden) {
     return hidden + 4 * ((hidden + 127) / 128);
   case moecommInt64:
     return 8 * hidden;
+  case moecommDataTypeMaxEnum: // not a type
+    break;
   }
   return 0;
 }

@@ -1,14 +1,53 @@
 # cmake -P script: install BUILD_DIR into WORK_DIR/prefix, build the consumer
-# project against it and run it. Fails on the first failing step.
+# project against it and run it, then run the installed programs. Every
+# program runs without LD_LIBRARY_PATH: the installed files must find their
+# libraries themselves (run paths). Fails on the first failing step.
 file(REMOVE_RECURSE ${WORK_DIR})
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
+set(prefix ${WORK_DIR}/prefix)
+set(build ${WORK_DIR}/build)
+
+# expect(<status> <regex> COMMAND...): runs COMMAND, which must exit with
+# <status> and print (stdout and stderr together) something matching <regex>.
+function(expect status regex)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${ARGN}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  list(JOIN ARGN " " command)
+  message("$ ${command}\n${out}")
+  if(NOT rc STREQUAL status)
+    message(FATAL_ERROR "exit status ${rc}, expected ${status}: ${command}")
+  endif()
+  if(NOT regex STREQUAL "" AND NOT out MATCHES "${regex}")
+    message(FATAL_ERROR "no match for '${regex}' in the output of: ${command}")
   endif()
 endfunction()
-run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${WORK_DIR}/build/consumer)
+
+expect(0 "" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+expect(0 "" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${build} -G ${GENERATOR}
+       -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix})
+expect(0 "" ${CMAKE_COMMAND} --build ${build})
+
+# The dialect alone; the passes and pipeline through InitAll.
+expect(0 "#moecomm.topology<ranks = 16, ranks_per_node = 8, experts = 256> !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256> local_experts=16 nodes=2"
+       ${build}/consumer)
+expect(0 "moecomm-pipeline: LLVM dialect only, [1-9][0-9]* calls into the runtime"
+       ${build}/consumer-pipeline ${SOURCE_DIR}/graph.mlir)
+
+# The installed programs start; moecomm-run exits 0 when its (tiny, default)
+# run verified.
+expect(0 "LLVM version 22" ${prefix}/bin/moecomm-opt --version)
+expect(0 "moecomm-bench" ${prefix}/bin/moecomm-bench --help)
+expect(0 "" ${prefix}/bin/moecomm-run --quiet)
+
+# The graph compiled by moecomm_add_aot_graph, and by the installed
+# moecomm-aot, runs in the installed moecomm-run and verifies.
+set(run ${prefix}/bin/moecomm-run ${SOURCE_DIR}/graph.mlir --ranks 4
+    --ranks-per-node 2 --experts 8 --topk 2 --hidden 64 --tokens 5 --quiet)
+expect(0 "" ${run} --aot ${build}/libconsumer_graph.so)
+expect(0 "" ${prefix}/bin/moecomm-aot ${SOURCE_DIR}/graph.mlir
+       -o ${WORK_DIR}/libgraph.so --pipeline "ranks=4 ranks-per-node=2 strategy=flat")
+expect(0 "" ${run} --aot ${WORK_DIR}/libgraph.so)
+# Bad input: one line, exit status 2.
+expect(2 "^moecomm-aot: error: [^\n]*\n$" ${prefix}/bin/moecomm-aot
+       ${SOURCE_DIR}/graph.mlir -o ${WORK_DIR}/no/such/dir/lib.so)
+expect(2 "^moecomm-aot: error: [^\n]*\n$" ${prefix}/bin/moecomm-aot
+       ${SOURCE_DIR}/graph.mlir -o ${WORK_DIR}/lib.so --pipeline "ranks=three")

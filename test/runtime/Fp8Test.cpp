@@ -209,6 +209,19 @@ TEST(Fp8, CApiQuantizeBf16AndF32Agree) {
   moecommRows_t noScales{qf.data(), nullptr, rows, H, moecommFloat8E4M3};
   EXPECT_EQ(moecommQuantizeFp8(&inF, &noScales), moecommInvalidArgument);
   EXPECT_NE(std::string(moecommCommGetLastError(nullptr)), "");
+  // Shapes taken from the rows themselves are checked too: negative counts,
+  // and counts whose byte size overflows.
+  for (auto [badRows, badHidden] : {std::pair<int64_t, int64_t>{-1, H},
+                                    {rows, -H},
+                                    {INT64_MAX / 2, H}}) {
+    moecommRows_t in{xf.data(), nullptr, badRows, badHidden, moecommFloat32};
+    moecommRows_t out{qf.data(), sf.data(), badRows, badHidden,
+                      moecommFloat8E4M3};
+    EXPECT_EQ(moecommQuantizeFp8(&in, &out), moecommInvalidArgument)
+        << badRows << " x " << badHidden;
+    EXPECT_EQ(moecommDequantizeFp8(&out, &in), moecommInvalidArgument)
+        << badRows << " x " << badHidden;
+  }
 }
 
 TEST(Bf16, RoundingMatchesAPFloat) {

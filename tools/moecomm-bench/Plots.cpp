@@ -1,6 +1,7 @@
 //===- Plots.cpp - PNG plots of a sweep with gnuplot ----------------------===//
 
 #include "Plots.h"
+#include "ToolSupport.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -44,51 +45,47 @@ writeFigure(const std::string &dir, const std::string &base,
   SmallString<256> dat(dir), gp(dir);
   sys::path::append(dat, base + ".dat");
   sys::path::append(gp, base + ".gp");
-  std::error_code ec;
-  raw_fd_ostream d(dat, ec);
-  if (ec)
-    return run::systemError(
-        formatv("cannot write {0}: {1}", dat, ec.message()));
   int index = 0;
   std::vector<std::vector<int>> indices;
-  for (const Panel &p : panels) {
-    indices.emplace_back();
-    for (const Series &s : p.series) {
-      d << "# " << p.title << ": " << s.title << "\n# ranks value\n";
-      for (const Point &pt : s.points)
-        d << pt.ranks << " " << shortestDouble(pt.value) << "\n";
-      d << "\n\n";
-      indices.back().push_back(index++);
-    }
-  }
-  d.close();
-  raw_fd_ostream g(gp, ec);
-  if (ec)
-    return run::systemError(formatv("cannot write {0}: {1}", gp, ec.message()));
-  g << "# Written by moecomm-bench; data in " << base << ".dat\n";
-  g << formatv("set terminal {0} size {1},520 noenhanced font \"sans,10\"\n",
-               terminal, 120 + 460 * panels.size());
-  g << "set output '" << base << ".png'\n";
-  g << formatv("set multiplot layout 1,{0} title \"{1}\"\n", panels.size(),
-               title);
-  g << "set logscale x 2\nset logscale y 10\nset format y \"%g\"\n"
-       "set xlabel \"ranks\"\nset grid\nset key top left\n";
-  g << "set ylabel \"" << ylabel << "\"\n";
-  for (size_t p = 0; p < panels.size(); ++p) {
-    g << "set title \"" << panels[p].title << "\"\n";
-    g << "plot ";
-    for (size_t s = 0; s < panels[p].series.size(); ++s) {
-      const Series &se = panels[p].series[s];
-      g << (s ? ", \\\n     " : "")
-        << formatv(
-               "'{0}.dat' index {1} using 1:2 with linespoints lc rgb '{2}' dt "
-               "{3} pt 7 ps 0.6 lw 1.5 title \"{4}\"",
-               base, indices[p][s], se.color, se.dash, se.title);
-    }
-    g << "\n";
-  }
-  g << "unset multiplot\n";
-  g.close();
+  if (Error e = run::writeOutputFile("--plots", dat, [&](raw_ostream &d) {
+        for (const Panel &p : panels) {
+          indices.emplace_back();
+          for (const Series &s : p.series) {
+            d << "# " << p.title << ": " << s.title << "\n# ranks value\n";
+            for (const Point &pt : s.points)
+              d << pt.ranks << " " << shortestDouble(pt.value) << "\n";
+            d << "\n\n";
+            indices.back().push_back(index++);
+          }
+        }
+      }))
+    return std::move(e);
+  if (Error e = run::writeOutputFile("--plots", gp, [&](raw_ostream &g) {
+        g << "# Written by moecomm-bench; data in " << base << ".dat\n";
+        g << formatv(
+            "set terminal {0} size {1},520 noenhanced font \"sans,10\"\n",
+            terminal, 120 + 460 * panels.size());
+        g << "set output '" << base << ".png'\n";
+        g << formatv("set multiplot layout 1,{0} title \"{1}\"\n",
+                     panels.size(), title);
+        g << "set logscale x 2\nset logscale y 10\nset format y \"%g\"\n"
+             "set xlabel \"ranks\"\nset grid\nset key top left\n";
+        g << "set ylabel \"" << ylabel << "\"\n";
+        for (size_t p = 0; p < panels.size(); ++p) {
+          g << "set title \"" << panels[p].title << "\"\n";
+          g << "plot ";
+          for (size_t s = 0; s < panels[p].series.size(); ++s) {
+            const Series &se = panels[p].series[s];
+            g << (s ? ", \\\n     " : "")
+              << formatv("'{0}.dat' index {1} using 1:2 with linespoints lc "
+                         "rgb '{2}' dt {3} pt 7 ps 0.6 lw 1.5 title \"{4}\"",
+                         base, indices[p][s], se.color, se.dash, se.title);
+          }
+          g << "\n";
+        }
+        g << "unset multiplot\n";
+      }))
+    return std::move(e);
   return gp.str().str();
 }
 

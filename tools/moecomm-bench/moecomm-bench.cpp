@@ -399,6 +399,20 @@ int main(int argc, char **argv) {
   // Under mpirun without the mpi backend, rank 0 alone does the work.
   if (!printer && setup.backend != "mpi")
     return 0;
+  // Unwritable outputs are found now, not after the sweep.
+  if (printer) {
+    for (auto [option, path] :
+         {std::pair<const char *, std::string>{"--json", jsonFile},
+          {"--csv", csvFile}})
+      if (!path.empty() && path != "-")
+        if (Error e = run::checkOutputFile(option, path))
+          return report(std::move(e), printer);
+    if (!plotsDir.empty())
+      if (std::error_code ec = sys::fs::create_directories(plotsDir))
+        return report(run::systemError(
+                          formatv("--plots {0}: {1}", plotsDir, ec.message())),
+                      printer);
+  }
 
   std::unique_ptr<Executor> executor;
   if (setup.backend == "threads")
@@ -557,33 +571,21 @@ int main(int argc, char **argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
 
-  auto writeTo = [&](const std::string &path,
-                     const std::function<void(raw_ostream &)> &write) -> Error {
-    if (path == "-") {
-      write(outs());
-      outs().flush();
-      return Error::success();
-    }
-    std::error_code ec;
-    raw_fd_ostream os(path, ec);
-    if (ec)
-      return run::systemError(
-          formatv("cannot write {0}: {1}", path, ec.message()));
-    write(os);
-    return Error::success();
-  };
   if (!csvFile.empty())
-    if (Error e = writeTo(csvFile, [&](raw_ostream &os) { writeCsv(os, rep); }))
+    if (Error e = run::writeOutputFile(
+            "--csv", csvFile, [&](raw_ostream &os) { writeCsv(os, rep); }))
       return report(std::move(e), printer);
   if (!jsonFile.empty())
-    if (Error e = writeTo(jsonFile, [&](raw_ostream &os) {
-          os << formatv("{0:2}", toJson(rep)) << "\n";
-        }))
+    if (Error e =
+            run::writeOutputFile("--json", jsonFile, [&](raw_ostream &os) {
+              os << formatv("{0:2}", toJson(rep)) << "\n";
+            }))
       return report(std::move(e), printer);
   if (!quiet && csvFile != "-" && jsonFile != "-") {
     printTable(outs(), rep);
     outs().flush();
   }
   executor.reset();
-  return rep.findings.failures.empty() ? 0 : 1;
+  return run::finishStdout("moecomm-bench",
+                           rep.findings.failures.empty() ? 0 : 1);
 }

@@ -213,20 +213,20 @@ std::string serializeRank(const std::vector<IterationSummary> &its,
                                    st.recvRows});
     for (const std::string &f : s.check.failures)
       failures.push_back(f);
-    iterations.push_back(
-        json::Object{{"traffic", trafficToJson(s.traffic)},
-                     {"seconds", s.seconds},
-                     {"strategy", static_cast<int64_t>(s.strategy)},
-                     {"recv_rows", s.recvRows},
-                     {"dropped", s.dropped},
-                     {"tpe", json::Array(s.tokensPerExpert)},
-                     {"stages", std::move(stages)},
-                     {"ok", s.check.ok},
-                     {"failures", std::move(failures)},
-                     {"max_abs_err", s.check.maxAbsErr},
-                     {"max_abs_err_ref", s.check.maxAbsErrVsReference},
-                     {"bound_ratio", s.check.worstBoundRatio},
-                     {"row_mismatches", s.check.dispatchRowMismatches}});
+    iterations.push_back(json::Object{
+        {"traffic", trafficToJson(s.traffic)},
+        {"seconds", s.seconds},
+        {"strategy", static_cast<int64_t>(s.strategy)},
+        {"recv_rows", s.recvRows},
+        {"dropped", s.dropped},
+        {"tpe", json::Array(s.tokensPerExpert)},
+        {"stages", std::move(stages)},
+        {"ok", s.check.ok},
+        {"failures", std::move(failures)},
+        {"max_abs_err", errorToJson(s.check.maxAbsErr)},
+        {"max_abs_err_ref", errorToJson(s.check.maxAbsErrVsReference)},
+        {"bound_ratio", errorToJson(s.check.worstBoundRatio)},
+        {"row_mismatches", s.check.dispatchRowMismatches}});
   }
   json::Object o{{"iterations", std::move(iterations)}};
   if (failure)
@@ -275,9 +275,10 @@ void deserializeRank(StringRef text, std::vector<IterationSummary> &its,
     s.check.ok = io.getBoolean("ok").value_or(false);
     for (const json::Value &x : *io.getArray("failures"))
       s.check.failures.push_back(x.getAsString().value_or("").str());
-    s.check.maxAbsErr = io.getNumber("max_abs_err").value_or(0);
-    s.check.maxAbsErrVsReference = io.getNumber("max_abs_err_ref").value_or(0);
-    s.check.worstBoundRatio = io.getNumber("bound_ratio").value_or(0);
+    s.check.maxAbsErr = errorFromJson(io.getNumber("max_abs_err"));
+    s.check.maxAbsErrVsReference =
+        errorFromJson(io.getNumber("max_abs_err_ref"));
+    s.check.worstBoundRatio = errorFromJson(io.getNumber("bound_ratio"));
     s.check.dispatchRowMismatches = io.getInteger("row_mismatches").value_or(0);
     its.push_back(std::move(s));
   }

@@ -127,9 +127,11 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
   auto x = tensor(type.getInput(0));
   if (!x || x.getRank() != 2 || x.getDimSize(1) != p.hidden ||
       !(x.getElementType().isBF16() || x.getElementType().isF32()))
-    return fail(formatv("x must be tensor<?x{0}xbf16|f32> (the routing's hidden "
-                        "size), got {1}",
-                        p.hidden, typeString(type.getInput(0))));
+    return fail(
+        formatv("x must be tensor<?x{0}xbf16|f32> (the routing's hidden "
+                "size), got {1}; give the graph's model with --config "
+                "or its H with --hidden",
+                p.hidden, typeString(type.getInput(0))));
   sig.xType = x.getElementType().isF32() ? moecommFloat32 : moecommBfloat16;
   if (sig.xType != hostType(p.dtype))
     return fail(formatv("x is {0} but the routing's dtype needs {1} rows",
@@ -195,47 +197,91 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
   return sig;
 }
 
-/// The collectives of `entry` and of the functions it calls must route over
-/// the routing's experts (the pipeline retargets their ranks, not experts).
-Error checkExperts(mlir::func::FuncOp entry, const RoutingProblem &p) {
-  SmallVector<mlir::func::FuncOp> worklist = {entry};
+/// `entry` and, transitively, the functions it calls.
+SmallVector<mlir::func::FuncOp> reachableFunctions(mlir::func::FuncOp entry) {
+  SmallVector<mlir::func::FuncOp> functions = {entry};
   DenseSet<mlir::Operation *> seen = {entry};
-  while (!worklist.empty()) {
-    mlir::func::FuncOp func = worklist.pop_back_val();
-    mlir::Operation *bad = nullptr;
-    int64_t experts = 0;
+  for (size_t i = 0; i < functions.size(); ++i)
+    functions[i].walk([&](mlir::func::CallOp call) {
+      if (auto callee =
+              mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+                  call, call.getCalleeAttr());
+          callee && seen.insert(callee).second)
+        functions.push_back(callee);
+    });
+  return functions;
+}
+
+/// "file:line:col: " of `op`, or "" when it has no file location.
+std::string where(mlir::Operation *op) {
+  if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(op->getLoc()))
+    return formatv("{0}:{1}:{2}: ", loc.getFilename().getValue(), loc.getLine(),
+                   loc.getColumn())
+        .str();
+  return "";
+}
+
+/// Checks the collectives the entry runs against the routing's experts (the
+/// pipeline retargets their ranks, not their experts) and takes the wire
+/// dtype and capacity their dispatches declare into `p`, as `options` allow.
+Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
+                        const GraphOptions &options, RoutingProblem &p) {
+  std::optional<std::pair<mlir::Operation *, PayloadType>> wire;
+  std::optional<std::pair<mlir::Operation *, int64_t>> capacity;
+  for (mlir::func::FuncOp func : functions) {
+    Error error = Error::success();
     func.walk([&](mlir::Operation *op) {
-      if (auto call = llvm::dyn_cast<mlir::func::CallOp>(op))
-        if (auto callee =
-                mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
-                    call, call.getCalleeAttr());
-            callee && seen.insert(callee).second)
-          worklist.push_back(callee);
       for (mlir::NamedAttribute attr : op->getAttrs()) {
         auto topology =
             llvm::dyn_cast<mlir::moecomm::TopologyAttr>(attr.getValue());
         // experts = 0: a plain all_to_all, which has none.
         if (topology && topology.getExperts() != 0 &&
             topology.getExperts() != p.numExperts) {
-          bad = op;
-          experts = topology.getExperts();
+          error = inputError(formatv("{0}{1} in @{2} routes over {3} experts "
+                                     "but the routing has {4}",
+                                     where(op), op->getName().getStringRef(),
+                                     func.getSymName(), topology.getExperts(),
+                                     p.numExperts));
           return mlir::WalkResult::interrupt();
         }
       }
+      auto dispatch = llvm::dyn_cast<mlir::moecomm::DispatchOp>(op);
+      if (!dispatch)
+        return mlir::WalkResult::advance();
+      if (std::optional<mlir::moecomm::WireDtype> w = dispatch.getWire()) {
+        PayloadType type =
+            *w == mlir::moecomm::WireDtype::fp8_e4m3 ? PayloadType::FP8
+            : *w == mlir::moecomm::WireDtype::f32    ? PayloadType::F32
+                                                     : PayloadType::BF16;
+        if (wire && wire->second != type) {
+          error = inputError(formatv(
+              "{0}dispatch declares wire {1} but {2}dispatch declares {3}; "
+              "choose one with --wire-dtype",
+              where(op), payloadTypeName(type), where(wire->first),
+              payloadTypeName(wire->second)));
+          return mlir::WalkResult::interrupt();
+        }
+        wire = {op, type};
+      }
+      if (std::optional<uint64_t> c = dispatch.getCapacity()) {
+        if (capacity && capacity->second != static_cast<int64_t>(*c)) {
+          error = inputError(formatv(
+              "{0}dispatch declares capacity {1} but {2}dispatch declares "
+              "{3}; choose one with --capacity",
+              where(op), *c, where(capacity->first), capacity->second));
+          return mlir::WalkResult::interrupt();
+        }
+        capacity = {op, static_cast<int64_t>(*c)};
+      }
       return mlir::WalkResult::advance();
     });
-    if (!bad)
-      continue;
-    std::string where;
-    if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(bad->getLoc()))
-      where = formatv("{0}:{1}:{2}: ", loc.getFilename().getValue(),
-                      loc.getLine(), loc.getColumn())
-                  .str();
-    return inputError(formatv("{0}{1} in @{2} routes over {3} experts but the "
-                              "routing has {4}",
-                              where, bad->getName().getStringRef(),
-                              func.getSymName(), experts, p.numExperts));
+    if (error)
+      return error;
   }
+  if (wire && options.wireFromGraph)
+    p.dtype = wire->second;
+  if (capacity && options.capacityFromGraph)
+    p.capacity = capacity->second;
   return Error::success();
 }
 
@@ -256,7 +302,7 @@ public:
 };
 
 Expected<std::shared_ptr<CompiledGraph>>
-compileGraph(const GraphOptions &options, const RoutingProblem &problem) {
+compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   mlir::DialectRegistry registry;
   mlir::moecomm::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
@@ -307,7 +353,7 @@ compileGraph(const GraphOptions &options, const RoutingProblem &problem) {
   if (!sig)
     return sig.takeError();
   graph->signature = *sig;
-  if (Error e = checkExperts(func, problem))
+  if (Error e = applyGraphRouting(reachableFunctions(func), options, problem))
     return std::move(e);
   std::string symbol = "_mlir_ciface_" + options.entry;
 
@@ -467,6 +513,20 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   }
   moecommCompiledStats_t stats;
   moecommCompiledGetStats(&stats);
+  // An --aot library keeps the wire dtype and capacity it was built with;
+  // checking its rows against another would report wrong numbers.
+  if (stats.layouts > 0 &&
+      (stats.wireType != wireType(p.dtype) || stats.capacity != p.capacity)) {
+    const char *sent = stats.wireType == moecommFloat8E4M3 ? "fp8"
+                       : stats.wireType == moecommFloat32  ? "f32"
+                                                           : "bf16";
+    return inputError(formatv(
+        "{0} sends {1} rows with capacity {2} but this run checks {3} with "
+        "capacity {4}; pass --wire-dtype {1} --capacity {2} (0: none) or "
+        "rebuild the library",
+        graph->label, sent, stats.capacity, payloadTypeName(p.dtype),
+        p.capacity));
+  }
   if (Error e = runtimeError(moecommCommGetTraffic(comm, 0, &out.traffic), comm,
                              "moecommCommGetTraffic"))
     return e;

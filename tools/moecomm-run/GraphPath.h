@@ -40,15 +40,23 @@ struct GraphOptions {
   moecommStrategy_t strategy = moecommAuto;
   int64_t chunks = 1;
   std::string preset = "h200-dgx";
+  /// Whether a `wire<...>` / `capacity(N)` the graph's dispatches declare
+  /// replaces the routing's dtype / capacity (false when the user set them
+  /// with --wire-dtype / --capacity).
+  bool wireFromGraph = true;
+  bool capacityFromGraph = true;
 };
 
 class CompiledGraph;
 
-/// Compiles (or loads) the graph for `problem`. Errors: invalid_argument for
-/// an unreadable or invalid graph, a pipeline failure, or an entry whose
-/// signature breaks the contract (one line, naming the problem).
+/// Compiles (or loads) the graph for `problem`, first taking the wire dtype
+/// and capacity the graph's dispatches declare into `problem` (as allowed by
+/// `options`; all dispatches reached from the entry must agree). Errors:
+/// invalid_argument for an unreadable or invalid graph, a pipeline failure,
+/// an entry whose signature breaks the contract, collectives over another
+/// expert count, or dispatches that disagree (one line, naming the problem).
 llvm::Expected<std::shared_ptr<CompiledGraph>>
-compileGraph(const GraphOptions &options, const RoutingProblem &problem);
+compileGraph(const GraphOptions &options, RoutingProblem &problem);
 
 /// How the graph was obtained, for reports ("examples/x.mlir (JIT)").
 const std::string &graphLabel(const CompiledGraph &graph);

@@ -161,7 +161,9 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
   os << formatv("moecomm-run: {0} path ({1}), backend {2}, strategy {3}",
                 info.path, info.api, backendName(info.backend),
                 strategyName(info.requestedStrategy));
-  if (info.requestedStrategy == moecommAuto)
+  // auto resolves; an --aot library runs the strategy it was built with.
+  if (info.requestedStrategy == moecommAuto ||
+      r.strategy != info.requestedStrategy)
     os << formatv(" -> {0}", strategyName(r.strategy));
   os << "\n";
   os << formatv(
@@ -391,9 +393,9 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"combine_inter_node_lower_bound_bytes", r.combineLowerBound},
       {"verified", r.verified},
       {"failures", std::move(failures)},
-      {"max_abs_err", r.maxAbsErr},
-      {"max_abs_err_vs_reference", r.maxAbsErrVsReference},
-      {"combine_bound_ratio", r.worstBoundRatio},
+      {"max_abs_err", errorToJson(r.maxAbsErr)},
+      {"max_abs_err_vs_reference", errorToJson(r.maxAbsErrVsReference)},
+      {"combine_bound_ratio", errorToJson(r.worstBoundRatio)},
       {"combine_tolerance", r.combineTolerance},
       {"wall_seconds", r.wallSeconds},
       {"iteration_seconds", std::move(seconds)},

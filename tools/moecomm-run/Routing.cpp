@@ -63,7 +63,7 @@ std::optional<PayloadType> parsePayloadType(StringRef name) {
     return PayloadType::BF16;
   if (name == "f32")
     return PayloadType::F32;
-  if (name == "fp8")
+  if (name == "fp8" || name == "fp8_e4m3") // the IR's and pipeline's spelling
     return PayloadType::FP8;
   return std::nullopt;
 }

@@ -30,7 +30,8 @@ enum class PayloadType { BF16, F32, FP8 };
 
 /// "bf16", "f32" or "fp8".
 llvm::StringRef payloadTypeName(PayloadType type);
-/// Parses "bf16", "f32" or "fp8"; std::nullopt for anything else.
+/// Parses "bf16", "f32" or "fp8" (also spelled "fp8_e4m3", as in the IR);
+/// std::nullopt for anything else.
 std::optional<PayloadType> parsePayloadType(llvm::StringRef name);
 /// The runtime type of x, recv, y and out: moecommFloat32 for F32, otherwise
 /// moecommBfloat16.

@@ -1,6 +1,7 @@
 //===- ToolSupport.cpp - what moecomm-run and moecomm-bench share ---------===//
 
 #include "ToolSupport.h"
+#include "Routing.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <unistd.h>
 
 using namespace llvm;
@@ -106,6 +108,45 @@ Expected<json::Value> parseUserJson(StringRef text, int maxDepth) {
     }
   }
   return json::parse(text);
+}
+
+Error writeOutputFile(StringRef option, StringRef path,
+                      function_ref<void(raw_ostream &)> write) {
+  raw_ostream *os = &outs();
+  std::optional<raw_fd_ostream> file;
+  std::error_code ec;
+  if (path != "-") {
+    file.emplace(path, ec);
+    if (ec)
+      return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
+    os = &*file;
+  }
+  write(*os);
+  if (file)
+    file->close();
+  else
+    os->flush();
+  raw_fd_ostream &stream = file ? *file : outs();
+  if (!stream.has_error())
+    return Error::success();
+  ec = stream.error();
+  stream.clear_error();
+  return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
+}
+
+Error checkOutputFile(StringRef option, StringRef path) {
+  return writeOutputFile(option, path, [](raw_ostream &) {});
+}
+
+int finishStdout(StringRef tool, int status) {
+  outs().flush();
+  if (!outs().has_error())
+    return status;
+  errs() << tool
+         << ": error: cannot write to stdout: " << outs().error().message()
+         << "\n";
+  outs().clear_error();
+  return 3;
 }
 
 } // namespace moecomm::run

@@ -3,8 +3,10 @@
 #ifndef MOECOMM_TOOLS_RUN_TOOLSUPPORT_H
 #define MOECOMM_TOOLS_RUN_TOOLSUPPORT_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 #include <vector>
@@ -32,6 +34,23 @@ std::vector<std::string> dataDirs(const char *argv0, llvm::StringRef sub);
 /// "<tool>: " prefixes removed) in `error`.
 bool parseCommandLine(int argc, char **argv, llvm::StringRef overview,
                       std::string &error);
+
+/// Writes an output file (`path` "-": stdout) with `write`. Every failure,
+/// opening it or writing and closing it (where a full disk shows), is one
+/// io_error naming `option` and `path` (exit status 3), never LLVM's fatal
+/// error on a stream with an unchecked error.
+llvm::Error
+writeOutputFile(llvm::StringRef option, llvm::StringRef path,
+                llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+/// Creates (or truncates) the output file `path` now, so that a run does not
+/// end in an unwritable path after its work; "-" is stdout. io_error as
+/// writeOutputFile.
+llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
+
+/// Flushes stdout; a failure (a closed pipe or a full disk) becomes one line
+/// on stderr and exit status 3 instead of `status`.
+int finishStdout(llvm::StringRef tool, int status);
 
 /// llvm::json::parse for documents from users (routing files, model configs,
 /// expert-load traces). Its parser recurses once per nesting level, so a

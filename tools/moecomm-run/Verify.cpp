@@ -12,7 +12,16 @@ using namespace llvm;
 namespace moecomm::run {
 
 namespace {
+
+/// |a - b|, infinite when either is NaN: std::max ignores NaN, which would
+/// hide the worst error.
+double absError(double a, double b) {
+  const double e = std::fabs(a - b);
+  return std::isnan(e) ? HUGE_VAL : e;
+}
+
 constexpr size_t kMaxFailures = 4;
+
 } // namespace
 
 void RankCheck::fail(std::string message) {
@@ -111,9 +120,8 @@ void checkCombineLike(const RoutingProblem &p, const ReferenceResult &ref,
       const int64_t i = t * H + h;
       const double got = values[i];
       const double exact = static_cast<double>(x[i]) * weightSum;
-      c.maxAbsErr = std::max(c.maxAbsErr, std::fabs(got - exact));
-      const double err =
-          std::fabs(got - static_cast<double>(ref.combine[r][i]));
+      c.maxAbsErr = std::max(c.maxAbsErr, absError(got, exact));
+      const double err = absError(got, ref.combine[r][i]);
       c.maxAbsErrVsReference = std::max(c.maxAbsErrVsReference, err);
       const double bound = tol * ref.combineAbsSum[r][i];
       const double ratio = err == 0 ? 0 : (bound > 0 ? err / bound : HUGE_VAL);
@@ -134,6 +142,14 @@ void checkCombineLike(const RoutingProblem &p, const ReferenceResult &ref,
 }
 
 } // namespace
+
+json::Value errorToJson(double error) {
+  return std::isfinite(error) ? json::Value(error) : json::Value(nullptr);
+}
+
+double errorFromJson(std::optional<double> value) {
+  return value ? *value : HUGE_VAL;
+}
 
 RankCheck verifyRank(const RoutingProblem &p, const ReferenceResult &ref,
                      const LayerResult &res) {

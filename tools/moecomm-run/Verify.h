@@ -20,7 +20,10 @@
 #include "moecomm/Reference.h"
 #include "moecomm/Traffic.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,7 +73,7 @@ struct RankCheck {
   std::vector<std::string> failures;
   /// max |combine - x * sum of kept weights| over the rank's elements: the
   /// end-to-end error of dispatch -> identity -> combine (for FP8 it includes
-  /// the quantization error).
+  /// the quantization error). A NaN output counts as an infinite error.
   double maxAbsErr = 0;
   /// max |combine - reference combine| (the communication error alone).
   double maxAbsErrVsReference = 0;
@@ -81,6 +84,11 @@ struct RankCheck {
 
   void fail(std::string message);
 };
+
+/// An error of RankCheck as JSON: the number, or null when it is infinite
+/// (JSON has no infinity). errorFromJson reads it back.
+llvm::json::Value errorToJson(double error);
+double errorFromJson(std::optional<double> value);
 
 /// Checks one rank's result (checks 1-3 above).
 RankCheck verifyRank(const RoutingProblem &problem, const ReferenceResult &ref,

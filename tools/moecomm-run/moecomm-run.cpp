@@ -108,12 +108,13 @@ cl::opt<std::string> backendOpt(
     cl::init("threads"), cl::cat(runCat));
 cl::opt<std::string> wireDtypeOpt(
     "wire-dtype",
-    cl::desc("Override the routing's dtype: bf16 | f32 | fp8 (bf16 in/out, "
-             "FP8 on the wire)"),
+    cl::desc("Override the routing's and the graph's wire dtype: bf16 | f32 "
+             "| fp8 (= fp8_e4m3: bf16 in/out, FP8 on the wire)"),
     cl::cat(runCat));
 cl::opt<long long>
     capacityOpt("capacity",
-                cl::desc("Max received rows per rank (overrides the file's)"),
+                cl::desc("Max received rows per rank, 0 = none (overrides the "
+                         "routing's and the graph's)"),
                 cl::cat(runCat));
 cl::opt<long long> iterationsOpt(
     "iterations",
@@ -160,6 +161,8 @@ cl::opt<bool> directOpt(
     cl::desc("Call the runtime directly (the only execution path in this "
              "build: it has no compiler)"),
     cl::cat(runCat));
+// Taken only to say why it cannot run (see checkPathFlags).
+cl::opt<std::string> graphFile(cl::Positional, cl::Hidden, cl::cat(runCat));
 #endif
 cl::opt<bool> skipChecks(
     "skip-input-checks",
@@ -352,9 +355,9 @@ Error applyOverrides(RoutingProblem &p) {
     p.dtype = *t;
   }
   if (capacityOpt.getNumOccurrences()) {
-    if (capacityOpt < 1)
-      return inputError(
-          formatv("--capacity must be >= 1, got {0}", (long long)capacityOpt));
+    if (capacityOpt < 0)
+      return inputError(formatv("--capacity must be >= 0 (0: none), got {0}",
+                                (long long)capacityOpt));
     p.capacity = capacityOpt;
   }
   return Error::success();
@@ -375,6 +378,55 @@ struct RunState {
   bool valid = true;
 };
 
+/// Flags that cannot apply to the chosen path (or to this build) are errors,
+/// never ignored.
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+Error checkPathFlags() {
+  if (directOpt &&
+      (graphFile.getNumOccurrences() || aotLibrary.getNumOccurrences()))
+    return inputError("--direct calls the runtime directly; it takes no graph "
+                      "or --aot");
+  if (aotLibrary.getNumOccurrences() && graphFile.empty())
+    return inputError("--aot needs the graph .mlir it was built from (for the "
+                      "entry's signature)");
+  if (chunksOpt < 1 || chunksOpt > 1024)
+    return inputError(formatv("--chunks must be in [1, 1024], got {0}",
+                              (long long)chunksOpt));
+  const cl::Option *compileFlags[] = {&chunksOpt, &presetOpt};
+  for (const cl::Option *o : compileFlags) {
+    if (!o->getNumOccurrences())
+      continue;
+    if (directOpt)
+      return inputError(formatv("--{0} is a compile option; --direct compiles "
+                                "nothing",
+                                o->ArgStr));
+    if (aotLibrary.getNumOccurrences())
+      return inputError(formatv("--{0} is a compile option; an --aot library "
+                                "keeps the one it was built with (moecomm-aot "
+                                "--pipeline)",
+                                o->ArgStr));
+  }
+  if (aotLibrary.getNumOccurrences() && strategyOpt.getNumOccurrences())
+    return inputError("--strategy is compiled into an --aot library; rebuild "
+                      "it with moecomm-aot --pipeline strategy=...");
+  if (directOpt && entryOpt.getNumOccurrences())
+    return inputError("--entry names a graph function; --direct runs none");
+  if (!directOpt && apiOpt.getNumOccurrences())
+    return inputError("--api selects --direct's runtime calls; a graph's "
+                      "calls are compiled in");
+  return Error::success();
+}
+#else
+Error checkPathFlags() {
+  if (!graphFile.empty())
+    return inputError(formatv("cannot run {0}: this moecomm-run was built "
+                              "without the compiler (MOECOMM_ENABLE_COMPILER="
+                              "OFF) and only calls the runtime directly",
+                              graphFile));
+  return Error::success();
+}
+#endif
+
 /// Local work before any collective: flags, routing, checks, reference.
 /// Returns the exit status (0 = go on). Errors are printed by rank 0 only:
 /// they are the same on every rank (same flags and files), or rank-0-only
@@ -382,6 +434,8 @@ struct RunState {
 int prepare(const char *argv0, const MpiWorld &world, bool mpi,
             RunState &state) {
   const bool printer = world.rank == 0;
+  if (Error e = checkPathFlags())
+    return report(std::move(e), printer);
   Expected<moecommStrategy_t> strategy = parseStrategy(strategyOpt);
   if (!strategy)
     return report(strategy.takeError(), printer);
@@ -437,32 +491,21 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      kMaxThreadRanks, p.ranks)),
                   printer);
 
-  if (printer && !saveRouting.empty()) {
-    std::error_code ec;
-    raw_fd_ostream os(saveRouting, ec);
-    if (ec)
-      return report(inputError(formatv("--save-routing {0}: {1}", saveRouting,
-                                       ec.message())),
-                    printer);
-    os << formatv("{0:2}", routingToJson(p)) << "\n";
-  }
+  if (printer && !saveRouting.empty())
+    if (Error e = writeOutputFile(
+            "--save-routing", saveRouting, [&](raw_ostream &os) {
+              os << formatv("{0:2}", routingToJson(p)) << "\n";
+            }))
+      return report(std::move(e), printer);
+  // Found now, not after the run.
+  if (printer && !jsonFile.empty() && jsonFile != "-")
+    if (Error e = checkOutputFile("--json", jsonFile))
+      return report(std::move(e), printer);
   if (printer && !dumpDir.empty())
     if (Error e = prepareDumpDir(dumpDir))
       return report(std::move(e), printer);
 
 #ifdef MOECOMM_RUN_HAVE_COMPILER
-  if (directOpt && (graphFile.getNumOccurrences() || aotLibrary.getNumOccurrences()))
-    return report(inputError("--direct calls the runtime directly; it takes "
-                             "no graph or --aot"),
-                  printer);
-  if (aotLibrary.getNumOccurrences() && graphFile.empty())
-    return report(inputError("--aot needs the graph .mlir it was built from "
-                             "(for the entry's signature)"),
-                  printer);
-  if (chunksOpt < 1 || chunksOpt > 1024)
-    return report(inputError(formatv("--chunks must be in [1, 1024], got {0}",
-                                     (long long)chunksOpt)),
-                  printer);
   if (!directOpt) {
     GraphOptions go;
     go.file = graphFile;
@@ -471,6 +514,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     go.strategy = state.strategy;
     go.chunks = chunksOpt;
     go.preset = presetOpt;
+    go.wireFromGraph = !wireDtypeOpt.getNumOccurrences();
+    go.capacityFromGraph = !capacityOpt.getNumOccurrences();
     Expected<std::shared_ptr<CompiledGraph>> graph = compileGraph(go, p);
     if (!graph)
       return report(graph.takeError(), printer);
@@ -541,20 +586,12 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
     printReport(outs(), p, info, result);
   if (!jsonFile.empty()) {
     json::Value doc = reportJson(p, info, result);
-    if (jsonToStdout) {
-      outs() << formatv("{0:2}", doc) << "\n";
-    } else {
-      std::error_code ec;
-      raw_fd_ostream os(jsonFile, ec);
-      if (ec)
-        return report(
-            systemError(formatv("--json {0}: {1}", jsonFile, ec.message())),
-            printer);
-      os << formatv("{0:2}", doc) << "\n";
-    }
+    if (Error e = writeOutputFile("--json", jsonFile, [&](raw_ostream &os) {
+          os << formatv("{0:2}", doc) << "\n";
+        }))
+      return report(std::move(e), printer);
   }
-  outs().flush();
-  return result.verified ? 0 : 1;
+  return finishStdout("moecomm-run", result.verified ? 0 : 1);
 }
 
 } // namespace

@@ -329,8 +329,8 @@ struct ExchangeWaitModel
 };
 
 /// The layout call shared by moecomm.layout and the collective dispatch;
-/// returns the runtime layout pointer. `hidden` (0: unknown) and `wire` only
-/// inform the runtime's `auto`.
+/// returns the runtime layout pointer. `hidden` (0: unknown) and `wire`
+/// inform the runtime's `auto` and its statistics.
 Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
                  Strategy strategy, std::optional<int64_t> capacity,
                  int64_t hidden = 0, WireDtype wire = WireDtype::bf16) {
@@ -366,6 +366,38 @@ layoutOutputs(OpBuilder &b, RuntimeAbi &abi, Value layout, Value recvWeights,
   return SmallVector<Value>{*weights, *counts};
 }
 
+/// The row width and wire dtype of a staged layout, read off the rows its
+/// handle's dispatch exchanges send (or, with a single rank, the rows the
+/// dispatch output is unpacked from) in this function; the runtime reports
+/// them to drivers (moecommCompiledGetStats). Without such an op: unknown
+/// width, bf16.
+std::pair<int64_t, WireDtype> stagedRowFormat(LayoutOp op) {
+  Value wireRows;
+  for (Operation *user : op.getHandle().getUsers()) {
+    if (auto exchange = dyn_cast<ExchangeOp>(user);
+        exchange && exchange.getDirection() == Direction::dispatch) {
+      wireRows = exchange.getSend();
+      break;
+    }
+    if (auto start = dyn_cast<ExchangeStartOp>(user);
+        start && start.getDirection() == Direction::dispatch) {
+      wireRows = start.getSend();
+      break;
+    }
+    if (auto unpack = dyn_cast<UnpackOp>(user);
+        unpack && unpack.getDirection() == Direction::dispatch)
+      wireRows = unpack.getIn();
+  }
+  if (!wireRows)
+    return {0, WireDtype::bf16};
+  auto rows = cast<RankedTensorType>(wireRows.getType());
+  Type elt = rows.getElementType();
+  WireDtype wire = isa<Float8E4M3FNType>(elt) ? WireDtype::fp8_e4m3
+                   : elt.isF32()              ? WireDtype::f32
+                                              : WireDtype::bf16;
+  return {rows.isDynamicDim(1) ? 0 : rows.getDimSize(1), wire};
+}
+
 struct LayoutModel : RuntimeCallModel<LayoutModel, LayoutOp> {
   bool bufferizesToAllocation(Operation *op, Value value) const {
     return value != cast<LayoutOp>(op).getHandle();
@@ -380,8 +412,10 @@ struct LayoutModel : RuntimeCallModel<LayoutModel, LayoutOp> {
         abiBuffers(rewriter, abi, op->getOperands(), options, state);
     if (failed(routing))
       return failure();
+    auto [hidden, wire] = stagedRowFormat(layoutOp);
     Value layout = callLayout(abi, *routing, layoutOp.getTopology(),
-                              layoutOp.getStrategy(), layoutOp.getCapacity());
+                              layoutOp.getStrategy(), layoutOp.getCapacity(),
+                              hidden, wire);
     FailureOr<SmallVector<Value>> outputs =
         layoutOutputs(rewriter, abi, layout, layoutOp.getRecvWeights(),
                       layoutOp.getTokensPerExpert(), options);

@@ -153,6 +153,9 @@ struct ConvertMoECommToRuntimePass
     ModuleOp module = getOperation();
     bufferization::OneShotBufferizationOptions options;
     options.bufferizeFunctionBoundaries = true;
+    // Layers in an scf.for carry their activations as iter_args: each
+    // iteration's combine output is a new buffer.
+    options.allowReturnAllocsFromLoops = true;
     options.setFunctionBoundaryTypeConversion(
         bufferization::LayoutMapOption::IdentityLayoutMap);
     // linalg.copy lowers to loops; memref.copy of strided views (chunk

@@ -36,18 +36,19 @@ struct CostReportPass
   void runOnOperation() override {
     const ::moecomm::LinkPreset *link = ::moecomm::findLinkPreset(preset);
     if (!link) {
-      getOperation().emitError()
+      emitError(getOperation().getLoc())
           << "moecomm-cost-report: unknown preset '" << preset
           << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
       return signalPassFailure();
     }
     if (tokensPerRank < 1) {
-      getOperation().emitError()
+      emitError(getOperation().getLoc())
           << "moecomm-cost-report: tokens-per-rank must be >= 1, got "
           << static_cast<int64_t>(tokensPerRank);
       return signalPassFailure();
     }
-    llvm::raw_ostream &os = llvm::outs();
+    // stderr, like --print-op-stats: the IR on stdout stays pipeable.
+    llvm::raw_ostream &os = llvm::errs();
     getOperation().walk([&](DispatchOp op) { report(op, *link, os); });
     os.flush();
   }

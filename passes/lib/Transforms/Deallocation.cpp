@@ -180,7 +180,9 @@ void copyBorrowedResults(func::FuncOp func) {
         MemRefType::get(type.getShape(), type.getElementType(),
                         MemRefLayoutAttrInterface(), type.getMemorySpace());
     Value copy = memref::AllocOp::create(b, loc, copyType, dynamicSizes);
-    memref::CopyOp::create(b, loc, operand.get(), copy);
+    // linalg.copy, as bufferization's memCpyFn (ConvertMoECommToRuntime.cpp):
+    // memref.copy of a strided view needs MLIR's C runner library.
+    linalg::CopyOp::create(b, loc, operand.get(), copy);
     if (copyType != type)
       copy = memref::CastOp::create(b, loc, type, copy);
     operand.set(copy);

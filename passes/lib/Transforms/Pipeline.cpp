@@ -34,6 +34,9 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   // through linalg.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createConvertMoECommToRuntime());
+  // The upstream deallocation (functions with loops or branches) leaves
+  // bufferization.clone / dealloc.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCSEPass());
 
   // Runtime level -> LLVM dialect.

@@ -434,9 +434,10 @@ struct ScheduleOverlapPass
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (chunks < 1 || chunks > 1024) {
-      func.emitError() << "moecomm-schedule-overlap: chunks must be in [1, "
-                          "1024], got "
-                       << static_cast<int64_t>(chunks);
+      // An option error: the location, not the whole function, says where.
+      emitError(func.getLoc()) << "moecomm-schedule-overlap: chunks must be "
+                                  "in [1, 1024], got "
+                               << static_cast<int64_t>(chunks);
       return signalPassFailure();
     }
     if (chunks > 1) {

@@ -78,16 +78,17 @@ private:
 void SplitHierarchicalPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (tokensPerRank < 1) {
-    module.emitError() << "moecomm-split-hierarchical: tokens-per-rank must be "
-                          ">= 1, got "
-                       << static_cast<int64_t>(tokensPerRank);
+    emitError(module.getLoc())
+        << "moecomm-split-hierarchical: tokens-per-rank must be "
+           ">= 1, got "
+        << static_cast<int64_t>(tokensPerRank);
     return signalPassFailure();
   }
   optionStrategy = symbolizeStrategy(strategy);
   if (!optionStrategy) {
-    module.emitError() << "moecomm-split-hierarchical: unknown strategy '"
-                       << strategy
-                       << "'; expected per_expert, flat, hierarchical or auto";
+    emitError(module.getLoc())
+        << "moecomm-split-hierarchical: unknown strategy '" << strategy
+        << "'; expected per_expert, flat, hierarchical or auto";
     return signalPassFailure();
   }
   if (failed(configureCollectives(module)) ||
@@ -119,16 +120,19 @@ void SplitHierarchicalPass::runOnOperation() {
 LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
   std::optional<WireDtype> wire;
   if (!wireDtype.empty()) {
-    wire = symbolizeWireDtype(wireDtype);
+    // "fp8" is the tools' spelling (moecomm-run, moecomm-bench).
+    wire = symbolizeWireDtype(wireDtype == "fp8" ? StringRef("fp8_e4m3")
+                                                 : StringRef(wireDtype));
     if (!wire)
-      return module.emitError()
+      return emitError(module.getLoc())
              << "moecomm-split-hierarchical: unknown wire-dtype '" << wireDtype
-             << "'; expected f32, bf16 or fp8_e4m3";
+             << "'; expected f32, bf16 or fp8_e4m3 (or fp8)";
   }
   if (capacity < 0)
-    return module.emitError() << "moecomm-split-hierarchical: capacity must "
-                                 "be >= 0 rows, got "
-                              << static_cast<int64_t>(capacity);
+    return emitError(module.getLoc())
+           << "moecomm-split-hierarchical: capacity must "
+              "be >= 0 rows, got "
+           << static_cast<int64_t>(capacity);
   // A bf16/f32 override applies to the dispatches of that dtype only; fp8
   // applies to all (cached dispatches included).
   auto setWire = [&](Operation *op, RankedTensorType x) {
@@ -154,7 +158,7 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
 /// types that depend on them (tokens_per_expert is [E/W]).
 LogicalResult SplitHierarchicalPass::retargetTopology(ModuleOp module) {
   if (ranks < 0 || ranksPerNode < 0)
-    return module.emitError()
+    return emitError(module.getLoc())
            << "moecomm-split-hierarchical: ranks and ranks-per-node must be "
               ">= 0 (0: keep the IR's), got "
            << static_cast<int64_t>(ranks) << " and "
@@ -230,9 +234,9 @@ LogicalResult SplitHierarchicalPass::retargetTopology(ModuleOp module) {
 LogicalResult SplitHierarchicalPass::resolveStrategies(ModuleOp module) {
   const ::moecomm::LinkPreset *linkPreset = ::moecomm::findLinkPreset(preset);
   if (!linkPreset)
-    return module.emitError() << "moecomm-split-hierarchical: unknown preset '"
-                              << preset
-                              << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
+    return emitError(module.getLoc())
+           << "moecomm-split-hierarchical: unknown preset '" << preset
+           << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
   SymbolTableCollection symbols;
   WalkResult result = module.walk([&](DispatchOp op) {
     Strategy chosen = *optionStrategy;

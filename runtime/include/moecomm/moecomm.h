@@ -15,6 +15,15 @@
  * communicator in the same order. Input errors are agreed on collectively
  * before any payload moves, so every rank returns the same error code and
  * message and no rank hangs.
+ *
+ * Undefined behaviour, as in NCCL (the runtime cannot detect it cheaply):
+ * using a communicator, layout or request after it was destroyed or waited
+ * (a second moecommWait or *Destroy of the same handle); destroying a layout
+ * before the requests that use it completed; a collective that some rank of
+ * the communicator never issues (the others wait for it); changing or freeing
+ * a buffer between a start call and its wait. Enum values out of range, NULL
+ * pointers, negative counts and sizes whose byte count overflows are errors
+ * (InvalidArgument), not undefined.
  *===----------------------------------------------------------------------===*/
 #ifndef MOECOMM_MOECOMM_H
 #define MOECOMM_MOECOMM_H
@@ -49,7 +58,10 @@ typedef enum {
   moecommUnsupported = 4,
   /** A bug in moecomm; the message says where. */
   moecommInternalError = 5,
-  moecommNumResults = 6
+  moecommNumResults = 6,
+  /* Makes the enum int-sized, so that any int a caller passes is a valid
+   * value to check (C++ would make an out-of-range value undefined). */
+  moecommResultMaxEnum = 0x7fffffff
 } moecommResult_t;
 
 typedef enum {
@@ -58,7 +70,8 @@ typedef enum {
   /** FP8 e4m3 "fn" (finite, max 448) with 1x128 f32 block scales. */
   moecommFloat8E4M3 = 2,
   moecommInt32 = 3,
-  moecommInt64 = 4
+  moecommInt64 = 4,
+  moecommDataTypeMaxEnum = 0x7fffffff
 } moecommDataType_t;
 
 /** How dispatch/combine rows travel (DESIGN.md §2). All strategies give
@@ -73,7 +86,8 @@ typedef enum {
    *  an intra-node fan-out (DeepEP / Hybrid-EP). */
   moecommHierarchical = 2,
   /** Chosen per layout by the cost model from the actual routing. */
-  moecommAuto = 3
+  moecommAuto = 3,
+  moecommStrategyMaxEnum = 0x7fffffff
 } moecommStrategy_t;
 
 /** The ranks an exchange stage talks to. */
@@ -83,23 +97,30 @@ typedef enum {
   /** The G ranks of this rank's node. */
   moecommScopeIntraNode = 1,
   /** The W/G peers: ranks with this rank's local_rank, one per node. */
-  moecommScopeInterNode = 2
+  moecommScopeInterNode = 2,
+  moecommScopeMaxEnum = 0x7fffffff
 } moecommScope_t;
 
 typedef enum {
   moecommDirectionDispatch = 0,
   moecommDirectionCombine = 1,
   /** Raw ragged all_to_all (traffic accounting only). */
-  moecommDirectionAllToAll = 2
+  moecommDirectionAllToAll = 2,
+  moecommDirectionMaxEnum = 0x7fffffff
 } moecommDirection_t;
 
 typedef enum {
   moecommBackendThreads = 0,
   moecommBackendMpi = 1,
-  moecommBackendNccl = 2
+  moecommBackendNccl = 2,
+  moecommBackendMaxEnum = 0x7fffffff
 } moecommBackend_t;
 
-typedef enum { moecommLinkIntraNode = 0, moecommLinkInterNode = 1 } moecommLinkClass_t;
+typedef enum {
+  moecommLinkIntraNode = 0,
+  moecommLinkInterNode = 1,
+  moecommLinkClassMaxEnum = 0x7fffffff
+} moecommLinkClass_t;
 
 typedef struct moecommComm *moecommComm_t;
 typedef struct moecommLayout *moecommLayout_t;

@@ -61,6 +61,8 @@ typedef struct {
   moecommScope_t stageScope[2][MOECOMM_MAX_STAGES]; /* [direction][stage] */
   int64_t stageSendRows[2][MOECOMM_MAX_STAGES];
   int64_t stageRecvRows[2][MOECOMM_MAX_STAGES];
+  moecommDataType_t wireType; /* dispatch wire dtype of the last one */
+  int64_t capacity;           /* its capacity in rows (0 = none) */
 } moecommCompiledStats_t;
 
 /** This thread's layout statistics since the last moecommCompiledBind. */

@@ -9,7 +9,7 @@
 // Returns its argument: as a copy.
 // CHECK-LABEL: func.func private @identity
 // CHECK: %[[COPY:.*]] = memref.alloc
-// CHECK: memref.copy %{{.*}}, %[[COPY]]
+// CHECK: linalg.copy ins(%{{.*}} : {{.*}}) outs(%[[COPY]] :
 // CHECK-NEXT: return %[[COPY]]
 func.func private @identity(%t: tensor<?x8xf32>) -> tensor<?x8xf32> {
   return %t : tensor<?x8xf32>
@@ -47,7 +47,7 @@ func.func @caller(%x: tensor<?x8xf32>, %h: !h) -> tensor<?x8xf32> {
 // CHECK-LABEL: func.func @returns_argument
 // CHECK-SAME: (%[[ARG:.*]]: memref<?x16xbf16>
 // CHECK: %[[COPY:.*]] = memref.alloc
-// CHECK: memref.copy %[[ARG]], %[[COPY]]
+// CHECK: linalg.copy ins(%[[ARG]] : {{.*}}) outs(%[[COPY]] :
 // CHECK-NOT: memref.dealloc
 // CHECK: return %[[COPY]]
 func.func @returns_argument(%x: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
@@ -56,7 +56,7 @@ func.func @returns_argument(%x: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
 // CHECK-LABEL: func.func @returns_twice
 // CHECK: call @moecomm_rt_dispatch_bf16
 // CHECK: %[[COPY:.*]] = memref.alloc
-// CHECK: memref.copy %[[RECV:.*]], %[[COPY]]
+// CHECK: linalg.copy ins(%[[RECV:.*]] : {{.*}}) outs(%[[COPY]] :
 // CHECK-NOT: memref.dealloc
 // CHECK: return %[[RECV]], %[[COPY]]
 func.func @returns_twice(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>) {

@@ -42,17 +42,18 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                llvm::cl::init(0)};
   Option<std::string> strategy{
       *this, "strategy",
-      llvm::cl::desc("per_expert, flat, hierarchical or auto (the static "
-                     "cost model picks per dispatch)"),
+      llvm::cl::desc("per_expert, flat, hierarchical or auto (default: the "
+                     "static cost model picks per dispatch)"),
       llvm::cl::init("auto")};
   Option<std::string> wireDtype{
       *this, "wire-dtype",
       llvm::cl::desc("override every dispatch's wire dtype: f32, bf16, "
-                     "fp8_e4m3 (empty: keep the IR's)"),
+                     "fp8_e4m3 or fp8 (default empty: keep the IR's)"),
       llvm::cl::init("")};
   Option<int64_t> chunks{*this, "chunks",
                          llvm::cl::desc("token chunks per MoE layer for the "
-                                        "overlap schedule (1: none)"),
+                                        "overlap schedule, 1 to 1024 "
+                                        "(default 1: none)"),
                          llvm::cl::init(1)};
   Option<int64_t> capacity{*this, "capacity",
                            llvm::cl::desc("set every dispatch's capacity in "
@@ -60,11 +61,13 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                            llvm::cl::init(0)};
   Option<std::string> preset{*this, "preset",
                              llvm::cl::desc("link model for strategy=auto: "
-                                            "h100-dgx, h200-dgx, gb200-nvl72"),
+                                            "h100-dgx, h200-dgx (default), "
+                                            "gb200-nvl72"),
                              llvm::cl::init("h200-dgx")};
   Option<int64_t> tokensPerRank{*this, "tokens-per-rank",
                                 llvm::cl::desc("tokens per rank assumed by "
-                                               "strategy=auto"),
+                                               "strategy=auto when T is "
+                                               "dynamic (default 4096)"),
                                 llvm::cl::init(4096)};
 };
 

@@ -63,20 +63,22 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", /*default=*/"\"auto\"",
-           "per_expert, flat, hierarchical or auto (ops with their own "
-           "strategy<...> keep it)">,
+           "per_expert, flat, hierarchical or auto (default; ops with their "
+           "own strategy<...> keep it)">,
     Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks per node (0: keep "
            "the IR's)">,
     Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",
-           "link model for strategy=auto: h100-dgx, h200-dgx, gb200-nvl72">,
+           "link model for strategy=auto: h100-dgx, h200-dgx (default), "
+           "gb200-nvl72">,
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
-           "tokens per rank assumed by strategy=auto when T is dynamic (>= 1)">,
+           "tokens per rank assumed by strategy=auto when T is dynamic (>= 1, "
+           "default 4096)">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks (0: keep the IR's)">,
     Option<"wireDtype", "wire-dtype", "std::string", /*default=*/"\"\"",
-           "set every dispatch's wire dtype: f32, bf16 or fp8_e4m3 (empty: "
-           "keep the IR's)">,
+           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
+           "(default empty: keep the IR's)">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">
   ];
@@ -141,8 +143,8 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
   }];
   let options = [
     Option<"chunks", "chunks", "int64_t", /*default=*/"2",
-           "token chunks per MoE layer, 1 to 1024 (1: no chunking, only "
-           "async exchanges)">
+           "token chunks per MoE layer, 1 to 1024 (default 2; 1: no "
+           "chunking, only async exchanges)">
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect",
@@ -174,7 +176,8 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
   }];
   let options = [
     Option<"deallocate", "deallocate", "bool", /*default=*/"true",
-           "free the buffers (off: leave it to buffer-deallocation-pipeline)">
+           "free the buffers (default on; off: leave it to "
+           "buffer-deallocation-pipeline)">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -192,13 +195,14 @@ def MoECommCostReport : Pass<"moecomm-cost-report", "::mlir::ModuleOp"> {
     alpha + bytes/beta per stage, labelled as modelled) of every strategy
     and stage under uniform routing of `tokens-per-rank` tokens (or the
     static T), for the link model `preset`, and the strategy `auto` would
-    pick. The IR is not changed.
+    pick. The report goes to stderr (as `--print-op-stats` does), so the IR
+    on stdout stays usable; the IR is not changed.
   }];
   let options = [
     Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",
-           "link model: h100-dgx, h200-dgx, gb200-nvl72">,
+           "link model: h100-dgx, h200-dgx (default), gb200-nvl72">,
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
-           "tokens per rank when T is dynamic">
+           "tokens per rank when T is dynamic (default 4096)">
   ];
 }
 
