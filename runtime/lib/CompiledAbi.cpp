@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RowKernels.h"
 #include "moecomm/moecomm_compiled.h"
 
 #include <string>
@@ -66,27 +67,10 @@ moecommRows_t rejectedRows() {
   return moecommRows_t{nullptr, nullptr, -1, 1, moecommBfloat16};
 }
 
-size_t elementBytes(moecommDataType_t type) {
-  switch (type) {
-  case moecommFloat32:
-  case moecommInt32:
-    return 4;
-  case moecommBfloat16:
-    return 2;
-  case moecommFloat8E4M3:
-    return 1;
-  case moecommInt64:
-    return 8;
-  case moecommDataTypeMaxEnum: // not a type
-    break;
-  }
-  return 0;
-}
-
 /// Address of element 0 of a descriptor.
 template <typename MemRef>
 void *base(const MemRef *m, moecommDataType_t type) {
-  return static_cast<char *>(m->aligned) + m->offset * elementBytes(type);
+  return static_cast<char *>(m->aligned) + m->offset * moecomm::elementSize(type);
 }
 
 /// Rows view of a 2-D descriptor: rows must be contiguous.

@@ -161,22 +161,7 @@ cl::opt<bool> quiet("quiet", cl::desc("No table and no progress line"),
 /// Prints `e` as one line ("moecomm-bench: error: ...") when `print`, and
 /// returns its exit status: 2 for invalid_argument, else 3.
 int report(Error e, bool print) {
-  int code = 3;
-  std::string message;
-  handleAllErrors(std::move(e), [&](const ErrorInfoBase &info) {
-    if (info.convertToErrorCode() ==
-        std::make_error_code(std::errc::invalid_argument))
-      code = 2;
-    message = info.message();
-  });
-  for (char &c : message)
-    if (c == '\n' || c == '\r')
-      c = ' ';
-  if (print) {
-    errs() << "moecomm-bench: error: " << message << "\n";
-    errs().flush();
-  }
-  return code;
+  return run::reportError("moecomm-bench", std::move(e), print);
 }
 
 /// Parses the command line; returns false with one line in `error`.

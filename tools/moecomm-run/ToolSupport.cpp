@@ -138,6 +138,25 @@ Error checkOutputFile(StringRef option, StringRef path) {
   return writeOutputFile(option, path, [](raw_ostream &) {});
 }
 
+int reportError(StringRef tool, Error error, bool print) {
+  int code = 3;
+  std::string message;
+  handleAllErrors(std::move(error), [&](const ErrorInfoBase &info) {
+    if (info.convertToErrorCode() ==
+        std::make_error_code(std::errc::invalid_argument))
+      code = 2;
+    message = info.message();
+  });
+  for (char &c : message)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  if (print) {
+    errs() << tool << ": error: " << message << "\n";
+    errs().flush();
+  }
+  return code;
+}
+
 int finishStdout(StringRef tool, int status) {
   outs().flush();
   if (!outs().has_error())

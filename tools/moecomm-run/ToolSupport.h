@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -47,6 +48,11 @@ writeOutputFile(llvm::StringRef option, llvm::StringRef path,
 /// end in an unwritable path after its work; "-" is stdout. io_error as
 /// writeOutputFile.
 llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
+
+/// Prints `error` as one line ("<tool>: error: ...", newlines folded) when
+/// `print`, and returns the exit status it means: 2 for invalid_argument
+/// (bad input), 3 for anything else.
+int reportError(llvm::StringRef tool, llvm::Error error, bool print);
 
 /// Flushes stdout; a failure (a closed pipe or a full disk) becomes one line
 /// on stderr and exit status 3 instead of `status`.

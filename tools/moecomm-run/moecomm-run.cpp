@@ -193,22 +193,7 @@ cl::opt<bool> listConfigs("list-configs",
 
 /// Prints `e` as one line and returns its exit status (2 bad input, 3 other).
 int report(Error e, bool print) {
-  int code = 3;
-  std::string message;
-  handleAllErrors(std::move(e), [&](const ErrorInfoBase &info) {
-    if (info.convertToErrorCode() ==
-        std::make_error_code(std::errc::invalid_argument))
-      code = 2;
-    message = info.message();
-  });
-  for (char &c : message)
-    if (c == '\n' || c == '\r')
-      c = ' ';
-  if (print) {
-    errs() << "moecomm-run: error: " << message << "\n";
-    errs().flush();
-  }
-  return code;
+  return reportError("moecomm-run", std::move(e), print);
 }
 
 Expected<moecommStrategy_t> parseStrategy(StringRef s) {
