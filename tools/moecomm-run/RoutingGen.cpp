@@ -237,12 +237,6 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
     if (t < 0 || t > (int64_t(1) << 28))
       return inputError(
           formatv("--tokens value {0} must be in [0, 268435456]", t));
-  const int64_t totalTokens =
-      o.tokens.size() == 1
-          ? o.tokens[0] * o.ranks
-          : std::accumulate(o.tokens.begin(), o.tokens.end(), int64_t(0));
-  if (Error e = checkFitsInMemory(totalTokens, o.hidden, o.topk))
-    return std::move(e);
 
   RoutingProblem p;
   p.ranks = o.ranks;

@@ -34,6 +34,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <unistd.h>
 
@@ -322,6 +323,14 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
                           "--trace-file");
     }
   }
+  // Refused before the routing is even generated (moecomm-bench's counting
+  // moves no payload and has no such limit).
+  const int64_t totalTokens =
+      g.tokens.size() == 1
+          ? g.tokens[0] * g.ranks
+          : std::accumulate(g.tokens.begin(), g.tokens.end(), int64_t(0));
+  if (Error e = checkFitsInMemory(totalTokens, g.hidden, g.topk))
+    return std::move(e);
   Expected<RoutingProblem> p = generateRouting(g);
   if (p && config)
     p->origin +=
