@@ -8,9 +8,9 @@
 // result against the single-process oracle; a model runs its grouped GEMM
 // (row-wise) where the comments say "experts".
 //
-//   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/mixtral-8x7b.mlir
-//   moecomm-run examples/mixtral-8x7b.mlir --config mixtral-8x7b --ranks 16 --ranks-per-node 8 --routing-dist trace:mixtral-8x7b:arxiv:layer7
-//   moecomm-run examples/mixtral-8x7b.mlir --entry training_step --config mixtral-8x7b --ranks 16 --ranks-per-node 8 --chunks 2
+//   moecomm-opt --moecomm-pipeline="ranks=8 ranks-per-node=4" examples/mixtral-8x7b.mlir
+//   moecomm-run examples/mixtral-8x7b.mlir --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --routing-dist trace:mixtral-8x7b:arxiv:layer7
+//   moecomm-run examples/mixtral-8x7b.mlir --entry training_step --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --chunks 2
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

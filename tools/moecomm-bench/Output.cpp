@@ -190,11 +190,13 @@ void printTable(raw_ostream &os, const BenchReport &report) {
     // The detailed modelled columns use the preset auto chooses with.
     const size_t dp = c0.autoLinkPreset;
     const char *dpName = report.presets[dp].name;
-    os << formatv("  {0,-24} {1,-4} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
-                  "modelled {8} ms: {9,-29} {10,8} {11,6}",
-                  "strategy", "wire", "inter", "intra", "inter#", "x bound",
-                  "x base", "d", dpName, "dispatch | combine stages", "total",
-                  "x base");
+    os << formatv(
+        "  {0,-24} {1,-4} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
+        "modelled {8} ms: {9} {10,8} {11,6}",
+        "strategy", "wire", "inter", "intra", "inter#", "x bound", "x base",
+        "d", dpName,
+        formatv("{0,-15} | {1,-15}", "dispatch stages", "combine stages"),
+        "total", "x base");
     for (size_t p = 0; p < report.presets.size(); ++p)
       if (p != dp)
         os << formatv(" | {0,16}", report.presets[p].name);
@@ -206,13 +208,16 @@ void printTable(raw_ostream &os, const BenchReport &report) {
       const int64_t lb = c->lowerBound[0] + c->lowerBound[1];
       const int64_t base = c->baselineInter[0] + c->baselineInter[1];
       const PresetResult &m = c->models[dp];
+      // Stage times joined by '+', dispatch and combine in their own columns.
       std::string stages = m.applies
-                               ? stagesText(m.time.dispatchStageSec) + " | " +
-                                     stagesText(m.time.combineStageSec)
-                               : std::string("n/a");
+                               ? formatv("{0,-15} | {1,-15}",
+                                         stagesText(m.time.dispatchStageSec),
+                                         stagesText(m.time.combineStageSec))
+                                     .str()
+                               : formatv("{0,-33}", "n/a").str();
       os << formatv(
           "  {0,-24} {1,-4} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
-          "{8} {9,-29} {10,8} {11,6}",
+          "{8} {9} {10,8} {11,6}",
           name, run::payloadTypeName(c->dtype), humanBytes(c->interBytes()),
           humanBytes(c->traffic.bytes[0][0] + c->traffic.bytes[1][0]),
           c->traffic.messages[0][1] + c->traffic.messages[1][1],

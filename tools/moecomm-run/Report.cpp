@@ -158,13 +158,15 @@ RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
 void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
                  const RunReport &r) {
   const char *dtype = payloadTypeName(p.dtype).data();
-  os << formatv("moecomm-run: {0} path ({1}), backend {2}, strategy {3}",
-                info.path, info.api, backendName(info.backend),
-                strategyName(info.requestedStrategy));
-  // auto resolves; an --aot library runs the strategy it was built with.
-  if (info.requestedStrategy == moecommAuto ||
-      r.strategy != info.requestedStrategy)
-    os << formatv(" -> {0}", strategyName(r.strategy));
+  os << formatv("moecomm-run: {0} path ({1}), backend {2}, strategy ",
+                info.path, info.api, backendName(info.backend));
+  if (info.strategyFromLibrary)
+    os << strategyName(r.strategy) << " (built into the library)";
+  else if (r.strategy == info.requestedStrategy)
+    os << strategyName(r.strategy);
+  else // auto resolved
+    os << strategyName(info.requestedStrategy) << " -> "
+       << strategyName(r.strategy);
   os << "\n";
   os << formatv(
       "  topology   {0} ranks = {1} nodes x {2}; {3} experts ({4} per "
@@ -351,7 +353,9 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"path", info.path},
       {"dispatch_observed", info.observesDispatch},
       {"api", info.api},
-      {"strategy", strategyName(info.requestedStrategy)},
+      {"strategy",
+       strategyName(info.strategyFromLibrary ? r.strategy
+                                             : info.requestedStrategy)},
       {"strategy_in_effect", strategyName(r.strategy)},
       {"backend", backendName(info.backend)},
       {"ranks", p.ranks},

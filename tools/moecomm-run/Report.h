@@ -22,6 +22,9 @@ struct RunInfo {
   std::string api = "oneshot"; ///< runtime entry points of the direct path
   BackendKind backend = BackendKind::Threads;
   moecommStrategy_t requestedStrategy = moecommAuto;
+  /// An --aot library runs the strategy it was built with; nothing was
+  /// requested at run time.
+  bool strategyFromLibrary = false;
   int iterations = 1;
   /// Whether the path returned the dispatch rows (ExecutionPath).
   bool observesDispatch = true;

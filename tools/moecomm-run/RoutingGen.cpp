@@ -146,7 +146,8 @@ Expected<RoutingDist> parseRoutingDist(StringRef spec) {
 
 Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
                                              StringRef model, StringRef domain,
-                                             int layer, int64_t numExperts) {
+                                             int layer, int64_t numExperts,
+                                             int64_t *traceExperts) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
       MemoryBuffer::getFile(traceFile);
   if (!buffer)
@@ -192,6 +193,8 @@ Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
                                 traceFile, model, domain, layerKey, t));
     src[t] = *v;
   }
+  if (traceExperts)
+    *traceExperts = Et;
   // Re-bin: in units of 1 / (E * Et), expert e covers [e*Et, (e+1)*Et) and
   // trace expert t covers [t*E, (t+1)*E); e receives load[t] * overlap / E.
   const int64_t E = numExperts;
@@ -294,9 +297,10 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
     break;
   }
   case RoutingDist::Trace: {
+    int64_t traceExperts = 0;
     Expected<std::vector<double>> loads =
         loadTraceLoads(o.traceFile, o.dist.traceModel, o.dist.traceDomain,
-                       o.dist.traceLayer, E);
+                       o.dist.traceLayer, E, &traceExperts);
     if (!loads)
       return loads.takeError();
     popularity = std::move(*loads);
@@ -307,9 +311,13 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
       return inputError(formatv("trace {0}: only {1} experts have a non-zero "
                                 "load, fewer than topk = {2}",
                                 o.dist.spec, positive, K));
+    std::string loadsNote =
+        traceExperts == E ? formatv("its loads of {0} experts", E).str()
+                          : formatv("its loads of {0} experts re-binned to {1}",
+                                    traceExperts, E)
+                                .str();
     p.origin =
-        formatv("generated {0} (loads re-binned to {1} experts), seed {2}",
-                o.dist.spec, E, o.seed)
+        formatv("generated {0} ({1}), seed {2}", o.dist.spec, loadsNote, o.seed)
             .str();
     break;
   }

@@ -73,9 +73,11 @@ llvm::Expected<RoutingProblem> generateRouting(const GenerateOptions &options);
 /// [0, 1) with E_t equal bins; expert e receives the mass of [e/E, (e+1)/E).
 /// So E == E_t keeps the loads, E = m*E_t splits each trace expert's load over
 /// m consecutive experts, and E_t = m*E sums m consecutive trace experts.
+/// When `traceExperts` is given it receives E_t.
 llvm::Expected<std::vector<double>>
 loadTraceLoads(llvm::StringRef traceFile, llvm::StringRef model,
-               llvm::StringRef domain, int layer, int64_t numExperts);
+               llvm::StringRef domain, int layer, int64_t numExperts,
+               int64_t *traceExperts = nullptr);
 
 } // namespace moecomm::run
 

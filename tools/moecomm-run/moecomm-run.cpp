@@ -572,6 +572,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
 #endif
   info.backend = bo.kind;
   info.requestedStrategy = state.strategy;
+  info.strategyFromLibrary = aotLibrary.getNumOccurrences() > 0;
   info.iterations = bo.iterations;
   info.observesDispatch = path.observesDispatch();
   RunReport result = analyzeRun(p, state.reference, *run, path.passes());

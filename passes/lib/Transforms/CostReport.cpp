@@ -99,7 +99,7 @@ struct CostReportPass
       };
       printStages("dispatch", traffic.dispatch, time.dispatchStageSec);
       printStages("combine", traffic.combine, time.combineStageSec);
-      os << llvm::formatv("  {0,-13}{1,-10}{2,56:F1}\n", name, "total",
+      os << llvm::formatv("  {0,-13}{1,-10}{2,64:F1}\n", name, "total",
                           time.totalSec() * 1e6);
       if (s == moecommPerExpert || time.totalSec() < best) {
         best = time.totalSec();

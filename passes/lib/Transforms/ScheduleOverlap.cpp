@@ -431,15 +431,18 @@ struct ScheduleOverlapPass
           ScheduleOverlapPass> {
   using Base::Base;
 
+  // An option error is checked once here, not per function: one line, with
+  // no function to point at.
+  LogicalResult initialize(MLIRContext *context) override {
+    if (chunks >= 1 && chunks <= 1024)
+      return success();
+    return emitError(UnknownLoc::get(context))
+           << "moecomm-schedule-overlap: chunks must be in [1, 1024], got "
+           << static_cast<int64_t>(chunks);
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (chunks < 1 || chunks > 1024) {
-      // An option error: the location, not the whole function, says where.
-      emitError(func.getLoc()) << "moecomm-schedule-overlap: chunks must be "
-                                  "in [1, 1024], got "
-                               << static_cast<int64_t>(chunks);
-      return signalPassFailure();
-    }
     if (chunks > 1) {
       SmallVector<LayoutOp> layouts;
       func.walk([&](LayoutOp op) { layouts.push_back(op); });
