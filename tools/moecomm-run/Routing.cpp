@@ -321,7 +321,7 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
                                     name, r, t, k, kindOf((*wrow)[k])));
         if (!std::isfinite(static_cast<float>(*x)))
           return inputError(formatv("{0}: rank {1}, token {2}, slot {3}: "
-                                    "weight {4} is not finite in f32",
+                                    "weight {4:e} is not finite in f32",
                                     name, r, t, k, *x));
         w.push_back(static_cast<float>(*x));
       }
@@ -338,6 +338,9 @@ Expected<RoutingProblem> loadRoutingFile(StringRef path) {
                               buffer.getError().message()));
   return parseRoutingJson((*buffer)->getBuffer(), path);
 }
+
+/// The largest finite bf16, 0x7f7f.
+constexpr double kMaxWeightMagnitude = 3.3895313892515355e38;
 
 Error validateRouting(const RoutingProblem &p) {
   if (p.ranks < 1)
@@ -394,6 +397,19 @@ Error validateRouting(const RoutingProblem &p) {
                                       "{4})",
                                       r, t, k, e, j));
       }
+      // Rows of DESIGN §8's x are below 1 in magnitude, so every partial sum
+      // of a weighted combine, in any order, is below the token's sum of
+      // |weight|; past the largest bf16 it could overflow on some strategies
+      // and not others, and no result would be right.
+      double magnitude = 0;
+      for (int k = 0; k < p.topk; ++k)
+        magnitude += std::fabs(p.topkWeights[r][t * p.topk + k]);
+      if (magnitude > kMaxWeightMagnitude)
+        return inputError(formatv("rank {0}, token {1}: the weights' "
+                                  "magnitudes sum to {2:e}, above {3:e} "
+                                  "(the largest bf16): its combine could "
+                                  "overflow",
+                                  r, t, magnitude, kMaxWeightMagnitude));
     }
   }
   return Error::success();

@@ -95,8 +95,10 @@ llvm::Expected<RoutingProblem> loadRoutingFile(llvm::StringRef path);
 
 /// Semantic checks, all of DESIGN.md §3's input rules: W >= 1, G >= 1,
 /// W % G == 0, E >= 1, E % W == 0, K >= 1, H >= 1, every id in [-1, E), no
-/// id twice in a row, capacity >= 0. Returns invalid_argument with a one-line
-/// message (naming rank, token and slot for id errors).
+/// id twice in a row, capacity >= 0; and the tool's own rule that a token's
+/// sum of |weight| is at most the largest bf16 (about 3.39e38), so its
+/// combine cannot overflow. Returns invalid_argument with a one-line message
+/// (naming rank, token and slot for id errors).
 llvm::Error validateRouting(const RoutingProblem &problem);
 
 /// Rough peak bytes of one process running `totalTokens` tokens (all ranks

@@ -13,9 +13,11 @@ namespace moecomm::run {
 
 namespace {
 
-/// |a - b|, infinite when either is NaN: std::max ignores NaN, which would
-/// hide the worst error.
+/// |a - b|: 0 when equal (also equal infinities), infinite when either is
+/// NaN: std::max ignores NaN, which would hide the worst error.
 double absError(double a, double b) {
+  if (a == b)
+    return 0;
   const double e = std::fabs(a - b);
   return std::isnan(e) ? HUGE_VAL : e;
 }
