@@ -44,6 +44,28 @@ namespace {
 
 std::string ms(double sec) { return formatv("{0:f3}", sec * 1e3).str(); }
 
+/// `field` as an RFC 4180 CSV field: in double quotes, with each double quote
+/// doubled, when it holds a comma, a double quote, CR or LF; else as is.
+std::string csvField(StringRef field) {
+  if (field.find_first_of(",\"\r\n") == StringRef::npos)
+    return field.str();
+  std::string quoted = "\"";
+  for (char ch : field) {
+    if (ch == '"')
+      quoted += '"';
+    quoted += ch;
+  }
+  return quoted + "\"";
+}
+
+/// Writes one CSV record: every field through csvField, so that no field
+/// (config names and models are user text) can shift the columns.
+void writeCsvRecord(raw_ostream &os, const std::vector<std::string> &fields) {
+  for (size_t i = 0; i < fields.size(); ++i)
+    os << (i ? "," : "") << csvField(fields[i]);
+  os << "\n";
+}
+
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 /// Key of a table block: cells sharing one routing.
@@ -298,6 +320,8 @@ void printTable(raw_ostream &os, const BenchReport &report) {
   }
   for (const std::string &p : report.plots)
     os << "plot: " << p << "\n";
+  if (report.plotsWanted && report.plots.empty())
+    os << "plots: none (the cells at two or more rank counts were skipped)\n";
 }
 
 void writeCsv(raw_ostream &os, const BenchReport &report) {
@@ -366,17 +390,9 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
                         "payload_max_err",
                         "payload_ok"})
     cols.push_back(f);
-  os << join(cols, ",") << "\n";
+  writeCsvRecord(os, cols);
 
   auto num = [](double v) { return shortestDouble(v); };
-  auto quote = [](const std::string &s) {
-    if (s.find_first_of(",\"") == std::string::npos)
-      return s;
-    std::string q = "\"";
-    for (char ch : s)
-      q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-  };
   auto scopes = [](const std::vector<moecommScope_t> &v) {
     std::vector<std::string> names;
     for (moecommScope_t s : v)
@@ -386,7 +402,7 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
   for (const Cell &c : report.cells) {
     std::vector<std::string> v = {c.sweep,
                                   c.config,
-                                  quote(c.model),
+                                  c.model,
                                   std::to_string(c.hidden),
                                   std::to_string(c.configExperts),
                                   std::to_string(c.experts),
@@ -396,8 +412,8 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
                                   std::to_string(c.cluster.ranks()),
                                   std::to_string(c.tokens),
                                   std::to_string(c.seed),
-                                  quote(c.routing),
-                                  quote(c.routingEffective),
+                                  c.routing,
+                                  c.routingEffective,
                                   run::payloadTypeName(c.dtype).str(),
                                   strategyName(c.strategy),
                                   strategyName(c.used),
@@ -466,7 +482,7 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
       for (int i = 0; i < 21; ++i)
         v.push_back("");
     }
-    os << join(v, ",") << "\n";
+    writeCsvRecord(os, v);
   }
 }
 

@@ -33,6 +33,7 @@ struct BenchReport {
   Findings findings;
   double seconds = 0;             ///< wall time of the whole run
   std::vector<std::string> plots; ///< PNG files written
+  bool plotsWanted = false;       ///< --plots was given
 };
 
 /// The preset a cluster's plots and scaling summary use: choicePreset(), or

@@ -4,12 +4,16 @@
 #include "ToolSupport.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace llvm;
@@ -36,6 +40,46 @@ struct Panel {
   std::vector<Series> series;
 };
 
+/// `text` as a gnuplot string expression that is exactly `text`: in single
+/// quotes, where gnuplot expands no backslash escapes, backquoted commands or
+/// macros (a quote is written twice), and with each control character, which
+/// cannot stand in a script line, joined on as a double-quoted octal escape:
+/// we"ir'd -> 'we"ir''d', a<LF>b -> 'a'."\012".'b'.
+std::string gnuplotString(StringRef text) {
+  std::string out = "'";
+  for (unsigned char ch : text) {
+    if (ch == '\'') {
+      out += "''";
+    } else if (ch < 0x20 || ch == 0x7f) {
+      char escape[16];
+      std::snprintf(escape, sizeof(escape), "'.\"\\%03o\".'", ch);
+      out += escape;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "'";
+}
+
+/// `text` for a '#' comment line of a gnuplot script or data file: a line
+/// break would end the comment, so control characters become spaces.
+std::string commentText(StringRef text) {
+  std::string out = text.str();
+  for (char &ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      ch = ' ';
+  return out;
+}
+
+/// The last non-empty line of the file `path` ("" when none or unreadable).
+std::string lastLine(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(path);
+  if (!buffer)
+    return "";
+  StringRef text = (*buffer)->getBuffer().rtrim();
+  return text.substr(text.find_last_of("\r\n") + 1).trim().str();
+}
+
 /// Writes `panels` as gnuplot data blocks (one index per series) and a
 /// script that draws them side by side into `png`. Returns the script path.
 Expected<std::string>
@@ -51,7 +95,8 @@ writeFigure(const std::string &dir, const std::string &base,
         for (const Panel &p : panels) {
           indices.emplace_back();
           for (const Series &s : p.series) {
-            d << "# " << p.title << ": " << s.title << "\n# ranks value\n";
+            d << "# " << commentText(p.title) << ": " << commentText(s.title)
+              << "\n# ranks value\n";
             for (const Point &pt : s.points)
               d << pt.ranks << " " << shortestDouble(pt.value) << "\n";
             d << "\n\n";
@@ -61,25 +106,29 @@ writeFigure(const std::string &dir, const std::string &base,
       }))
     return std::move(e);
   if (Error e = run::writeOutputFile("--plots", gp, [&](raw_ostream &g) {
-        g << "# Written by moecomm-bench; data in " << base << ".dat\n";
+        // Every string from the user (file names, config and model names,
+        // routing specs) goes through gnuplotString.
+        g << "# Written by moecomm-bench; data in " << commentText(base)
+          << ".dat\n";
         g << formatv(
             "set terminal {0} size {1},520 noenhanced font \"sans,10\"\n",
             terminal, 120 + 460 * panels.size());
-        g << "set output '" << base << ".png'\n";
-        g << formatv("set multiplot layout 1,{0} title \"{1}\"\n",
-                     panels.size(), title);
+        g << "set output " << gnuplotString(base + ".png") << "\n";
+        g << formatv("set multiplot layout 1,{0} title {1}\n", panels.size(),
+                     gnuplotString(title));
         g << "set logscale x 2\nset logscale y 10\nset format y \"%g\"\n"
              "set xlabel \"ranks\"\nset grid\nset key top left\n";
-        g << "set ylabel \"" << ylabel << "\"\n";
+        g << "set ylabel " << gnuplotString(ylabel) << "\n";
         for (size_t p = 0; p < panels.size(); ++p) {
-          g << "set title \"" << panels[p].title << "\"\n";
+          g << "set title " << gnuplotString(panels[p].title) << "\n";
           g << "plot ";
           for (size_t s = 0; s < panels[p].series.size(); ++s) {
             const Series &se = panels[p].series[s];
             g << (s ? ", \\\n     " : "")
-              << formatv("'{0}.dat' index {1} using 1:2 with linespoints lc "
-                         "rgb '{2}' dt {3} pt 7 ps 0.6 lw 1.5 title \"{4}\"",
-                         base, indices[p][s], se.color, se.dash, se.title);
+              << formatv("{0} index {1} using 1:2 with linespoints lc rgb "
+                         "'{2}' dt {3} pt 7 ps 0.6 lw 1.5 title {4}",
+                         gnuplotString(base + ".dat"), indices[p][s], se.color,
+                         se.dash, gnuplotString(se.title));
           }
           g << "\n";
         }
@@ -91,9 +140,57 @@ writeFigure(const std::string &dir, const std::string &base,
 
 } // namespace
 
+Error checkPlottable(const std::vector<SweepSpec> &plan) {
+  // The series writePlots draws, keyed as there, with the rank counts the
+  // plan gives each (across sweeps: a series may span two).
+  using SeriesKey = std::tuple<std::string, int, int64_t, std::string,
+                               run::PayloadType, moecommStrategy_t>;
+  std::map<SeriesKey, std::set<int>> ranks;
+  for (const SweepSpec &sw : plan)
+    for (const std::string &config : sw.configs)
+      for (const Cluster &topo : sw.topologies)
+        for (const run::RoutingDist &routing : sw.routings)
+          for (run::PayloadType dtype : sw.dtypes)
+            for (moecommStrategy_t strategy : sw.strategies)
+              if (strategy != moecommAuto) {
+                std::set<int> &w = ranks[{config, topo.ranksPerNode, sw.tokens,
+                                          routing.spec, dtype, strategy}];
+                w.insert(topo.ranks());
+                if (w.size() >= 2)
+                  return Error::success();
+              }
+  return run::inputError(
+      "--plots has nothing to plot: a plot needs a fixed strategy at two or "
+      "more rank counts with the same ranks per node (e.g. --topologies "
+      "1x8,2x8)");
+}
+
+Expected<std::string> preparePlots(const std::string &dir,
+                                   const std::string &gnuplot) {
+  // create_directories accepts an existing file, so the kind is checked too.
+  std::error_code ec = sys::fs::create_directories(dir);
+  if (!ec && !sys::fs::is_directory(dir))
+    ec = std::make_error_code(std::errc::not_a_directory);
+  if (!ec)
+    ec = sys::fs::access(dir, sys::fs::AccessMode::Write);
+  if (ec)
+    return run::systemError(formatv("--plots {0}: {1}", dir, ec.message()));
+  if (!gnuplot.empty()) {
+    if (!sys::fs::can_execute(gnuplot))
+      return run::systemError(
+          formatv("--gnuplot {0} is not an executable program", gnuplot));
+    return gnuplot;
+  }
+  ErrorOr<std::string> found = sys::findProgramByName("gnuplot");
+  if (!found)
+    return run::systemError("--plots needs gnuplot (Debian: apt-get install "
+                            "gnuplot-nox); not found on PATH");
+  return *found;
+}
+
 Expected<std::vector<std::string>> writePlots(const BenchReport &report,
                                               const std::string &dir,
-                                              const std::string &gnuplot) {
+                                              const std::string &program) {
   std::vector<std::string> pngs;
   // (config, G, tokens) -> routing -> (dtype, strategy) -> ranks -> cell.
   using FigKey = std::tuple<std::string, int, int64_t>;
@@ -121,20 +218,6 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
   if (!any)
     return pngs;
 
-  std::string program = gnuplot;
-  if (!program.empty() && !sys::fs::can_execute(program))
-    return run::systemError(
-        formatv("--gnuplot {0} is not an executable program", program));
-  if (program.empty()) {
-    ErrorOr<std::string> found = sys::findProgramByName("gnuplot");
-    if (!found)
-      return run::systemError("--plots needs gnuplot (Debian: apt-get install "
-                              "gnuplot-nox); not found on PATH");
-    program = *found;
-  }
-  if (std::error_code ec = sys::fs::create_directories(dir))
-    return run::systemError(
-        formatv("cannot create --plots directory {0}: {1}", dir, ec.message()));
   SmallString<256> absDir(dir);
   sys::fs::make_absolute(absDir);
 
@@ -217,13 +300,27 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
           absDir.str().str(), f.name, terminal, f.title, f.ylabel, *f.panels);
       if (!script)
         return script.takeError();
-      std::string cd = formatv("cd '{0}'", absDir).str();
+      std::string cd = "cd " + gnuplotString(absDir);
       StringRef args[] = {program, "-e", cd, *script};
-      std::string err;
-      if (sys::ExecuteAndWait(program, args, std::nullopt, {}, 0, 0, &err) != 0)
+      // gnuplot's messages span lines (the script line, a caret, the
+      // error): its stderr goes to a file, and the error line quotes the last.
+      SmallString<128> log;
+      if (std::error_code ec =
+              sys::fs::createTemporaryFile("moecomm-bench-gnuplot", "log", log))
         return run::systemError(
-            formatv("gnuplot failed on {0}{1}", *script,
-                    err.empty() ? std::string() : ": " + err));
+            formatv("cannot create a temporary file: {0}", ec.message()));
+      FileRemover removeLog(log);
+      std::optional<StringRef> redirects[] = {std::nullopt, std::nullopt,
+                                              StringRef(log)};
+      std::string err;
+      if (sys::ExecuteAndWait(program, args, std::nullopt, redirects, 0, 0,
+                              &err) != 0) {
+        std::string why = lastLine(log);
+        if (why.empty())
+          why = err;
+        return run::systemError(formatv("gnuplot failed on {0}{1}", *script,
+                                        why.empty() ? "" : ": " + why));
+      }
       SmallString<256> png(dir);
       sys::path::append(png, f.name + ".png");
       pngs.push_back(png.str().str());

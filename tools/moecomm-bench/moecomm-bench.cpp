@@ -384,7 +384,9 @@ int main(int argc, char **argv) {
   // Under mpirun without the mpi backend, rank 0 alone does the work.
   if (!printer && setup.backend != "mpi")
     return 0;
-  // Unwritable outputs are found now, not after the sweep.
+  // Unwritable outputs (and a missing gnuplot) are found now, not after the
+  // sweep.
+  std::string gnuplotProgram;
   if (printer) {
     for (auto [option, path] :
          {std::pair<const char *, std::string>{"--json", jsonFile},
@@ -392,12 +394,18 @@ int main(int argc, char **argv) {
       if (!path.empty() && path != "-")
         if (Error e = run::checkOutputFile(option, path))
           return report(std::move(e), printer);
-    if (!plotsDir.empty())
-      if (std::error_code ec = sys::fs::create_directories(plotsDir))
-        return report(run::systemError(
-                          formatv("--plots {0}: {1}", plotsDir, ec.message())),
-                      printer);
+    if (!plotsDir.empty()) {
+      Expected<std::string> program = preparePlots(plotsDir, gnuplotOpt);
+      if (!program)
+        return report(program.takeError(), printer);
+      gnuplotProgram = *program;
+    }
   }
+  // After the paths, so that a bad --plots path is exit status 3 whatever the
+  // plan; on every process, so that all of them stop.
+  if (!plotsDir.empty())
+    if (Error e = checkPlottable(setup.plan))
+      return report(std::move(e), printer);
 
   std::unique_ptr<Executor> executor;
   if (setup.backend == "threads")
@@ -547,10 +555,11 @@ int main(int argc, char **argv) {
 
   if (!plotsDir.empty()) {
     Expected<std::vector<std::string>> pngs =
-        writePlots(rep, plotsDir, gnuplotOpt);
+        writePlots(rep, plotsDir, gnuplotProgram);
     if (!pngs)
       return report(pngs.takeError(), printer);
     rep.plots = *pngs;
+    rep.plotsWanted = true;
   }
   rep.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)

@@ -169,21 +169,41 @@ Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
   const json::Object *models = root ? root->getObject("models") : nullptr;
   if (!models)
     return inputError(formatv("{0}: no \"models\" object", traceFile));
-  const json::Object *m = models->getObject(model);
-  if (!m)
+  // A key that is present but of the wrong kind is named as such, not as
+  // unknown next to a list of known keys that holds it.
+  const json::Value *mv = models->get(model);
+  if (!mv)
     return inputError(formatv("unknown trace model '{0}' (known: {1})", model,
                               keysOf(models)));
+  const json::Object *m = mv->getAsObject();
+  if (!m)
+    return inputError(
+        formatv("{0}: trace model {1} is not an object", traceFile, model));
   const json::Object *domains = m->getObject("domains");
-  const json::Object *dom = domains ? domains->getObject(domain) : nullptr;
-  if (!dom)
+  if (!domains)
+    return inputError(formatv("{0}: trace model {1} has no \"domains\" object",
+                              traceFile, model));
+  const json::Value *dv = domains->get(domain);
+  if (!dv)
     return inputError(formatv("unknown trace domain '{0}' for {1} (known: {2})",
                               domain, model, keysOf(domains)));
+  const json::Object *dom = dv->getAsObject();
+  if (!dom)
+    return inputError(
+        formatv("{0}: {1}/{2} is not an object", traceFile, model, domain));
   std::string layerKey = ("layer" + Twine(layer)).str();
-  const json::Array *loads = dom->getArray(layerKey);
-  if (!loads || loads->empty())
+  const json::Value *lv = dom->get(layerKey);
+  if (!lv)
     return inputError(
         formatv("unknown trace layer {0} for {1}/{2} (known: {3})", layer,
                 model, domain, keysOf(dom)));
+  const json::Array *loads = lv->getAsArray();
+  if (!loads)
+    return inputError(formatv("{0}: {1}/{2}/{3} is not an array of loads",
+                              traceFile, model, domain, layerKey));
+  if (loads->empty())
+    return inputError(formatv("{0}: {1}/{2}/{3} is empty", traceFile, model,
+                              domain, layerKey));
   const int64_t Et = static_cast<int64_t>(loads->size());
   std::vector<double> src(Et);
   for (int64_t t = 0; t < Et; ++t) {
@@ -193,6 +213,14 @@ Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
                                 traceFile, model, domain, layerKey, t));
     src[t] = *v;
   }
+  // Relative loads: over the largest, so that the sums below cannot overflow
+  // (1e308 + 1e308 is inf, and experts of infinite load all tie).
+  const double maxLoad = *std::max_element(src.begin(), src.end());
+  if (maxLoad == 0)
+    return inputError(formatv("{0}: {1}/{2}/{3} has no load > 0", traceFile,
+                              model, domain, layerKey));
+  for (double &v : src)
+    v /= maxLoad;
   if (traceExperts)
     *traceExperts = Et;
   // Re-bin: in units of 1 / (E * Et), expert e covers [e*Et, (e+1)*Et) and
@@ -253,8 +281,10 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
   const int64_t E = o.numExperts;
   const int K = o.topk;
 
-  // Per-expert sampling weights (uniform, zipf, trace) or group setup.
-  std::vector<double> popularity(E, 1.0);
+  // Per-expert sampling weights (uniform, zipf, trace), also as logarithms
+  // (-inf: weight 0) for weights too small to divide by (see below); or
+  // group setup.
+  std::vector<double> weight(E, 1.0), logWeight(E, 0.0);
   int groups = 0;
   int64_t groupSize = 0;
   switch (o.dist.kind) {
@@ -268,9 +298,11 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
     Rng rng(o.seed, 0xFFFF'FFFF'0000'0001ull);
     for (int64_t i = E - 1; i > 0; --i)
       std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i + 1))]);
-    for (int64_t e = 0; e < E; ++e)
-      popularity[perm[e]] =
-          1.0 / std::pow(static_cast<double>(e + 1), o.dist.zipfExponent);
+    for (int64_t e = 0; e < E; ++e) {
+      const double place = static_cast<double>(e + 1);
+      weight[perm[e]] = 1.0 / std::pow(place, o.dist.zipfExponent);
+      logWeight[perm[e]] = -o.dist.zipfExponent * std::log(place);
+    }
     p.origin =
         formatv("generated zipf:{0}, seed {1}", o.dist.zipfExponent, o.seed)
             .str();
@@ -303,10 +335,13 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
                        o.dist.traceLayer, E, &traceExperts);
     if (!loads)
       return loads.takeError();
-    popularity = std::move(*loads);
     int64_t positive = 0;
-    for (double v : popularity)
+    for (int64_t e = 0; e < E; ++e) {
+      const double v = (*loads)[e];
+      weight[e] = v;
+      logWeight[e] = v > 0 ? std::log(v) : -HUGE_VAL;
       positive += v > 0;
+    }
     if (positive < K)
       return inputError(formatv("trace {0}: only {1} experts have a non-zero "
                                 "load, fewer than topk = {2}",
@@ -333,8 +368,16 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
     p.topkWeights[r].resize(static_cast<size_t>(T * K));
   }
 
-  const bool uniformWeights = std::all_of(popularity.begin(), popularity.end(),
+  const bool uniformWeights = std::all_of(weight.begin(), weight.end(),
                                           [](double w) { return w == 1.0; });
+  // Efraimidis-Spirakis keys log(u)/w (|log(u)| < 38) are finite for
+  // w >= 1e-300. A smaller positive weight (a trace load 1e-320 of the
+  // largest, zipf:1000) would overflow to the -inf of weight 0, so then the
+  // keys are log(w) - log(-log(u)): the same order, finite, one log more.
+  const bool logKeys =
+      std::any_of(logWeight.begin(), logWeight.end(), [](double lw) {
+        return lw > -HUGE_VAL && lw < std::log(1e-300);
+      });
 
   // Every rank draws from its own stream (Rng(seed, rank)), so ranks can be
   // generated in any order, on any number of threads, with the same result.
@@ -385,10 +428,14 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
         if (uniformWeights) {
           for (int64_t e = 0; e < E; ++e)
             keys[e] = std::log(rng.uniform());
+        } else if (!logKeys) {
+          for (int64_t e = 0; e < E; ++e)
+            keys[e] =
+                weight[e] > 0 ? std::log(rng.uniform()) / weight[e] : -HUGE_VAL;
         } else {
           for (int64_t e = 0; e < E; ++e)
-            keys[e] = popularity[e] > 0
-                          ? std::log(rng.uniform()) / popularity[e]
+            keys[e] = logWeight[e] > -HUGE_VAL
+                          ? logWeight[e] - std::log(-std::log(rng.uniform()))
                           : -HUGE_VAL;
         }
         topKByKey(keys, K, scratch, chosen);

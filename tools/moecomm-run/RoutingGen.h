@@ -68,12 +68,16 @@ struct GenerateOptions {
 /// Errors are invalid_argument with a one-line message.
 llvm::Expected<RoutingProblem> generateRouting(const GenerateOptions &options);
 
-/// The per-expert loads of trace `model`/`domain`/`layer` in `traceFile`
-/// re-binned to `numExperts` experts: the trace's E_t loads are a histogram on
-/// [0, 1) with E_t equal bins; expert e receives the mass of [e/E, (e+1)/E).
-/// So E == E_t keeps the loads, E = m*E_t splits each trace expert's load over
-/// m consecutive experts, and E_t = m*E sums m consecutive trace experts.
-/// When `traceExperts` is given it receives E_t.
+/// The per-expert loads of trace `model`/`domain`/`layer` in `traceFile`,
+/// relative to the largest trace load (so any finite loads re-bin without
+/// overflow), re-binned to `numExperts` experts: the trace's E_t loads are a
+/// histogram on [0, 1) with E_t equal bins; expert e receives the mass of
+/// [e/E, (e+1)/E). So E == E_t keeps the loads, E = m*E_t splits each trace
+/// expert's load over m consecutive experts, and E_t = m*E sums m consecutive
+/// trace experts. When `traceExperts` is given it receives E_t.
+/// invalid_argument (one line) when the file, model, domain or layer is
+/// missing or malformed, a load is not a finite number >= 0, the layer is
+/// empty, or no load is > 0.
 llvm::Expected<std::vector<double>>
 loadTraceLoads(llvm::StringRef traceFile, llvm::StringRef model,
                llvm::StringRef domain, int layer, int64_t numExperts,

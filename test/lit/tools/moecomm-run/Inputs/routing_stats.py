@@ -8,7 +8,9 @@ usage: routing_stats.py ROUTING.json CHECK [ARGS...]
                        (K = 1, E = the trace's expert count) each expert's
                        share of tokens is within max(10% relative, 4 binomial
                        standard deviations) of its share of the trace's load,
-                       and the most and least loaded experts match
+                       and the most and least used experts have the largest
+                       and smallest load
+  counts N0,N1,...     expert e fills exactly Ne slots
   top-share FRACTION   the most popular expert takes more than FRACTION of
                        all slots
   spread FRACTION      every expert's slot count is within FRACTION
@@ -39,17 +41,26 @@ def main():
         trace = json.load(open(sys.argv[3]))
         loads = trace["models"][sys.argv[4]]["domains"][sys.argv[5]]["layer" + sys.argv[6]]
         assert len(loads) == E and r["topk"] == 1
+        # Relative to the largest load, so that loads near the double range
+        # sum without overflow.
+        loads = [x / max(loads) for x in loads]
         for e in range(E):
             want = loads[e] / sum(loads)
             got = counts[e] / total
             sigma = (want * (1 - want) / total) ** 0.5
             if abs(got - want) > max(0.1 * want, 4 * sigma):
                 sys.exit(f"expert {e}: share {got:.4f}, trace share {want:.4f}")
-        by_count = sorted(range(E), key=lambda e: counts[e])
-        by_load = sorted(range(E), key=lambda e: loads[e])
-        if (by_count[0], by_count[-1]) != (by_load[0], by_load[-1]):
-            sys.exit(f"least/most used {by_count[0]}/{by_count[-1]}, trace "
-                     f"{by_load[0]}/{by_load[-1]}")
+        least = min(range(E), key=lambda e: counts[e])
+        most = max(range(E), key=lambda e: counts[e])
+        if (loads[least], loads[most]) != (min(loads), max(loads)):
+            sys.exit(f"least/most used {least}/{most} have loads "
+                     f"{loads[least]}/{loads[most]}, trace "
+                     f"{min(loads)}/{max(loads)}")
+    elif check == "counts":
+        want = [int(n) for n in sys.argv[3].split(",")]
+        got = [counts[e] for e in range(E)]
+        if got != want:
+            sys.exit(f"slots per expert {got}, expected {want}")
     elif check == "top-share":
         share = counts.most_common(1)[0][1] / total
         if share <= float(sys.argv[3]):
