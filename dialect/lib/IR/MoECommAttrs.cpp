@@ -14,6 +14,18 @@ using namespace mlir::moecomm;
 #define GET_TYPEDEF_CLASSES
 #include "moecomm/Dialect/MoEComm/MoECommTypes.cpp.inc"
 
+FailureOr<int64_t> mlir::moecomm::parseCount(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (succeeded(parser.parseOptionalKeyword(&keyword, {"true", "false"})))
+    return parser.emitError(loc, "expected integer value, got '")
+           << keyword << "'";
+  int64_t value;
+  if (parser.parseInteger(value))
+    return failure();
+  return value;
+}
+
 /// Checks W >= 1, G >= 1, W % G == 0 and, when `experts` is meaningful,
 /// E >= 1 and E % W == 0. Shared by the topology attribute and the handle.
 static LogicalResult verifyTopology(function_ref<InFlightDiagnostic()> emitError,

@@ -387,9 +387,11 @@ LogicalResult AllToAllOp::verify() {
     return failure();
   auto counts = cast<RankedTensorType>(getSendCounts().getType());
   int64_t ranks = getTopology().getRanks();
-  if (counts.getRank() != 1 || counts.getDimSize(0) != ranks)
+  // A dynamic count is checked against the ranks at run time.
+  if (counts.getRank() != 1 ||
+      (!counts.isDynamicDim(0) && counts.getDimSize(0) != ranks))
     return emitOpError() << "send_counts must have one count per rank, shape ["
-                         << ranks << "], got " << shapeStr(counts);
+                         << ranks << "] or [?], got " << shapeStr(counts);
   return success();
 }
 

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "moecomm/CostModel.h"
 
 namespace mlir::moecomm {
@@ -55,6 +56,131 @@ Strategy chooseStatically(DispatchOp op, const moecommLinkModel_t &link,
   return static_cast<Strategy>(chosen);
 }
 
+/// How a changed type may flow through the module: `checkValue` is asked
+/// about every value it reaches before the value's type changes, `checkUse`
+/// about every use other than func.return and a func.call of a function
+/// defined in the module.
+struct TypeFlow {
+  function_ref<LogicalResult(Value)> checkValue;
+  function_ref<LogicalResult(OpOperand &)> checkUse;
+};
+
+LogicalResult propagateType(Value value, Type type,
+                            SymbolTableCollection &symbols,
+                            const TypeFlow &flow);
+
+/// Follows `value`'s (new) type through func.return (into the function's
+/// results and every call's results) and func.call (into the callee's
+/// arguments).
+LogicalResult propagateUses(Value value, SymbolTableCollection &symbols,
+                            const TypeFlow &flow) {
+  Type type = value.getType();
+  for (OpOperand &use : llvm::make_early_inc_range(value.getUses())) {
+    Operation *user = use.getOwner();
+    unsigned index = use.getOperandNumber();
+    if (auto ret = dyn_cast<func::ReturnOp>(user)) {
+      auto func = ret->getParentOfType<func::FuncOp>();
+      SmallVector<Type> results(func.getResultTypes());
+      results[index] = type;
+      func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                     results));
+      ModuleOp module = func->getParentOfType<ModuleOp>();
+      if (auto uses = SymbolTable::getSymbolUses(func, module))
+        for (SymbolTable::SymbolUse symbolUse : *uses)
+          if (auto call = dyn_cast<func::CallOp>(symbolUse.getUser()))
+            if (failed(
+                    propagateType(call.getResult(index), type, symbols, flow)))
+              return failure();
+      continue;
+    }
+    auto call = dyn_cast<func::CallOp>(user);
+    auto callee = call ? symbols.lookupNearestSymbolFrom<func::FuncOp>(
+                             call, call.getCalleeAttr())
+                       : func::FuncOp();
+    // An external function's signature is not this module's to change.
+    if (!callee || callee.isExternal()) {
+      if (failed(flow.checkUse(use)))
+        return failure();
+      continue;
+    }
+    if (failed(propagateType(callee.getArgument(index), type, symbols, flow)))
+      return failure();
+    SmallVector<Type> inputs(callee.getArgumentTypes());
+    inputs[index] = type;
+    callee.setType(FunctionType::get(callee.getContext(), inputs,
+                                     callee.getResultTypes()));
+  }
+  return success();
+}
+
+/// Sets `value`'s type to `type` and propagates it (propagateUses).
+LogicalResult propagateType(Value value, Type type,
+                            SymbolTableCollection &symbols,
+                            const TypeFlow &flow) {
+  if (value.getType() == type)
+    return success();
+  if (failed(flow.checkValue(value)))
+    return failure();
+  value.setType(type);
+  return propagateUses(value, symbols, flow);
+}
+
+/// Whether `op` still verifies, without reporting why not. A terminator's
+/// types are checked by the op owning its region, which is verified too.
+bool stillVerifies(Operation *op) {
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  if (failed(verify(op, /*verifyRecursively=*/false)))
+    return false;
+  return !op->hasTrait<OpTrait::IsTerminator>() ||
+         succeeded(verify(op->getParentOp(), /*verifyRecursively=*/false));
+}
+
+/// `type` with every dimension dynamic.
+RankedTensorType dynamicShape(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.clone(
+      SmallVector<int64_t>(tensor.getRank(), ShapedType::kDynamic));
+}
+
+/// Checks that every call and return agrees with the signatures the type
+/// propagation changed: a value the propagation does not reach (e.g. a
+/// function argument no dispatch feeds) may still carry the old type.
+LogicalResult checkSignatures(ModuleOp module, SymbolTableCollection &symbols) {
+  auto mismatch = [](Operation *op, unsigned index, Type got, Type expected,
+                     func::FuncOp func) {
+    bool call = isa<func::CallOp>(op);
+    op->emitError() << "cannot retype this " << op->getName() << ": "
+                    << (call ? "operand" : "result") << " #" << index << " is "
+                    << got << " but another "
+                    << (call ? "call made @" : "return made @")
+                    << func.getSymName() << (call ? " take " : " return ")
+                    << expected;
+  };
+  WalkResult result = module.walk([&](Operation *op) {
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      for (auto [i, operand, expected] :
+           llvm::enumerate(call.getOperandTypes(), callee.getArgumentTypes()))
+        if (operand != expected) {
+          mismatch(call, i, operand, expected, callee);
+          return WalkResult::interrupt();
+        }
+    } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      auto func = ret->getParentOfType<func::FuncOp>();
+      for (auto [i, operand, expected] :
+           llvm::enumerate(ret.getOperandTypes(), func.getResultTypes()))
+        if (operand != expected) {
+          mismatch(ret, i, operand, expected, func);
+          return WalkResult::interrupt();
+        }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 struct SplitHierarchicalPass
     : public mlir::moecomm::impl::MoECommSplitHierarchicalBase<SplitHierarchicalPass> {
   using Base::Base;
@@ -63,8 +189,10 @@ struct SplitHierarchicalPass
 
 private:
   LogicalResult configureCollectives(ModuleOp module);
-  LogicalResult retargetTopology(ModuleOp module);
-  LogicalResult resolveStrategies(ModuleOp module);
+  LogicalResult retargetTopology(ModuleOp module,
+                                 SymbolTableCollection &symbols);
+  LogicalResult resolveStrategies(ModuleOp module,
+                                  SymbolTableCollection &symbols);
   LogicalResult propagateHandleType(Value value, HandleType type,
                                     SymbolTableCollection &symbols);
   void splitDispatch(DispatchOp op);
@@ -91,8 +219,11 @@ void SplitHierarchicalPass::runOnOperation() {
         << "'; expected per_expert, flat, hierarchical or auto";
     return signalPassFailure();
   }
+  SymbolTableCollection symbols;
   if (failed(configureCollectives(module)) ||
-      failed(retargetTopology(module)) || failed(resolveStrategies(module)))
+      failed(retargetTopology(module, symbols)) ||
+      failed(resolveStrategies(module, symbols)) ||
+      failed(checkSignatures(module, symbols)))
     return signalPassFailure();
 
   SmallVector<DispatchOp> dispatches;
@@ -155,8 +286,11 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
 
 /// Retargets every topology and handle type of the module to `ranks` ranks
 /// and/or `ranks-per-node` ranks per node, then re-infers the moecomm result
-/// types that depend on them (tokens_per_expert is [E/W]).
-LogicalResult SplitHierarchicalPass::retargetTopology(ModuleOp module) {
+/// types that depend on them (tokens_per_expert is [E/W], all_to_all's
+/// recv_counts [W]) and carries them through function signatures.
+LogicalResult
+SplitHierarchicalPass::retargetTopology(ModuleOp module,
+                                        SymbolTableCollection &symbols) {
   if (ranks < 0 || ranksPerNode < 0)
     return emitError(module.getLoc())
            << "moecomm-split-hierarchical: ranks and ranks-per-node must be "
@@ -170,51 +304,68 @@ LogicalResult SplitHierarchicalPass::retargetTopology(ModuleOp module) {
     return std::make_pair(newRanks > 0 ? newRanks : w,
                           newPerNode > 0 ? newPerNode : g);
   };
-  auto valid = [](std::pair<int64_t, int64_t> wg, int64_t experts) {
-    auto [w, g] = wg;
-    return w >= 1 && g >= 1 && w % g == 0 && experts % w == 0;
+
+  // Every topology and handle type, wherever it appears (function signatures
+  // included), must pass its own verifier once retargeted: a retarget is
+  // all or nothing.
+  Operation *current = nullptr;
+  auto retargetError = [&](int64_t w, int64_t g) {
+    return [&current, w, g, wg = target(w, g)] {
+      return current->emitError()
+             << "cannot retarget " << w << " ranks x " << g << " per node to "
+             << wg.first << " ranks x " << wg.second << " per node: ";
+    };
   };
+  AttrTypeWalker checker;
+  checker.addWalk([&](TopologyAttr topo) {
+    auto [w, g] = target(topo.getRanks(), topo.getRanksPerNode());
+    return WalkResult(TopologyAttr::verify(
+        retargetError(topo.getRanks(), topo.getRanksPerNode()), w, g,
+        topo.getExperts()));
+  });
+  checker.addWalk([&](HandleType type) {
+    auto [w, g] = target(type.getRanks(), type.getRanksPerNode());
+    return WalkResult(HandleType::verify(
+        retargetError(type.getRanks(), type.getRanksPerNode()), w, g,
+        type.getExperts(), type.getStrategy()));
+  });
+  SmallVector<std::pair<AllToAllOp, int64_t>> allToAlls;
   WalkResult bad = module.walk([&](Operation *op) {
-    TopologyAttr topo;
-    if (auto d = dyn_cast<DispatchOp>(op))
-      topo = d.getTopology();
-    else if (auto a = dyn_cast<AllToAllOp>(op))
-      topo = a.getTopology();
-    if (!topo)
-      return WalkResult::advance();
-    auto wg = target(topo.getRanks(), topo.getRanksPerNode());
-    if (valid(wg, topo.getExperts()))
-      return WalkResult::advance();
-    op->emitError() << "cannot retarget " << topo.getRanks() << " ranks x "
-                    << topo.getRanksPerNode() << " per node to " << wg.first
-                    << " ranks x " << wg.second << " per node: "
-                    << (wg.first < 1 || wg.second < 1 ||
-                                wg.first % wg.second != 0
-                            ? "ranks-per-node must divide the ranks"
-                            : "the experts must divide evenly over the ranks");
-    return WalkResult::interrupt();
+    current = op;
+    if (auto a2a = dyn_cast<AllToAllOp>(op))
+      allToAlls.push_back({a2a, a2a.getTopology().getRanks()});
+    SmallVector<Type> types(op->getResultTypes());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        llvm::append_range(types, block.getArgumentTypes());
+    if (checker.walk(op->getAttrDictionary()).wasInterrupted() ||
+        llvm::any_of(types, [&](Type type) {
+          return checker.walk(type).wasInterrupted();
+        }))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
   });
   if (bad.wasInterrupted())
     return failure();
+
   AttrTypeReplacer replacer;
-  replacer.addReplacement([&](TopologyAttr topo) -> Attribute {
-    auto wg = target(topo.getRanks(), topo.getRanksPerNode());
-    if (!valid(wg, topo.getExperts()))
-      return topo;
-    return TopologyAttr::get(topo.getContext(), wg.first, wg.second,
-                             topo.getExperts());
+  replacer.addReplacement([&](TopologyAttr topo) {
+    auto [w, g] = target(topo.getRanks(), topo.getRanksPerNode());
+    return TopologyAttr::get(topo.getContext(), w, g, topo.getExperts());
   });
-  replacer.addReplacement([&](HandleType type) -> Type {
-    auto wg = target(type.getRanks(), type.getRanksPerNode());
-    if (!valid(wg, type.getExperts()))
-      return type;
-    return HandleType::get(type.getContext(), wg.first, wg.second,
-                           type.getExperts(), type.getStrategy());
+  replacer.addReplacement([&](HandleType type) {
+    auto [w, g] = target(type.getRanks(), type.getRanksPerNode());
+    return HandleType::get(type.getContext(), w, g, type.getExperts(),
+                           type.getStrategy());
   });
   replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
                                         /*replaceLocs=*/false,
                                         /*replaceTypes=*/true);
-  module.walk([](Operation *op) {
+
+  // Every re-inferred type is set before any is propagated, so that the uses
+  // checked below see their operands and results consistent.
+  SmallVector<std::pair<Value, Type>> retyped;
+  module.walk([&](Operation *op) {
     auto infer = dyn_cast<InferTypeOpInterface>(op);
     if (!infer || !isa<MoECommDialect>(op->getDialect()))
       return;
@@ -224,20 +375,73 @@ LogicalResult SplitHierarchicalPass::retargetTopology(ModuleOp module) {
             op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
             op->getRegions(), types)))
       return;
-    for (auto [result, type] : llvm::zip(op->getResults(), types))
+    for (auto [result, type] : llvm::zip(op->getResults(), types)) {
+      if (result.getType() == type)
+        continue;
+      retyped.push_back({result, result.getType()});
       result.setType(type);
+    }
   });
+  for (auto &entry : retyped) {
+    Value value = entry.first;
+    Type type = value.getType(), oldType = entry.second;
+    auto checkValue = [&](Value v) -> LogicalResult {
+      if (v.getType() == oldType)
+        return success();
+      return emitError(v.getLoc())
+             << "this value would be both " << v.getType() << " and " << type
+             << " once retargeted to " << newRanks
+             << " ranks; tensor.cast the values reaching it to "
+             << dynamicShape(type);
+    };
+    // Other uses keep the new type when they still verify with it, e.g. a
+    // tensor.cast to a dynamic shape.
+    auto checkUse = [&](OpOperand &use) -> LogicalResult {
+      Operation *user = use.getOwner();
+      auto call = dyn_cast<func::CallOp>(user);
+      if (!call && stillVerifies(user))
+        return success();
+      InFlightDiagnostic diag = user->emitError();
+      diag << "cannot retarget to " << newRanks << " ranks: operand #"
+           << use.getOperandNumber() << " becomes " << type << " (was "
+           << oldType << "), which ";
+      if (call)
+        diag << "the external function @" << call.getCallee()
+             << " does not take";
+      else
+        diag << "'" << user->getName() << "' does not accept";
+      return diag << "; tensor.cast it to " << dynamicShape(type)
+                  << " before this use";
+    };
+    if (failed(propagateUses(value, symbols, {checkValue, checkUse})))
+      return failure();
+  }
+
+  // A count operand of static shape [W] cannot follow the retarget.
+  for (auto [op, oldRanks] : allToAlls) {
+    auto counts = cast<RankedTensorType>(op.getSendCounts().getType());
+    if (counts.isDynamicDim(0) ||
+        counts.getDimSize(0) == op.getTopology().getRanks())
+      continue;
+    return op.emitError() << "cannot retarget this all_to_all from " << oldRanks
+                          << " to " << op.getTopology().getRanks()
+                          << " ranks: its send_counts have the static shape "
+                          << counts << "; give them a dynamic shape ("
+                          << dynamicShape(counts)
+                          << ", checked against the ranks at run time)";
+  }
   return success();
 }
 
 /// Picks each dispatch's strategy and records it in its handle type.
-LogicalResult SplitHierarchicalPass::resolveStrategies(ModuleOp module) {
+LogicalResult
+SplitHierarchicalPass::resolveStrategies(ModuleOp module,
+                                         SymbolTableCollection &symbols) {
   const ::moecomm::LinkPreset *linkPreset = ::moecomm::findLinkPreset(preset);
   if (!linkPreset)
     return emitError(module.getLoc())
            << "moecomm-split-hierarchical: unknown preset '" << preset
            << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
-  SymbolTableCollection symbols;
   WalkResult result = module.walk([&](DispatchOp op) {
     Strategy chosen = *optionStrategy;
     if (auto attr = op.getStrategy())
@@ -254,64 +458,40 @@ LogicalResult SplitHierarchicalPass::resolveStrategies(ModuleOp module) {
   return failure(result.wasInterrupted());
 }
 
-/// Sets `value`'s type to `type` and follows it through func.return (into the
-/// function's results and every call's results) and func.call (into the
-/// callee's arguments).
+/// propagateType for a handle whose strategy is now known.
 LogicalResult
 SplitHierarchicalPass::propagateHandleType(Value value, HandleType type,
                                            SymbolTableCollection &symbols) {
-  if (value.getType() == type)
-    return success();
-  auto current = cast<HandleType>(value.getType());
-  if (current.getStrategy() && current.getStrategy() != type.getStrategy()) {
-    return emitError(value.getLoc())
+  auto checkValue = [&](Value v) -> LogicalResult {
+    std::optional<Strategy> current =
+        cast<HandleType>(v.getType()).getStrategy();
+    if (!current || current == type.getStrategy())
+      return success();
+    return emitError(v.getLoc())
            << "this handle receives layouts planned with different strategies ("
-           << stringifyStrategy(*current.getStrategy()) << " and "
+           << stringifyStrategy(*current) << " and "
            << stringifyStrategy(*type.getStrategy())
            << "); give the dispatches the same strategy<...>";
-  }
-  value.setType(type);
-  for (OpOperand &use : llvm::make_early_inc_range(value.getUses())) {
+  };
+  auto checkUse = [&](OpOperand &use) -> LogicalResult {
     Operation *user = use.getOwner();
     if (isa<MoECommDialect>(user->getDialect()))
-      continue;
-    if (auto ret = dyn_cast<func::ReturnOp>(user)) {
-      auto func = ret->getParentOfType<func::FuncOp>();
-      unsigned index = use.getOperandNumber();
-      SmallVector<Type> results(func.getResultTypes());
-      results[index] = type;
-      func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                     results));
-      ModuleOp module = func->getParentOfType<ModuleOp>();
-      if (auto uses = SymbolTable::getSymbolUses(func, module))
-        for (SymbolTable::SymbolUse symbolUse : *uses)
-          if (auto call = dyn_cast<func::CallOp>(symbolUse.getUser()))
-            if (failed(propagateHandleType(call.getResult(index), type,
-                                           symbols)))
-              return failure();
-      continue;
-    }
-    if (auto call = dyn_cast<func::CallOp>(user)) {
-      auto callee =
-          symbols.lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-      if (!callee || callee.isExternal())
-        continue;
-      unsigned index = use.getOperandNumber();
-      BlockArgument arg = callee.getArgument(index);
-      if (failed(propagateHandleType(arg, type, symbols)))
-        return failure();
-      SmallVector<Type> inputs(callee.getArgumentTypes());
-      inputs[index] = type;
-      callee.setType(FunctionType::get(callee.getContext(), inputs,
-                                       callee.getResultTypes()));
-      continue;
-    }
+      return success();
+    if (auto call = dyn_cast<func::CallOp>(user))
+      return call.emitError()
+             << "cannot record this handle's strategy in the signature of "
+                "the external function @"
+             << call.getCallee() << "; define it in this module, or declare "
+             << "its argument #" << use.getOperandNumber()
+             << " with strategy = " << stringifyStrategy(*type.getStrategy())
+             << " and give the dispatch strategy<"
+             << stringifyStrategy(*type.getStrategy()) << ">";
     return user->emitError()
            << "cannot carry a moecomm handle through '" << user->getName()
            << "'; pass it directly between dispatch, combine, func.call and "
               "func.return";
-  }
-  return success();
+  };
+  return propagateType(value, type, symbols, {checkValue, checkUse});
 }
 
 /// Rows of `x` moved along `handle`'s plan (`strategy` on its topology):

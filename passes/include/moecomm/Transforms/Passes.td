@@ -49,17 +49,27 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     and results, so a combine in another function (the backward pass) uses
     the stages its dispatch was planned with.
 
-    `ranks` and `ranks-per-node` first retarget every topology (so one graph
-    compiles for any EP size whose ranks divide the experts), and
+    `ranks` and `ranks-per-node` first retarget every topology and handle
+    type (so one graph compiles for any EP size whose ranks divide the
+    experts); the results whose types depend on the ranks
+    (`tokens_per_expert`, `tensor<E/W x i64>`; `all_to_all`'s
+    `recv_counts`, `tensor<W x i64>`) take their new types, which follow
+    them into function results and arguments as the strategy does.
     `wire-dtype` and `capacity` override the dispatches' settings (the
     pipeline passes its options here).
 
-    Errors: a retarget where ranks-per-node does not divide the ranks or the
-    experts do not divide over the ranks; a handle reaching a
-    combine whose strategy cannot be determined
-    (e.g. a function argument never fed by a dispatch in this module) while
-    `strategy=auto`; two different strategies flowing into one function
-    argument.
+    Errors: a retarget that a topology or handle type anywhere in the module
+    (function signatures included) would not verify with (ranks-per-node
+    not dividing the ranks, experts not dividing over the ranks, ranks
+    beyond the dialect's limit); a result whose type changes with the ranks
+    reaching an op that does not accept its new type, or an `all_to_all`
+    whose `send_counts` have a static shape (make them dynamic, e.g. with
+    `tensor.cast` to `tensor<?xi64>`); a handle or such a result passed to
+    an external function, whose signature the pass does not change; a
+    handle reaching a combine whose strategy cannot be determined (e.g. a
+    function argument never fed by a dispatch in this module) while
+    `strategy=auto`; two different strategies or types flowing into one
+    function argument or result.
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", /*default=*/"\"auto\"",

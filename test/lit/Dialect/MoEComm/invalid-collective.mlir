@@ -7,6 +7,19 @@ func.func @f() attributes {t = #moecomm.topology<ranks = 0, ranks_per_node = 1>}
 
 // -----
 
+// AsmParser reads `true` as an integer (-1 once sign-extended).
+// expected-error @+2 {{expected integer value, got 'true'}}
+// expected-error @+1 {{failed to parse MoEComm_TopologyAttr parameter 'ranks'}}
+func.func @f() attributes {t = #moecomm.topology<ranks = true, ranks_per_node = 2>} { return }
+
+// -----
+
+// expected-error @+2 {{expected integer value, got 'false'}}
+// expected-error @+1 {{failed to parse MoEComm_HandleType parameter 'experts'}}
+func.func @f(%h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = false>) { return }
+
+// -----
+
 // expected-error @+1 {{ranks_per_node must be >= 1, got 0}}
 func.func @f() attributes {t = #moecomm.topology<ranks = 4, ranks_per_node = 0>} { return }
 
@@ -220,7 +233,7 @@ func.func @f(%s: tensor<?x8xf8E4M3FN>, %c: tensor<2xi64>) {
 // -----
 
 func.func @f(%s: tensor<?x8xbf16>, %c: tensor<3xi64>) {
-  // expected-error @+1 {{'moecomm.all_to_all' op send_counts must have one count per rank, shape [2], got [3]}}
+  // expected-error @+1 {{'moecomm.all_to_all' op send_counts must have one count per rank, shape [2] or [?], got [3]}}
   %0:2 = moecomm.all_to_all %s, %c topology<ranks = 2, ranks_per_node = 1> : tensor<?x8xbf16>, tensor<3xi64>
   return
 }

@@ -40,9 +40,11 @@ func.func @defaults(%x: tensor<4x7xf32>, %idx: tensor<4x3xi64>, %w: tensor<4x3xf
 // CHECK-LABEL: func.func @all_to_all
 // CHECK: moecomm.all_to_all %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
 // CHECK: moecomm.all_to_all %{{.*}}, %{{.*}} topology<ranks = 2, ranks_per_node = 1> : tensor<6x3xf32>, tensor<2xi32>
-func.func @all_to_all(%rows: tensor<?x64xbf16>, %counts: tensor<4xi64>, %r2: tensor<6x3xf32>, %c2: tensor<2xi32>) -> (tensor<?x64xbf16>, tensor<4xi64>) {
+// CHECK: moecomm.all_to_all %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<?xi64>
+func.func @all_to_all(%rows: tensor<?x64xbf16>, %counts: tensor<4xi64>, %r2: tensor<6x3xf32>, %c2: tensor<2xi32>, %c3: tensor<?xi64>) -> (tensor<?x64xbf16>, tensor<4xi64>) {
   %recv, %rc = moecomm.all_to_all %rows, %counts topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
   %recv2, %rc2 = moecomm.all_to_all %r2, %c2 topology<ranks = 2, ranks_per_node = 1> : tensor<6x3xf32>, tensor<2xi32>
+  %recv3, %rc3 = moecomm.all_to_all %rows, %c3 topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<?xi64>
   return %recv, %rc : tensor<?x64xbf16>, tensor<4xi64>
 }
 

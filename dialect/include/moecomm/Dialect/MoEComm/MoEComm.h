@@ -38,6 +38,10 @@ constexpr int64_t kMaxRanks = int64_t(1) << 20;
 constexpr int64_t kMaxExperts = (int64_t(1) << 31) - 1;
 constexpr int64_t kMaxHidden = (int64_t(1) << 31) - 1;
 
+/// Parses an integer topology parameter (MoEComm_CountParameter), rejecting
+/// `true` and `false`.
+FailureOr<int64_t> parseCount(AsmParser &parser);
+
 /// Scales per row of hidden size `hidden`: ceil(hidden / 128).
 inline int64_t getNumScaleBlocks(int64_t hidden) {
   return (hidden + kFp8BlockSize - 1) / kFp8BlockSize;

@@ -117,6 +117,15 @@ def MoEComm_DirectionAttr : EnumAttr<MoEComm_Dialect, MoEComm_Direction, "direct
 // Attributes
 //===----------------------------------------------------------------------===//
 
+// An integer parameter of a topology (ranks, ranks_per_node, experts).
+// AsmParser reads `true` as the 1-bit integer 1, which FieldParser<int64_t>
+// sign-extends to -1; parseCount rejects booleans instead.
+class MoEComm_CountParameter<string default = "">
+    : AttrOrTypeParameter<"int64_t", ""> {
+  let parser = "::mlir::moecomm::parseCount($_parser)";
+  let defaultValue = default;
+}
+
 def MoEComm_TopologyAttr : AttrDef<MoEComm_Dialect, "Topology"> {
   let mnemonic = "topology";
   let summary = "expert-parallel topology: ranks W, ranks per node G, experts E";
@@ -131,8 +140,9 @@ def MoEComm_TopologyAttr : AttrDef<MoEComm_Dialect, "Topology"> {
     #moecomm.topology<ranks = 16, ranks_per_node = 8, experts = 256>
     ```
   }];
-  let parameters = (ins "int64_t":$ranks, "int64_t":$ranks_per_node,
-                        OptionalParameter<"int64_t">:$experts);
+  let parameters = (ins MoEComm_CountParameter<>:$ranks,
+                        MoEComm_CountParameter<>:$ranks_per_node,
+                        MoEComm_CountParameter<"0">:$experts);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

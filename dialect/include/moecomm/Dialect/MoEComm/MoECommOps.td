@@ -162,7 +162,9 @@ def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
   let summary = "ragged all-to-all of rows";
   let description = [{
     `send` is `tensor<N x H x bf16|f32>` sorted by destination rank and
-    `send_counts` is `tensor<W x i32|i64>` (rows for each destination). The
+    `send_counts` is `tensor<W x i32|i64>` (rows for each destination;
+    `tensor<? x i32|i64>` keeps the graph independent of W, e.g. for
+    `moecomm-split-hierarchical`'s `ranks=`, and is checked at run time). The
     results are `recv`, `tensor<? x H x elt(send)>`, the rows received,
     concatenated by source rank, and `recv_counts`, `tensor<W x i64>`. The
     runtime checks collectively, before any payload moves, that every rank's

@@ -24,8 +24,9 @@ def MoEComm_HandleType : TypeDef<MoEComm_Dialect, "Handle"> {
     !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
     ```
   }];
-  let parameters = (ins "int64_t":$ranks, "int64_t":$ranks_per_node,
-                        "int64_t":$experts,
+  let parameters = (ins MoEComm_CountParameter<>:$ranks,
+                        MoEComm_CountParameter<>:$ranks_per_node,
+                        MoEComm_CountParameter<>:$experts,
                         OptionalParameter<"std::optional<::mlir::moecomm::Strategy>">:$strategy);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
