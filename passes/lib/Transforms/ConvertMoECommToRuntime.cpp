@@ -12,11 +12,13 @@
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -32,6 +34,67 @@ using namespace mlir::moecomm;
 namespace {
 
 bool isRuntimeObject(Type type) { return isa<HandleType, RequestType>(type); }
+
+/// Bufferizes each tensor.empty filled by a chain of tensor.insert_slice
+/// whose intermediate results only feed the next insert (how
+/// moecomm-schedule-overlap reassembles chunk outputs): one allocation, each
+/// insert a copy into its subview where the insert was, the last result a
+/// to_tensor of the allocation. Nothing else sees the partial results, so
+/// this is what One-Shot Analysis would decide; but the chain is one alias
+/// set it checks in full for every insert, cubic in the number of chunks.
+LogicalResult
+bufferizeInsertChains(ModuleOp module,
+                      const bufferization::BufferizationOptions &options) {
+  SmallVector<tensor::EmptyOp> empties;
+  module.walk([&](tensor::EmptyOp empty) { empties.push_back(empty); });
+  for (tensor::EmptyOp empty : empties) {
+    // Rank-reducing inserts would need rank-reducing subviews; the chunk
+    // outputs are never rank-reduced.
+    auto isChainLink = [&](Value dest) -> tensor::InsertSliceOp {
+      if (!dest.hasOneUse())
+        return {};
+      auto insert = dyn_cast<tensor::InsertSliceOp>(*dest.getUsers().begin());
+      if (!insert || insert.getDest() != dest ||
+          insert->getBlock() != empty->getBlock() ||
+          insert.getSourceType().getRank() != insert.getDestType().getRank())
+        return {};
+      return insert;
+    };
+    SmallVector<tensor::InsertSliceOp> chain;
+    for (tensor::InsertSliceOp insert = isChainLink(empty); insert;
+         insert = isChainLink(insert.getResult()))
+      chain.push_back(insert);
+    if (chain.empty())
+      continue;
+
+    OpBuilder b(empty);
+    auto type = MemRefType::get(empty.getType().getShape(),
+                                empty.getType().getElementType());
+    FailureOr<Value> buffer =
+        options.createAlloc(b, empty.getLoc(), type, empty.getDynamicSizes());
+    if (failed(buffer))
+      return failure();
+    for (tensor::InsertSliceOp insert : chain) {
+      b.setInsertionPoint(insert);
+      Value slice = memref::SubViewOp::create(
+          b, insert.getLoc(), *buffer, insert.getMixedOffsets(),
+          insert.getMixedSizes(), insert.getMixedStrides());
+      bufferization::MaterializeInDestinationOp::create(
+          b, insert.getLoc(), Type(), insert.getSource(), slice,
+          /*restrict=*/true, /*writable=*/true);
+    }
+    tensor::InsertSliceOp last = chain.back();
+    b.setInsertionPoint(last);
+    last.replaceAllUsesWith(bufferization::ToTensorOp::create(
+                                b, last.getLoc(), last.getType(), *buffer,
+                                /*restrict=*/true, /*writable=*/true)
+                                .getResult());
+    for (tensor::InsertSliceOp insert : llvm::reverse(chain))
+      insert.erase();
+    empty.erase();
+  }
+  return success();
+}
 
 /// Handles and requests become !llvm.ptr at function boundaries; the
 /// unrealized casts the bufferization models left around them then fold.
@@ -166,8 +229,9 @@ struct ConvertMoECommToRuntimePass
     };
     bufferization::BufferizationState state;
     SmallVector<Value> ownedHandles;
-    if (failed(bufferization::runOneShotModuleBufferize(module, options,
-                                                        state)) ||
+    if (failed(bufferizeInsertChains(module, options)) ||
+        failed(
+            bufferization::runOneShotModuleBufferize(module, options, state)) ||
         failed(lowerRuntimeObjectTypes(module, ownedHandles)))
       return signalPassFailure();
     releaseLayouts(module, ownedHandles);

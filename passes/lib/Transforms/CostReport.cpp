@@ -74,7 +74,9 @@ struct CostReportPass
         op.getLoc(), ranks, perNode, topo.getExperts(), topk, hidden,
         stringifyWireDtype(op.getWireDtype()), tokens,
         staticTokens ? "static" : "assumed", link.name);
-    os << llvm::formatv("  {0,-13}{1,-10}{2,-6}{3,-12}{4,16}{5,16}{6,14}\n",
+    // Each right-aligned column is a space and the field: values wider than
+    // their column still stay apart.
+    os << llvm::formatv("  {0,-13}{1,-10}{2,-6}{3,-12} {4,15} {5,15} {6,13}\n",
                         "strategy", "direction", "stage", "scope",
                         "inter-node MB", "intra-node MB", "modelled us");
     double best = 0;
@@ -91,15 +93,15 @@ struct CostReportPass
                              ArrayRef<double> seconds) {
         for (auto [i, stage] : llvm::enumerate(stages))
           os << llvm::formatv(
-              "  {0,-13}{1,-10}{2,-6}{3,-12}{4,16:F3}{5,16:F3}{6,14:F1}\n", name,
-              direction, i, ::moecomm::scopeName(stage.scope),
+              "  {0,-13}{1,-10}{2,-6}{3,-12} {4,15:F3} {5,15:F3} {6,13:F1}\n",
+              name, direction, i, ::moecomm::scopeName(stage.scope),
               stage.bytesSent[moecommLinkInterNode] * ranks / 1e6,
               stage.bytesSent[moecommLinkIntraNode] * ranks / 1e6,
               seconds[i] * 1e6);
       };
       printStages("dispatch", traffic.dispatch, time.dispatchStageSec);
       printStages("combine", traffic.combine, time.combineStageSec);
-      os << llvm::formatv("  {0,-13}{1,-10}{2,64:F1}\n", name, "total",
+      os << llvm::formatv("  {0,-13}{1,-10} {2,63:F1}\n", name, "total",
                           time.totalSec() * 1e6);
       if (s == moecommPerExpert || time.totalSec() < best) {
         best = time.totalSec();

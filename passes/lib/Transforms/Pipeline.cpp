@@ -41,7 +41,13 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
 
   // Runtime level -> LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createSCFToControlFlowPass());
+  // Without rollback bookkeeping: every loop (a chunk output's copy, an
+  // expert computation) splits its function's one block, and recording the
+  // moved ops for rollback tripled this pass's time at many chunks. SCF-to-CF's
+  // patterns never fail, so the output is the same.
+  SCFToControlFlowPassOptions scfToCf;
+  scfToCf.allowPatternRollback = false;
+  pm.addPass(createSCFToControlFlowPass(scfToCf));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // bf16 <-> f32 conversions as integer bit operations: no compiler-rt

@@ -25,6 +25,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <queue>
 
@@ -264,6 +265,21 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
     }
   layer.tokenInputs.insert(layer.tokenInputs.begin(),
                            {layout.getTopkIdx(), layout.getTopkWeights()});
+  // Bufferized, a chunk's first row becomes an element offset (row * width)
+  // into each token-indexed buffer.
+  SmallVector<Value> rowValues(layer.tokenInputs);
+  llvm::append_range(rowValues, layer.outputs);
+  for (Value v : rowValues) {
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t elements;
+    if (type.hasStaticShape() &&
+        llvm::MulOverflow(type.getDimSize(0), type.getDimSize(1), elements)) {
+      why = "its " + std::to_string(type.getDimSize(0)) + " rows of " +
+            std::to_string(type.getDimSize(1)) +
+            " elements overflow a 64-bit element offset";
+      return failure();
+    }
+  }
   return layer;
 }
 
@@ -278,8 +294,18 @@ void chunkLayer(Layer &layer, int64_t chunks) {
   Location loc = layer.layout.getLoc();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value tokens = tensor::DimOp::create(b, loc, layer.tokenInputs[0], zero);
+  // Chunk c starts at c * q + min(c, r) (q = T / chunks, r = T % chunks):
+  // the first r chunks get one row more than the others, and no intermediate
+  // value exceeds T.
   Value numChunks = arith::ConstantIndexOp::create(b, loc, chunks);
-  Value chunkSize = arith::CeilDivUIOp::create(b, loc, tokens, numChunks);
+  Value quotient = arith::DivUIOp::create(b, loc, tokens, numChunks);
+  Value remainder = arith::RemUIOp::create(b, loc, tokens, numChunks);
+  auto chunkStart = [&](int64_t c) -> Value {
+    Value index = arith::ConstantIndexOp::create(b, loc, c);
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, quotient, index),
+        arith::MinUIOp::create(b, loc, index, remainder));
+  };
   auto rowSlice = [&](Value start, Value size, int64_t width) {
     return std::make_tuple(
         SmallVector<OpFoldResult>{start, b.getIndexAttr(0)},
@@ -294,14 +320,10 @@ void chunkLayer(Layer &layer, int64_t chunks) {
         type.getElementType(), ValueRange{tokens}));
   }
 
+  Value start = zero;
   for (int64_t c = 0; c < chunks; ++c) {
-    Value start = arith::MinUIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, chunkSize,
-                              arith::ConstantIndexOp::create(b, loc, c)),
-        tokens);
-    Value size = arith::MinUIOp::create(
-        b, loc, chunkSize, arith::SubIOp::create(b, loc, tokens, start));
+    Value end = c + 1 < chunks ? chunkStart(c + 1) : tokens;
+    Value size = arith::SubIOp::create(b, loc, end, start);
     IRMapping mapping;
     for (Value input : layer.tokenInputs) {
       auto type = cast<RankedTensorType>(input.getType());
@@ -320,6 +342,7 @@ void chunkLayer(Layer &layer, int64_t chunks) {
       result = tensor::InsertSliceOp::create(b, loc, mapping.lookup(out),
                                              result, offsets, sizes, strides);
     }
+    start = end;
   }
   for (auto [out, result] : llvm::zip(layer.outputs, results)) {
     Value assembled = result;

@@ -111,3 +111,45 @@ func.func @async(%x: tensor<?x8xbf16>, %idx: tensor<?x1xi32>, %w: tensor<?x1xf32
   %u = moecomm.unpack %o, %h dispatch : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 2, experts = 2, strategy = flat> -> tensor<?x8xbf16>
   return %u : tensor<?x8xbf16>
 }
+
+// -----
+
+// Chunk outputs reassembled by a chain of insert_slice into a tensor.empty
+// (moecomm-schedule-overlap) fill one buffer in place, a copy where each
+// insert was.
+// DIRECT-LABEL: func.func @assemble
+// DIRECT-SAME: (%[[A:.*]]: memref<?x8xf32>, %[[B:.*]]: memref<?x8xf32>, %[[N:.*]]: index, %[[M:.*]]: index)
+// DIRECT-NEXT: %[[OUT:.*]] = memref.alloc(%[[N]])
+// DIRECT-NEXT: %[[S0:.*]] = memref.subview %[[OUT]][0, 0] [%[[M]], 8] [1, 1]
+// DIRECT-NEXT: linalg.copy ins(%[[A]] : {{.*}}) outs(%[[S0]] :
+// DIRECT-NEXT: %[[K:.*]] = arith.subi %[[N]], %[[M]]
+// DIRECT-NEXT: %[[S1:.*]] = memref.subview %[[OUT]][%[[M]], 0] [%[[K]], 8] [1, 1]
+// DIRECT-NEXT: linalg.copy ins(%[[B]] : {{.*}}) outs(%[[S1]] :
+// DIRECT-NEXT: return %[[OUT]]
+func.func @assemble(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %n: index, %m: index) -> tensor<?x8xf32> {
+  %e = tensor.empty(%n) : tensor<?x8xf32>
+  %0 = tensor.insert_slice %a into %e[0, 0] [%m, 8] [1, 1] : tensor<?x8xf32> into tensor<?x8xf32>
+  %k = arith.subi %n, %m : index
+  %1 = tensor.insert_slice %b into %0[%m, 0] [%k, 8] [1, 1] : tensor<?x8xf32> into tensor<?x8xf32>
+  return %1 : tensor<?x8xf32>
+}
+
+// -----
+
+// An intermediate result used elsewhere ends the chain: the next insert
+// writes a copy.
+// DIRECT-LABEL: func.func @partial_read
+// DIRECT: %[[FIRST:.*]] = memref.alloc
+// DIRECT: linalg.copy ins(%{{.*}} : {{.*}}) outs(%{{.*}} :
+// DIRECT: %[[SECOND:.*]] = memref.alloc
+// DIRECT-NEXT: linalg.copy ins(%[[FIRST]] : {{.*}}) outs(%[[SECOND]] :
+// DIRECT-NEXT: %[[S1:.*]] = memref.subview %[[SECOND]]
+// DIRECT-NEXT: linalg.copy ins(%{{.*}} : {{.*}}) outs(%[[S1]] :
+// DIRECT-NEXT: return %[[FIRST]], %[[SECOND]]
+func.func @partial_read(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %n: index, %m: index) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %e = tensor.empty(%n) : tensor<?x8xf32>
+  %0 = tensor.insert_slice %a into %e[0, 0] [%m, 8] [1, 1] : tensor<?x8xf32> into tensor<?x8xf32>
+  %k = arith.subi %n, %m : index
+  %1 = tensor.insert_slice %b into %0[%m, 0] [%k, 8] [1, 1] : tensor<?x8xf32> into tensor<?x8xf32>
+  return %0, %1 : tensor<?x8xf32>, tensor<?x8xf32>
+}

@@ -64,3 +64,14 @@ func.func @dispatch_not_combined(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w
   %out = moecomm.combine %y, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
+
+// -----
+
+// A static T whose rows times the row width do not fit the 64-bit element
+// offsets of the chunks' buffers.
+func.func @huge_static_tokens(%x: tensor<9223372036854775806x64xf32>, %idx: tensor<9223372036854775806x2xi32>, %w: tensor<9223372036854775806x2xf32>) -> tensor<?x64xf32> {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: its 9223372036854775806 rows of 2 elements overflow a 64-bit element offset}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<9223372036854775806x64xf32>, tensor<9223372036854775806x2xi32>, tensor<9223372036854775806x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}

@@ -14,11 +14,20 @@
 // chunks=2: two layouts; chunk 1's dispatch exchange is in flight while
 // chunk 0's expert computation runs, and chunk 0's combine exchange while
 // chunk 1's computation runs; the outputs are reassembled in token order.
+// Chunk c starts at c * (T / 2) + min(c, T % 2).
 // C2-LABEL: func.func @layer
 // C2: %[[T:.*]] = tensor.dim %arg1, %c0
-// C2: %[[X0:.*]] = tensor.extract_slice %arg0[
+// C2: %[[Q:.*]] = arith.divui %[[T]], %c2
+// C2: %[[R:.*]] = arith.remui %[[T]], %c2
+// C2: %[[Q1:.*]] = arith.muli %[[Q]], %c1
+// C2: %[[R1:.*]] = arith.minui %c1, %[[R]]
+// C2: %[[START1:.*]] = arith.addi %[[Q1]], %[[R1]]
+// C2: %[[SIZE0:.*]] = arith.subi %[[START1]], %c0
+// C2: %[[X0:.*]] = tensor.extract_slice %arg0[%c0, 0] [%[[SIZE0]], 64]
 // C2: %[[H0:.*]], %{{.*}}, %{{.*}} = moecomm.layout
 // C2: %[[REQ0:.*]], %[[B0:.*]] = moecomm.exchange_start {{.*}}, %[[H0]] dispatch stage 0
+// C2: %[[SIZE1:.*]] = arith.subi %[[T]], %[[START1]]
+// C2: tensor.extract_slice %arg0[%[[START1]], 0] [%[[SIZE1]], 64]
 // C2: %[[H1:.*]], %{{.*}}, %{{.*}} = moecomm.layout
 // C2: %[[REQ1:.*]], %[[B1:.*]] = moecomm.exchange_start {{.*}}, %[[H1]] dispatch stage 0
 // C2: moecomm.exchange_wait %[[REQ0]], %[[B0]]
