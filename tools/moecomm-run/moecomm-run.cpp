@@ -145,7 +145,7 @@ cl::opt<std::string> aotLibrary(
 cl::opt<long long> chunksOpt(
     "chunks",
     cl::desc("moecomm-pipeline chunks: token chunks per MoE layer for the "
-             "overlap schedule (default 1)"),
+             "overlap schedule, 1 to 64 (default 1)"),
     cl::init(1), cl::cat(runCat));
 cl::opt<std::string>
     presetOpt("preset",
@@ -383,8 +383,8 @@ Error checkPathFlags() {
   if (aotLibrary.getNumOccurrences() && graphFile.empty())
     return inputError("--aot needs the graph .mlir it was built from (for the "
                       "entry's signature)");
-  if (chunksOpt < 1 || chunksOpt > 1024)
-    return inputError(formatv("--chunks must be in [1, 1024], got {0}",
+  if (chunksOpt < 1 || chunksOpt > 64)
+    return inputError(formatv("--chunks must be in [1, 64], got {0}",
                               (long long)chunksOpt));
   const cl::Option *compileFlags[] = {&chunksOpt, &presetOpt};
   for (const cl::Option *o : compileFlags) {

@@ -153,7 +153,7 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
   }];
   let options = [
     Option<"chunks", "chunks", "int64_t", /*default=*/"2",
-           "token chunks per MoE layer, 1 to 1024 (default 2; 1: no "
+           "token chunks per MoE layer, 1 to 64 (default 2; 1: no "
            "chunking, only async exchanges)">
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
