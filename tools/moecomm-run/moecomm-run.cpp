@@ -569,10 +569,10 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
 #ifdef MOECOMM_RUN_HAVE_COMPILER
   if (state.graph)
     info.api = graphLabel(*state.graph);
+  info.strategyFromLibrary = aotLibrary.getNumOccurrences() > 0;
 #endif
   info.backend = bo.kind;
   info.requestedStrategy = state.strategy;
-  info.strategyFromLibrary = aotLibrary.getNumOccurrences() > 0;
   info.iterations = bo.iterations;
   info.observesDispatch = path.observesDispatch();
   RunReport result = analyzeRun(p, state.reference, *run, path.passes());
