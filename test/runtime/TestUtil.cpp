@@ -522,7 +522,8 @@ int roundingLevels(const Expected &exp, moecommStrategy_t s) {
   return stages == 2 ? 3 : 2;
 }
 
-/// |got - want| <= ((levels + 1) u + 3 K 2^-24) * abs + tiny per element.
+/// |got - want| <= ((levels + 1) u + 3 K 2^-24) * abs + (levels + 1 + 3 K) eta
+/// per element, eta the output type's smallest subnormal (docs/runtime.md).
 void expectWithinBound(const std::vector<float> &got,
                        const std::vector<float> &want,
                        const std::vector<double> &abs, int levels,
@@ -535,10 +536,12 @@ void expectWithinBound(const std::vector<float> &got,
   }
   double u = unitRoundoff(p.dataType);
   double rel = (levels + 1) * u + 3.0 * p.topk * std::ldexp(1.0, -24);
+  double eta = std::ldexp(1.0, p.dataType == moecommFloat32 ? -149 : -133);
+  double underflow = (levels + 1 + 3.0 * p.topk) * eta;
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     double err = std::fabs((double)got[i] - (double)want[i]);
-    double bound = rel * abs[i] + 1e-30;
+    double bound = rel * abs[i] + underflow;
     if (!(err <= bound)) {
       if (bad++ < 3)
         ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", reference "

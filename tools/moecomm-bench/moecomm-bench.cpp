@@ -232,8 +232,9 @@ Error buildSetup(const char *argv0, Setup &s) {
   if (tokensOpt.getNumOccurrences() && (tokensOpt < 0 || tokensOpt > (1 << 24)))
     return run::inputError(formatv("--tokens must be in [0, 16777216], got {0}",
                                    (long long)tokensOpt));
-  if (csvFile == "-" && jsonFile == "-")
-    return run::inputError("--csv - and --json - both want stdout");
+  if (Error e = run::checkDistinctOutputs(
+          {{"--csv", csvFile}, {"--json", jsonFile}, {"--plots", plotsDir}}))
+    return e;
 
   // Backend.
   if (backendOpt == "auto")
@@ -265,7 +266,11 @@ Error buildSetup(const char *argv0, Setup &s) {
     if (!c)
       return c.takeError();
     name = c->name;
-    s.configs[c->name] = *c;
+    // Configs are keyed by name: a second one would replace the first.
+    if (!s.configs.try_emplace(c->name, *c).second)
+      return run::inputError(formatv("two configs are named {0}; rename one "
+                                     "of the files",
+                                     c->name));
   }
 
   // The plan.

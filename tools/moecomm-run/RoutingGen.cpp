@@ -219,8 +219,17 @@ Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
   if (maxLoad == 0)
     return inputError(formatv("{0}: {1}/{2}/{3} has no load > 0", traceFile,
                               model, domain, layerKey));
-  for (double &v : src)
-    v /= maxLoad;
+  for (int64_t t = 0; t < Et; ++t) {
+    const double load = src[t];
+    src[t] /= maxLoad;
+    // A load that vanishes next to the largest would silently become 0.
+    if (load > 0 && src[t] == 0)
+      return inputError(formatv("{0}: {1}/{2}/{3}[{4}]: load {5:e} is too "
+                                "small next to the largest ({6:e}) to keep "
+                                "apart from 0",
+                                traceFile, model, domain, layerKey, t, load,
+                                maxLoad));
+  }
   if (traceExperts)
     *traceExperts = Et;
   // Re-bin: in units of 1 / (E * Et), expert e covers [e*Et, (e+1)*Et) and

@@ -138,6 +138,34 @@ Error checkOutputFile(StringRef option, StringRef path) {
   return writeOutputFile(option, path, [](raw_ostream &) {});
 }
 
+Error checkDistinctOutputs(ArrayRef<std::pair<StringRef, StringRef>> outputs) {
+  auto normalized = [](StringRef path) {
+    SmallString<256> full(path);
+    if (path != "-") {
+      sys::fs::make_absolute(full);
+      sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+    }
+    return full;
+  };
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      auto [firstOption, first] = outputs[i];
+      auto [secondOption, second] = outputs[j];
+      if (first.empty() || second.empty())
+        continue;
+      bool same = normalized(first) == normalized(second);
+      bool equivalent = false;
+      if (!same && first != "-" && second != "-" &&
+          !sys::fs::equivalent(first, second, equivalent))
+        same = equivalent;
+      if (same)
+        return inputError(formatv("{0} and {1} both write {2}", firstOption,
+                                  secondOption,
+                                  first == "-" ? StringRef("stdout") : first));
+    }
+  return Error::success();
+}
+
 int reportError(StringRef tool, Error error, bool print) {
   int code = 3;
   std::string message;

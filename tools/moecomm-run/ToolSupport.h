@@ -3,6 +3,7 @@
 #ifndef MOECOMM_TOOLS_RUN_TOOLSUPPORT_H
 #define MOECOMM_TOOLS_RUN_TOOLSUPPORT_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -48,6 +49,13 @@ writeOutputFile(llvm::StringRef option, llvm::StringRef path,
 /// end in an unwritable path after its work; "-" is stdout. io_error as
 /// writeOutputFile.
 llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
+
+/// Checks that no two of the (option, path) outputs write the same file or
+/// both stdout ("-"); an empty path is an output not asked for. Paths are
+/// compared made absolute without "." and "..", and by file identity when
+/// both exist (links). invalid_argument naming both options otherwise.
+llvm::Error checkDistinctOutputs(
+    llvm::ArrayRef<std::pair<llvm::StringRef, llvm::StringRef>> outputs);
 
 /// Prints `error` as one line ("<tool>: error: ...", newlines folded) when
 /// `print`, and returns the exit status it means: 2 for invalid_argument

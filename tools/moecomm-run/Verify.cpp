@@ -85,6 +85,12 @@ double combineTolerance(const RoutingProblem &p, int roundings) {
   return (roundings + 1) * u + 3 * p.topk * 0x1.0p-24;
 }
 
+double combineUnderflow(const RoutingProblem &p, int roundings) {
+  const double eta =
+      hostType(p.dtype) == moecommFloat32 ? 0x1.0p-149 : 0x1.0p-133;
+  return (roundings + 1 + 3 * p.topk) * eta;
+}
+
 namespace {
 /// Dispatch stages of a result's layout.
 int dispatchStages(const LayerResult &res) {
@@ -109,6 +115,7 @@ void checkCombineLike(const RoutingProblem &p, const ReferenceResult &ref,
     return;
   }
   const double tol = combineTolerance(p, roundings);
+  const double underflow = combineUnderflow(p, roundings);
   const int K = p.topk;
   const std::vector<float> &x = ref.x[r];
   const std::vector<bool> &kept = ref.kept[r];
@@ -125,7 +132,7 @@ void checkCombineLike(const RoutingProblem &p, const ReferenceResult &ref,
       c.maxAbsErr = std::max(c.maxAbsErr, absError(got, exact));
       const double err = absError(got, ref.combine[r][i]);
       c.maxAbsErrVsReference = std::max(c.maxAbsErrVsReference, err);
-      const double bound = tol * ref.combineAbsSum[r][i];
+      const double bound = tol * ref.combineAbsSum[r][i] + underflow;
       const double ratio = err == 0 ? 0 : (bound > 0 ? err / bound : HUGE_VAL);
       c.worstBoundRatio = std::max(c.worstBoundRatio, ratio);
       if (!reported &&

@@ -63,8 +63,13 @@ int combineRoundings(moecommStrategy_t strategy, int dispatchStages);
 /// roundings: |out - ref| <= combineTolerance * sum_k |w_k * y_k|
 /// (ReferenceResult::combineAbsSum) with combineTolerance =
 /// (L + 1) * u + 3K * 2^-24, u the unit roundoff of the output type (2^-8
-/// bf16, 2^-24 f32).
+/// bf16, 2^-24 f32), plus combineUnderflow().
 double combineTolerance(const RoutingProblem &problem, int roundings);
+
+/// The bound's absolute term for results in the subnormal range, where
+/// roundings lose absolute, not relative, precision: (L + 1 + 3K) * eta, eta
+/// the smallest subnormal of the output type (2^-133 bf16, 2^-149 f32).
+double combineUnderflow(const RoutingProblem &problem, int roundings);
 
 /// The outcome of checking one rank's LayerResult.
 struct RankCheck {

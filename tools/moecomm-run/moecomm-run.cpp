@@ -485,6 +485,10 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      kMaxThreadRanks, p.ranks)),
                   printer);
 
+  if (Error e = checkDistinctOutputs({{"--save-routing", saveRouting},
+                                      {"--json", jsonFile},
+                                      {"--dump", dumpDir}}))
+    return report(std::move(e), printer);
   if (printer && !saveRouting.empty())
     if (Error e = writeOutputFile(
             "--save-routing", saveRouting, [&](raw_ostream &os) {

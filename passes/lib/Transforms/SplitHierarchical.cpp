@@ -13,6 +13,7 @@
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "moecomm/CostModel.h"
 
 namespace mlir::moecomm {
@@ -158,7 +159,18 @@ LogicalResult checkSignatures(ModuleOp module, SymbolTableCollection &symbols) {
                     << expected;
   };
   WalkResult result = module.walk([&](Operation *op) {
-    if (auto call = dyn_cast<func::CallOp>(op)) {
+    // A function taken by value keeps the type it was taken with.
+    if (auto constant = dyn_cast<func::ConstantOp>(op)) {
+      auto func = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+          constant, constant.getValueAttr());
+      if (func && constant.getType() != func.getFunctionType()) {
+        constant.emitError()
+            << "cannot retype @" << func.getSymName()
+            << " taken by value here: it becomes " << func.getFunctionType()
+            << "; call it directly with func.call";
+        return WalkResult::interrupt();
+      }
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
       auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
           call, call.getCalleeAttr());
       for (auto [i, operand, expected] :
@@ -395,11 +407,17 @@ SplitHierarchicalPass::retargetTopology(ModuleOp module,
              << dynamicShape(type);
     };
     // Other uses keep the new type when they still verify with it, e.g. a
-    // tensor.cast to a dynamic shape.
+    // tensor.cast to a dynamic shape; but an op that indexes into the value
+    // (index operands, or static offsets) still verifies with fewer elements
+    // and would read past them.
     auto checkUse = [&](OpOperand &use) -> LogicalResult {
       Operation *user = use.getOwner();
       auto call = dyn_cast<func::CallOp>(user);
-      if (!call && stillVerifies(user))
+      const bool indexes = !isa<tensor::DimOp>(user) &&
+                           (isa<OffsetSizeAndStrideOpInterface>(user) ||
+                            llvm::any_of(user->getOperandTypes(),
+                                         [](Type t) { return t.isIndex(); }));
+      if (!call && !indexes && stillVerifies(user))
         return success();
       InFlightDiagnostic diag = user->emitError();
       diag << "cannot retarget to " << newRanks << " ranks: operand #"
@@ -408,6 +426,9 @@ SplitHierarchicalPass::retargetTopology(ModuleOp module,
       if (call)
         diag << "the external function @" << call.getCallee()
              << " does not take";
+      else if (indexes)
+        diag << "'" << user->getName()
+             << "' indexes into with positions written for the old shape";
       else
         diag << "'" << user->getName() << "' does not accept";
       return diag << "; tensor.cast it to " << dynamicShape(type)

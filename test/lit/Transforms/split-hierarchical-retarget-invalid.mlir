@@ -81,3 +81,28 @@ func.func @a2a(%rows: tensor<?x64xbf16>, %counts: tensor<4xi64>) -> tensor<?x64x
   %recv, %rc = moecomm.all_to_all %rows, %counts topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
   return %recv : tensor<?x64xbf16>
 }
+
+// -----
+
+// A constant index written for [2] still verifies on [1] but reads past it.
+func.func @extract(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> i64 {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{cannot retarget to 8 ranks: operand #0 becomes 'tensor<1xi64>' (was 'tensor<2xi64>'), which 'tensor.extract' indexes into with positions written for the old shape; tensor.cast it to 'tensor<?xi64>' before this use}}
+  %e = tensor.extract %tpe[%c1] : tensor<2xi64>
+  return %e : i64
+}
+
+// -----
+
+// A function taken by value (func.constant) keeps its old type.
+func.func @layer(%x: tensor<?x64xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<2xi64> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> : tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>
+  return %tpe : tensor<2xi64>
+}
+func.func @top(%x: tensor<?x64xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<2xi64> {
+  // expected-error @+1 {{cannot retype @layer taken by value here: it becomes '(tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<1xi64>'; call it directly with func.call}}
+  %f = func.constant @layer : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<2xi64>
+  %t = func.call_indirect %f(%x, %idx, %w) : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<2xi64>
+  return %t : tensor<2xi64>
+}

@@ -62,10 +62,13 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     (function signatures included) would not verify with (ranks-per-node
     not dividing the ranks, experts not dividing over the ranks, ranks
     beyond the dialect's limit); a result whose type changes with the ranks
-    reaching an op that does not accept its new type, or an `all_to_all`
+    reaching an op that does not accept its new type or that indexes into
+    it (`tensor.extract` and the like: positions written for the old
+    shape), or an `all_to_all`
     whose `send_counts` have a static shape (make them dynamic, e.g. with
     `tensor.cast` to `tensor<?xi64>`); a handle or such a result passed to
-    an external function, whose signature the pass does not change; a
+    an external function, whose signature the pass does not change, or
+    returned by a function taken by value (`func.constant`); a
     handle reaching a combine whose strategy cannot be determined (e.g. a
     function argument never fed by a dispatch in this module) while
     `strategy=auto`; two different strategies or types flowing into one
