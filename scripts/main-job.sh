@@ -9,7 +9,7 @@
 # prints the inter-node bytes of hierarchical vs flat vs per_expert.
 #
 # MOECOMM_MAIN_TOKENS sets the tokens per rank (default 256: the four runs
-# take about 20 s on 2 cores once built). The same run under MPI:
+# take about 17-25 s on 2 cores once built). The same run under MPI:
 #   mpirun -np 16 --oversubscribe build/bin/moecomm-run examples/deepseek-v3.mlir \
 #     --backend mpi --entry training_step --config deepseek-v3 --ranks-per-node 8 \
 #     --routing-dist node-limited:4 --tokens 64 --strategy hierarchical
