@@ -382,6 +382,23 @@ void finalizeMpi(const MpiWorld &world) {
 #endif
 }
 
+bool mpiSameOnEveryRank(const MpiWorld &world, uint64_t value) {
+#ifdef MOECOMM_RUN_HAVE_MPI
+  if (world.initialized) {
+    unsigned long long mine = value, low = 0, high = 0;
+    MPI_Allreduce(&mine, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
+                  MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
+                  MPI_COMM_WORLD);
+    return low == high;
+  }
+#else
+  (void)world;
+  (void)value;
+#endif
+  return true;
+}
+
 int mpiMaxInt(const MpiWorld &world, int value) {
 #ifdef MOECOMM_RUN_HAVE_MPI
   if (world.initialized) {

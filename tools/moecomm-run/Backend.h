@@ -68,6 +68,9 @@ void finalizeMpi(const MpiWorld &world);
 /// Returns the maximum of `value` over all MPI ranks (the value itself
 /// without MPI): used to agree on exit codes.
 int mpiMaxInt(const MpiWorld &world, int value);
+/// Whether `value` (e.g. a hash of a rank's inputs) is the same on every MPI
+/// rank (true without MPI). Collective.
+bool mpiSameOnEveryRank(const MpiWorld &world, uint64_t value);
 
 /// Runs `path` on the ranks this process owns, `options.iterations` times each
 /// with a fresh layout per iteration on one communicator per rank, verifying

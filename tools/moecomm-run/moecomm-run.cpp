@@ -31,6 +31,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -370,6 +371,8 @@ struct RunState {
   /// False only with --skip-input-checks and a routing the reference rejects:
   /// the runtime must reject it too.
   bool valid = true;
+  /// A hash of the routing this rank prepared, compared across MPI ranks.
+  uint64_t routingHash = 0;
 };
 
 /// Flags that cannot apply to the chosen path (or to this build) are errors,
@@ -534,6 +537,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     state.reference = computeReference(p);
   } else
     state.reference.problem = refProblem;
+  if (mpi)
+    state.routingHash = xxh3_64bits(formatv("{0}", routingToJson(p)).str());
   return 0;
 }
 
@@ -641,10 +646,35 @@ int main(int argc, char **argv) {
       return report(w.takeError(), printer);
     world = *w;
   }
-  // Every MPI rank makes the same two agreements, whatever failed where.
+  // Ranks that run different flags or inputs would wait on each other
+  // forever (e.g. different --iterations) or check wrong results, so they
+  // must agree first: on the command line, then on the routing each
+  // prepared (files may differ between hosts).
+  std::string commandLine;
+  for (int i = 1; i < argc; ++i)
+    commandLine.append(argv[i]).push_back('\0');
+  if (!mpiSameOnEveryRank(world, xxh3_64bits(commandLine))) {
+    int code = report(inputError("the MPI ranks were started with different "
+                                 "command lines; give every rank the same "
+                                 "flags"),
+                      printer);
+    finalizeMpi(world);
+    return code;
+  }
+  // Every MPI rank makes the same agreements, whatever failed where.
   RunState state;
-  int code = prepare(argv[0], world, mpi, state);
-  code = mpiMaxInt(world, code);
+  const int prepared = prepare(argv[0], world, mpi, state);
+  int code = mpiMaxInt(world, prepared);
+  if (code != 0 && prepared == 0 && printer)
+    errs() << formatv("moecomm-run: error: another MPI rank failed before the "
+                      "run (exit status {0}) with the same flags: its files "
+                      "differ from rank 0's; run it alone to see why\n",
+                      code);
+  if (code == 0 && !mpiSameOnEveryRank(world, state.routingHash))
+    code = report(inputError("the MPI ranks prepared different routings from "
+                             "the same flags (routing or trace files differ "
+                             "between hosts)"),
+                  printer);
   if (code == 0)
     code = execute(world, mpi, state);
   code = mpiMaxInt(world, code);

@@ -284,7 +284,9 @@ moecommResult_t moecommCombine(moecommComm_t comm, moecommLayout_t layout,
 /** Start/wait forms of the collectives above and of moecommExchange: the
  *  start call posts the operation and returns; buffers must stay valid and
  *  unmodified until moecommWait returns. Requests complete in any order but
- *  must be started in the same order on every rank. */
+ *  must be started in the same order on every rank. A NULL `request` is the
+ *  blocking form: the operation completes before the call returns (this is
+ *  how the one-shot calls are built). */
 moecommResult_t moecommDispatchStart(moecommComm_t comm, moecommLayout_t layout,
                                      const moecommRows_t *x,
                                      moecommDataType_t wireType,
