@@ -467,16 +467,17 @@ int main(int argc, char **argv) {
   std::map<std::string, std::shared_ptr<const run::RoutingProblem>> cache;
   std::string cacheScope;
 
-  Progress progress(root && !quiet);
+  run::Progress progress("moecomm-bench", root && !quiet);
   bool anyMeasured = false;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const GroupSpec &gs = groups[gi];
     const SweepSpec &sw = *gs.sweep;
     const run::ModelConfig &config = setup.configs.at(gs.config);
     const int W = gs.topo.ranks();
-    progress.update(static_cast<long>(gi), static_cast<long>(groups.size()),
-                    formatv("{0} {1}x{2} {3}", gs.config, gs.topo.nodes,
-                            gs.topo.ranksPerNode, gs.routing.spec));
+    progress.update(formatv("[{0}/{1}] {2} {3}x{4} {5}", gi, groups.size(),
+                            gs.config, gs.topo.nodes, gs.topo.ranksPerNode,
+                            gs.routing.spec)
+                        .str());
     const int64_t experts = cellExperts(config.numExperts, W, scaleExperts);
     if (experts == 0) {
       if (root)

@@ -85,7 +85,9 @@ rankLoop(moecommComm_t comm, int rank, const BackendOptions &options,
     if (anyFailed)
       return std::nullopt; // another rank reports it
     if (progress)
-      progress->update("iteration", it + 1, options.iterations);
+      progress->update(
+          llvm::formatv("iteration {0}/{1}", it + 1, options.iterations).str(),
+          it + 1 == options.iterations);
   }
   return std::nullopt;
 }
@@ -133,7 +135,7 @@ Expected<RunSummary> runThreads(const BackendOptions &options,
   summary.ranks.resize(p.ranks);
   std::vector<std::optional<Failure>> failures(p.ranks);
   FlagBarrier barrier(p.ranks);
-  Progress progress(options.progress);
+  Progress progress("moecomm-run", options.progress);
   const auto start = Clock::now();
   {
     std::vector<std::thread> threads;
@@ -291,7 +293,7 @@ Expected<RunSummary> runMpi(const BackendOptions &options,
   moecommComm_t comm = nullptr;
   std::vector<IterationSummary> mine;
   std::optional<Failure> failure;
-  Progress progress(options.progress && world.rank == 0);
+  Progress progress("moecomm-run", options.progress && world.rank == 0);
   const auto start = Clock::now();
   if (Error e = runtimeError(
           moecommCommInitMpi(&comm, MPI_COMM_WORLD, p.ranksPerNode), nullptr,

@@ -8,23 +8,23 @@
 
 namespace moecomm::run {
 
-Progress::Progress(bool enabled)
-    : enabled(enabled), tty(llvm::sys::Process::StandardErrIsDisplayed()),
-      start(Clock::now()), last(start) {}
+Progress::Progress(llvm::StringRef tool, bool enabled)
+    : tool(tool.str()), enabled(enabled),
+      tty(llvm::sys::Process::StandardErrIsDisplayed()), start(Clock::now()),
+      last(start) {}
 
-void Progress::update(const std::string &phase, long done, long total) {
+void Progress::update(const std::string &what, bool lastStep) {
   if (!enabled)
     return;
   std::lock_guard<std::mutex> lock(mutex);
   const Clock::time_point now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start).count();
   const double sinceLast = std::chrono::duration<double>(now - last).count();
-  if (elapsed < 1.0 || (sinceLast < 1.0 && done != total))
+  if (elapsed < 1.0 || (sinceLast < 1.0 && !lastStep))
     return;
   last = now;
-  std::string line = llvm::formatv("moecomm-run: {0} {1}/{2} ({3:f1} s)", phase,
-                                   done, total, elapsed)
-                         .str();
+  std::string line =
+      llvm::formatv("{0}: {1} ({2:f1} s)", tool, what, elapsed).str();
   if (tty) {
     llvm::errs() << "\r" << line << "\x1b[K";
     lineOpen = true;

@@ -1,12 +1,16 @@
 //===- Progress.h - progress line on stderr for long runs -------*- C++ -*-===//
 //
-// Prints "moecomm-run: <phase> i/N (elapsed)" on stderr, at most about once a
-// second and only after the run has taken more than a second, so short runs
-// (and the tests) print nothing. On a terminal the line is rewritten in place.
+// Prints "<tool>: <what> (elapsed s)" on stderr, at most about once a second
+// and only after the run has taken more than a second, so short runs (and the
+// tests) print nothing. On a terminal the line is rewritten in place;
+// otherwise one line per update. Shared by moecomm-run (iterations) and
+// moecomm-bench (sweep groups); thread-safe.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TOOLS_RUN_PROGRESS_H
 #define MOECOMM_TOOLS_RUN_PROGRESS_H
+
+#include "llvm/ADT/StringRef.h"
 
 #include <chrono>
 #include <mutex>
@@ -16,15 +20,18 @@ namespace moecomm::run {
 
 class Progress {
 public:
-  /// `enabled` = false makes every call a no-op (--quiet, MPI ranks != 0).
-  explicit Progress(bool enabled);
-  /// Reports that `done` of `total` steps of `phase` are complete.
-  void update(const std::string &phase, long done, long total);
+  /// `tool` starts every line; `enabled` = false makes every call a no-op
+  /// (--quiet, MPI ranks != 0).
+  Progress(llvm::StringRef tool, bool enabled);
+  /// Reports `what` (e.g. "iteration 3/10"). `lastStep` (the final step) is
+  /// printed even within a second of the previous line.
+  void update(const std::string &what, bool lastStep = false);
   /// Ends the line started on a terminal (no-op otherwise).
   void finish();
 
 private:
   using Clock = std::chrono::steady_clock;
+  std::string tool;
   bool enabled;
   bool tty;
   bool lineOpen = false;
