@@ -62,7 +62,7 @@ rankLoop(moecommComm_t comm, int rank, const BackendOptions &options,
   LayerResult result;
   for (int it = 0; it < options.iterations; ++it) {
     std::optional<Failure> failure;
-    if (Error e = path.runIteration(comm, problem, rank, it, result)) {
+    if (Error e = path.runIteration(comm, problem, rank, result)) {
       failure = toFailure(std::move(e));
     } else {
       IterationSummary s;

@@ -46,8 +46,7 @@ struct LayoutGuard {
 } // namespace
 
 Error DirectPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
-                               int rank, int iteration, LayerResult &out) {
-  (void)iteration;
+                               int rank, LayerResult &out) {
   using Clock = std::chrono::steady_clock;
   const int64_t T = p.numTokens[rank];
   const int64_t H = p.hidden;

@@ -28,7 +28,7 @@ public:
   /// x (moecomm::ref::standardX) in the problem's host type; weights are
   /// passed as NULL when the routing file had none (runtime default 1.0).
   llvm::Error runIteration(moecommComm_t comm, const RoutingProblem &problem,
-                           int rank, int iteration, LayerResult &out) override;
+                           int rank, LayerResult &out) override;
 
 private:
   PathOptions options;

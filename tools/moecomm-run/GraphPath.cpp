@@ -434,8 +434,7 @@ bool GraphPath::observesDispatch() const {
 }
 
 Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
-                              int rank, int iteration, LayerResult &out) {
-  (void)iteration;
+                              int rank, LayerResult &out) {
   using Clock = std::chrono::steady_clock;
   const Signature &sig = graph->signature;
   const int64_t T = p.numTokens[rank], H = p.hidden, K = p.topk;

@@ -74,7 +74,7 @@ public:
   /// graph: they are taken from the dispatch order of the reference (the
   /// rows themselves are checked bit for bit).
   llvm::Error runIteration(moecommComm_t comm, const RoutingProblem &problem,
-                           int rank, int iteration, LayerResult &out) override;
+                           int rank, LayerResult &out) override;
 
 private:
   std::shared_ptr<CompiledGraph> graph;

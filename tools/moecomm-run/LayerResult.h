@@ -85,7 +85,7 @@ struct PathOptions {
 /// A way to execute the MoE layer on one rank. Implementations run on the
 /// rank's own thread (threads backend) or process (MPI backend), once per
 /// iteration, and must be collective-safe: every rank calls runIteration with
-/// the same problem and iteration number.
+/// the same problem, once per iteration.
 class ExecutionPath {
 public:
   virtual ~ExecutionPath();
@@ -105,7 +105,7 @@ public:
   /// Unsupported results (bad input: exit status 2) and io_error otherwise.
   virtual llvm::Error runIteration(moecommComm_t comm,
                                    const RoutingProblem &problem, int rank,
-                                   int iteration, LayerResult &out) = 0;
+                                   LayerResult &out) = 0;
 };
 
 /// Converts a failed moecommResult_t of `comm` into an llvm::Error carrying
