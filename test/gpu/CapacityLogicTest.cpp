@@ -197,19 +197,9 @@ void runAndCheck(const ref::Problem &p, int64_t C, int64_t P,
 
 ref::Problem problem(int W, int64_t E, int K, int64_t H, RoutingKind rk,
                      int64_t T, uint64_t seed) {
-  CaseSpec s;
-  s.W = W;
-  s.G = 1;
-  s.E = E;
-  s.K = K;
-  s.H = H;
-  s.data = moecommBfloat16;
-  s.wire = moecommBfloat16;
-  s.routing = rk;
-  s.T = T;
-  s.randomWeights = true;
-  s.seed = seed;
-  return makeProblem(s);
+  return makeProblem(CaseSpec{W, 1, E, K, H, moecommBfloat16, moecommBfloat16,
+                              rk, T, /*capacity=*/0, /*randomWeights=*/true,
+                              seed});
 }
 
 int64_t defaultP(const ref::Problem &p, int64_t C) {

@@ -198,20 +198,7 @@ struct PlanCase {
 CaseSpec spec(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RoutingKind rk, int64_t T,
               int64_t capacity = 0) {
-  CaseSpec s;
-  s.W = W;
-  s.G = G;
-  s.E = E;
-  s.K = K;
-  s.H = H;
-  s.data = data;
-  s.wire = wire;
-  s.routing = rk;
-  s.T = T;
-  s.capacity = capacity;
-  s.randomWeights = true;
-  s.seed = (uint64_t)(W * 11 + G * 5 + K + H + T);
-  return s;
+  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, (uint64_t)(W * 11 + G * 5 + K + H + T)};
 }
 
 TEST(GpuPlans, EveryStrategyMatchesTheCpuExecutorBitwise) {

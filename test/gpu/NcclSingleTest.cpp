@@ -50,20 +50,7 @@ protected:
 CaseSpec single(int64_t E, int K, int64_t H, moecommDataType_t data,
                 moecommDataType_t wire, RoutingKind rk, int64_t T,
                 int64_t capacity = 0) {
-  CaseSpec s;
-  s.W = 1;
-  s.G = 1;
-  s.E = E;
-  s.K = K;
-  s.H = H;
-  s.data = data;
-  s.wire = wire;
-  s.routing = rk;
-  s.T = T;
-  s.capacity = capacity;
-  s.randomWeights = true;
-  s.seed = (uint64_t)(E * 3 + K * 5 + H + T);
-  return s;
+  return CaseSpec{1, 1, E, K, H, data, wire, rk, T, capacity, true, (uint64_t)(E * 3 + K * 5 + H + T)};
 }
 
 TEST_F(NcclSingle, Queries) {

@@ -35,20 +35,7 @@ int worldSize() {
 CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RoutingKind rk, int64_t T,
               int64_t capacity = 0) {
-  CaseSpec s;
-  s.W = W;
-  s.G = G;
-  s.E = E;
-  s.K = K;
-  s.H = H;
-  s.data = data;
-  s.wire = wire;
-  s.routing = rk;
-  s.T = T;
-  s.capacity = capacity;
-  s.randomWeights = true;
-  s.seed = (uint64_t)(W * 31 + G * 7 + K + H);
-  return s;
+  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, (uint64_t)(W * 31 + G * 7 + K + H)};
 }
 
 /// Runs every strategy of `spec` on `mpiComm` (of spec.W ranks).

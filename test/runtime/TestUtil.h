@@ -34,6 +34,8 @@ enum class RoutingKind {
 };
 const char *routingName(RoutingKind k);
 
+/// An aggregate: tests build it as CaseSpec{W, G, E, K, H, data, wire,
+/// routing, T, capacity, randomWeights, seed} (fields in this order).
 struct CaseSpec {
   int W = 1, G = 1;
   int64_t E = 1;

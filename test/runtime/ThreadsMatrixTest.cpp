@@ -26,20 +26,7 @@ constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
 CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RK routing, int64_t T,
               int64_t capacity = 0, bool randomWeights = false) {
-  CaseSpec s;
-  s.W = W;
-  s.G = G;
-  s.E = E;
-  s.K = K;
-  s.H = H;
-  s.data = data;
-  s.wire = wire;
-  s.routing = routing;
-  s.T = T;
-  s.capacity = capacity;
-  s.randomWeights = randomWeights;
-  s.seed = (uint64_t)(W * 131 + G * 17 + K * 7 + H + T);
-  return s;
+  return CaseSpec{W, G, E, K, H, data, wire, routing, T, capacity, randomWeights, (uint64_t)(W * 131 + G * 17 + K * 7 + H + T)};
 }
 
 // Every value of every axis appears; the cells pair them so that each
