@@ -198,7 +198,8 @@ struct PlanCase {
 CaseSpec spec(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RoutingKind rk, int64_t T,
               int64_t capacity = 0) {
-  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, (uint64_t)(W * 11 + G * 5 + K + H + T)};
+  const uint64_t seed = W * 11 + G * 5 + K + H + T;
+  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, seed};
 }
 
 TEST(GpuPlans, EveryStrategyMatchesTheCpuExecutorBitwise) {

@@ -45,7 +45,8 @@ int worldSize() {
 CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RoutingKind rk, int64_t T,
               int64_t capacity = 0) {
-  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, (uint64_t)(W * 37 + G * 3 + K + H)};
+  const uint64_t seed = W * 37 + G * 3 + K + H;
+  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, seed};
 }
 
 /// A communicator of backend nccl over MPI_COMM_WORLD with G ranks per

@@ -50,7 +50,8 @@ protected:
 CaseSpec single(int64_t E, int K, int64_t H, moecommDataType_t data,
                 moecommDataType_t wire, RoutingKind rk, int64_t T,
                 int64_t capacity = 0) {
-  return CaseSpec{1, 1, E, K, H, data, wire, rk, T, capacity, true, (uint64_t)(E * 3 + K * 5 + H + T)};
+  const uint64_t seed = E * 3 + K * 5 + H + T;
+  return CaseSpec{1, 1, E, K, H, data, wire, rk, T, capacity, true, seed};
 }
 
 TEST_F(NcclSingle, Queries) {

@@ -35,7 +35,8 @@ int worldSize() {
 CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RoutingKind rk, int64_t T,
               int64_t capacity = 0) {
-  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, (uint64_t)(W * 31 + G * 7 + K + H)};
+  const uint64_t seed = W * 31 + G * 7 + K + H;
+  return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, seed};
 }
 
 /// Runs every strategy of `spec` on `mpiComm` (of spec.W ranks).

@@ -26,7 +26,9 @@ constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
 CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RK routing, int64_t T,
               int64_t capacity = 0, bool randomWeights = false) {
-  return CaseSpec{W, G, E, K, H, data, wire, routing, T, capacity, randomWeights, (uint64_t)(W * 131 + G * 17 + K * 7 + H + T)};
+  const uint64_t seed = W * 131 + G * 17 + K * 7 + H + T;
+  return CaseSpec{
+      W, G, E, K, H, data, wire, routing, T, capacity, randomWeights, seed};
 }
 
 // Every value of every axis appears; the cells pair them so that each
