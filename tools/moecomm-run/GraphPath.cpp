@@ -376,15 +376,9 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   mlir::moecomm::PipelineOptions pipeline;
   pipeline.ranks = problem.ranks;
   pipeline.ranksPerNode = problem.ranksPerNode;
-  pipeline.strategy =
-      options.strategy == moecommPerExpert      ? "per_expert"
-      : options.strategy == moecommFlat         ? "flat"
-      : options.strategy == moecommHierarchical ? "hierarchical"
-                                                : "auto";
+  pipeline.strategy = ::moecomm::strategyName(options.strategy);
   // The routing's dtype decides the wire, whatever the graph says.
-  pipeline.wireDtype = wireType(problem.dtype) == moecommFloat8E4M3 ? "fp8_e4m3"
-                       : hostType(problem.dtype) == moecommFloat32  ? "f32"
-                                                                    : "bf16";
+  pipeline.wireDtype = payloadTypeName(problem.dtype).str();
   pipeline.capacity = problem.capacity;
   pipeline.chunks = options.chunks;
   pipeline.preset = options.preset;

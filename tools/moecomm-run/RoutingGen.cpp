@@ -377,8 +377,6 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
     p.topkWeights[r].resize(static_cast<size_t>(T * K));
   }
 
-  const bool uniformWeights = std::all_of(weight.begin(), weight.end(),
-                                          [](double w) { return w == 1.0; });
   // Efraimidis-Spirakis keys log(u)/w (|log(u)| < 38) are finite for
   // w >= 1e-300. A smaller positive weight (a trace load 1e-320 of the
   // largest, zipf:1000) would overflow to the -inf of weight 0, so then the
@@ -432,12 +430,8 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
         }
       } else {
         // Efraimidis-Spirakis: the K largest log(u)/w are a sample without
-        // replacement with probability proportional to w. (x / 1.0 == x
-        // exactly, so uniform routing skips the division.)
-        if (uniformWeights) {
-          for (int64_t e = 0; e < E; ++e)
-            keys[e] = std::log(rng.uniform());
-        } else if (!logKeys) {
+        // replacement with probability proportional to w.
+        if (!logKeys) {
           for (int64_t e = 0; e < E; ++e)
             keys[e] =
                 weight[e] > 0 ? std::log(rng.uniform()) / weight[e] : -HUGE_VAL;

@@ -16,6 +16,7 @@
 #include "DirectPath.h"
 #ifdef MOECOMM_RUN_HAVE_COMPILER
 #include "GraphPath.h"
+#include "moecomm/Transforms/Passes.h"
 #endif
 #include "Dump.h"
 #include "ModelConfig.h"
@@ -386,8 +387,9 @@ Error checkPathFlags() {
   if (aotLibrary.getNumOccurrences() && graphFile.empty())
     return inputError("--aot needs the graph .mlir it was built from (for the "
                       "entry's signature)");
-  if (chunksOpt < 1 || chunksOpt > 64)
-    return inputError(formatv("--chunks must be in [1, 64], got {0}",
+  if (chunksOpt < 1 || chunksOpt > mlir::moecomm::kMaxOverlapChunks)
+    return inputError(formatv("--chunks must be in [1, {0}], got {1}",
+                              mlir::moecomm::kMaxOverlapChunks,
                               (long long)chunksOpt));
   const cl::Option *compileFlags[] = {&chunksOpt, &presetOpt};
   for (const cl::Option *o : compileFlags) {

@@ -23,10 +23,9 @@ using namespace mlir::moecomm;
 
 namespace {
 
-int64_t rowBytes(Type elt, int64_t hidden, bool fp8) {
-  if (fp8)
-    return hidden + 4 * getNumScaleBlocks(hidden);
-  return hidden * (elt.isF32() ? 4 : 2);
+/// The runtime's data type of `elt` rows (the verifier allows f32 and bf16).
+moecommDataType_t dataTypeOf(Type elt) {
+  return elt.isF32() ? moecommFloat32 : moecommBfloat16;
 }
 
 struct CostReportPass
@@ -62,8 +61,10 @@ struct CostReportPass
     bool staticTokens = !x.isDynamicDim(0);
     int64_t tokens = staticTokens ? x.getDimSize(0) : tokensPerRank;
     bool fp8 = op.getWireDtype() == WireDtype::fp8_e4m3;
-    int64_t dispatchRow = rowBytes(x.getElementType(), hidden, fp8);
-    int64_t combineRow = rowBytes(x.getElementType(), hidden, false);
+    moecommDataType_t data = dataTypeOf(x.getElementType());
+    int64_t dispatchRow =
+        ::moecomm::wireRowBytes(fp8 ? moecommFloat8E4M3 : data, hidden);
+    int64_t combineRow = ::moecomm::wireRowBytes(data, hidden);
     int ranks = static_cast<int>(topo.getRanks());
     int perNode = static_cast<int>(topo.getRanksPerNode());
 

@@ -455,17 +455,13 @@ struct ScheduleOverlapPass
   using Base::Base;
 
   // An option error is checked once here, not per function: one line, with
-  // no function to point at. At most 64 chunks: every chunk's exchanges
-  // start before the first wait, so all chunks' values are live across the
-  // runtime calls, and LLVM's register allocation of the lowered function
-  // grows faster than linearly with them (moecomm-run's JIT: 2 s at 64
-  // chunks, 22 s at 256). Overlap needs 2 to 8 chunks in practice.
+  // no function to point at.
   LogicalResult initialize(MLIRContext *context) override {
-    if (chunks >= 1 && chunks <= 64)
+    if (chunks >= 1 && chunks <= kMaxOverlapChunks)
       return success();
     return emitError(UnknownLoc::get(context))
-           << "moecomm-schedule-overlap: chunks must be in [1, 64], got "
-           << static_cast<int64_t>(chunks);
+           << "moecomm-schedule-overlap: chunks must be in [1, "
+           << kMaxOverlapChunks << "], got " << static_cast<int64_t>(chunks);
   }
 
   void runOnOperation() override {
