@@ -56,40 +56,15 @@ Value rootBuffer(Value v) {
   return v;
 }
 
-/// Whether every memref `func` returns is a buffer it allocated (directly,
-/// through views, or from calls of such functions), never an alias of its
-/// arguments: then a call of it borrows its arguments and hands over its
-/// results. Memoized in `fresh`; recursion is answered conservatively.
-bool returnsFreshBuffers(func::FuncOp func, DenseMap<Operation *, bool> &fresh) {
-  if (auto it = fresh.find(func); it != fresh.end())
-    return it->second;
-  fresh[func] = false;
-  if (func.isExternal())
-    return false;
-  bool result = true;
-  func.walk([&](func::ReturnOp ret) {
-    for (Value v : ret.getOperands()) {
-      if (!isa<BaseMemRefType>(v.getType()))
-        continue;
-      Operation *def = rootBuffer(v).getDefiningOp();
-      auto call = dyn_cast_or_null<func::CallOp>(def);
-      bool ok = isa_and_nonnull<memref::AllocOp>(def);
-      if (call && !isRuntimeCall(call))
-        if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                call, call.getCalleeAttr()))
-          ok = returnsFreshBuffers(callee, fresh);
-      result &= ok;
-    }
-  });
-  return fresh[func] = result;
-}
-
 /// Whether `call` (not of the runtime) borrows its memref arguments and
-/// hands over its memref results.
-bool isOwningCall(func::CallOp call, DenseMap<Operation *, bool> &fresh) {
-  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-      call, call.getCalleeAttr());
-  return callee && returnsFreshBuffers(callee, fresh);
+/// hands over its memref results: a call of a function defined in the
+/// module. Every such function keeps that ABI once this pass is done: the
+/// straight-line ones through copyBorrowedResults, the others through
+/// upstream ownership-based deallocation, whose function boundary ABI it is.
+bool isOwningCall(func::CallOp call, SymbolTableCollection &symbols) {
+  auto callee =
+      symbols.lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+  return callee && !callee.isExternal();
 }
 
 /// How a buffer is used: the ops of the block that read or write it (through
@@ -100,7 +75,7 @@ struct BufferUses {
   bool escapes = false;
 };
 
-BufferUses collectUses(Value buffer, DenseMap<Operation *, bool> &fresh) {
+BufferUses collectUses(Value buffer, SymbolTableCollection &symbols) {
   BufferUses result;
   SmallVector<Value> aliases = {buffer};
   while (!aliases.empty() && !result.escapes) {
@@ -115,11 +90,11 @@ BufferUses collectUses(Value buffer, DenseMap<Operation *, bool> &fresh) {
             aliases.push_back(r);
         continue;
       }
-      // A runtime call, or a call of a function that returns only buffers
-      // it allocated, borrows its memref arguments.
+      // A runtime call, or a call of a function of the module, borrows its
+      // memref arguments.
       auto call = dyn_cast<func::CallOp>(user);
       bool knownUse =
-          (call && (isRuntimeCall(call) || isOwningCall(call, fresh))) ||
+          (call && (isRuntimeCall(call) || isOwningCall(call, symbols))) ||
           isa<linalg::LinalgOp, memref::CopyOp, memref::DimOp,
               memref::ExtractStridedMetadataOp, memref::LoadOp>(user) ||
           (isa<memref::StoreOp>(user) &&
@@ -152,7 +127,7 @@ void extendToWaits(BufferUses &buffer) {
 /// global or another result is returned as a fresh copy. Calls of functions
 /// of the module count as fresh; this runs on every function before any
 /// deallocation, so that holds once it is done.
-void copyBorrowedResults(func::FuncOp func) {
+void copyBorrowedResults(func::FuncOp func, SymbolTableCollection &symbols) {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   DenseSet<Value> returnedRoots;
   OpBuilder b(ret);
@@ -163,12 +138,8 @@ void copyBorrowedResults(func::FuncOp func) {
     Value root = rootBuffer(operand.get());
     Operation *def = root.getDefiningOp();
     auto call = dyn_cast_or_null<func::CallOp>(def);
-    func::FuncOp callee =
-        call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                   call, call.getCalleeAttr())
-             : func::FuncOp();
     bool owned = isa_and_nonnull<memref::AllocOp>(def) ||
-                 (callee && !callee.isExternal());
+                 (call && isOwningCall(call, symbols));
     if (owned && returnedRoots.insert(root).second)
       continue;
     Location loc = operand.get().getLoc();
@@ -192,20 +163,19 @@ void copyBorrowedResults(func::FuncOp func) {
 /// Frees the non-escaping buffers of a straight-line function after their
 /// last use: its allocations and the buffers its calls return (the caller
 /// owns what a function returns).
-void freeAfterLastUse(func::FuncOp func, DenseMap<Operation *, bool> &fresh) {
+void freeAfterLastUse(func::FuncOp func, SymbolTableCollection &symbols) {
   Block &block = func.getBody().front();
   SmallVector<Value> owned;
   for (Operation &op : block) {
     auto call = dyn_cast<func::CallOp>(op);
-    if (isa<memref::AllocOp>(op) ||
-        (call && !isRuntimeCall(call) && isOwningCall(call, fresh)))
+    if (isa<memref::AllocOp>(op) || (call && isOwningCall(call, symbols)))
       for (Value result : op.getResults())
         if (isa<MemRefType>(result.getType()))
           owned.push_back(result);
   }
   OpBuilder b(func.getContext());
   for (Value buffer : owned) {
-    BufferUses uses = collectUses(buffer, fresh);
+    BufferUses uses = collectUses(buffer, symbols);
     if (uses.escapes)
       continue;
     extendToWaits(uses);
@@ -225,15 +195,15 @@ void freeAfterLastUse(func::FuncOp func, DenseMap<Operation *, bool> &fresh) {
 LogicalResult mlir::moecomm::deallocateBuffers(
     ModuleOp module, function_ref<LogicalResult(OpPassManager &, Operation *)>
                          runPipeline) {
+  SymbolTableCollection symbols;
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && isStraightLine(func))
-      copyBorrowedResults(func);
-  DenseMap<Operation *, bool> fresh;
+      copyBorrowedResults(func, symbols);
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
     if (isStraightLine(func)) {
-      freeAfterLastUse(func, fresh);
+      freeAfterLastUse(func, symbols);
       continue;
     }
     OpPassManager pm(func::FuncOp::getOperationName());

@@ -63,3 +63,29 @@ func.func @returns_twice(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tenso
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
   return %recv, %recv : tensor<?x16xbf16>, tensor<?x16xbf16>
 }
+
+// A function that is not straight-line (a loop) goes through the upstream
+// deallocation pipeline, whose function boundary ABI is the same: its
+// straight-line caller frees what it passed and what it got back.
+func.func private @looped(%t: tensor<?x8xf32>, %h: !h, %n: index) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %t) -> tensor<?x8xf32> {
+    %p = moecomm.permute %acc, %h dispatch output : tensor<?x8xf32>, !h
+    scf.yield %p : tensor<?x8xf32>
+  }
+  return %r : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @loop_caller
+// CHECK: %[[P:.*]] = memref.alloc
+// CHECK: %[[L:.*]] = call @looped(%[[P]],
+// CHECK-NEXT: memref.dealloc %[[P]]
+// CHECK: call @moecomm_rt_gather_f32_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NEXT: memref.dealloc %[[L]]
+func.func @loop_caller(%x: tensor<?x8xf32>, %h: !h, %n: index) -> tensor<?x8xf32> {
+  %p = moecomm.permute %x, %h dispatch stage 0 : tensor<?x8xf32>, !h
+  %l = call @looped(%p, %h, %n) : (tensor<?x8xf32>, !h, index) -> tensor<?x8xf32>
+  %out = moecomm.permute %l, %h combine output : tensor<?x8xf32>, !h
+  return %out : tensor<?x8xf32>
+}
