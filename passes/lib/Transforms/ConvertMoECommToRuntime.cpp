@@ -164,11 +164,40 @@ LogicalResult lowerRuntimeObjectTypes(ModuleOp module,
   return success();
 }
 
+/// The argument a function defined in the module returns unchanged as
+/// result `index` of `call` (every return of it agrees), if any: that result
+/// is the caller's own value again, not a layout the callee hands over.
+std::optional<unsigned> returnedArgument(func::CallOp call, unsigned index,
+                                         SymbolTableCollection &symbols) {
+  auto callee =
+      symbols.lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+  if (!callee || callee.isExternal())
+    return std::nullopt;
+  std::optional<unsigned> argument;
+  bool agree = true;
+  callee.walk([&](func::ReturnOp ret) {
+    auto arg = dyn_cast<BlockArgument>(ret.getOperand(index));
+    std::optional<unsigned> here;
+    if (arg && arg.getOwner()->isEntryBlock())
+      here = arg.getArgNumber();
+    if (!argument && agree)
+      argument = here;
+    agree &= argument == here;
+  });
+  return agree ? argument : std::nullopt;
+}
+
 /// Releases every layout a function owns (it created it, or a call returned
-/// it) after its last use in the block that holds it, unless the function
-/// returns it: then its caller owns it. Passing a layout to a call lends it.
+/// one the callee owned) after its last use in the block that holds it,
+/// unless the function returns it: then its caller owns it. Passing a layout
+/// to a call lends it; a call that returns it unchanged extends its uses.
 void releaseLayouts(ModuleOp module, ArrayRef<Value> ownedCallResults) {
-  SmallVector<Value> owned(ownedCallResults);
+  SymbolTableCollection symbols;
+  SmallVector<Value> owned;
+  for (Value result : ownedCallResults)
+    if (!returnedArgument(cast<func::CallOp>(result.getDefiningOp()),
+                          cast<OpResult>(result).getResultNumber(), symbols))
+      owned.push_back(result);
   module.walk([&](func::CallOp call) {
     if (call.getCallee().starts_with("moecomm_rt_layout_"))
       owned.push_back(call.getResult(0));
@@ -178,14 +207,24 @@ void releaseLayouts(ModuleOp module, ArrayRef<Value> ownedCallResults) {
     Block *block = def->getBlock();
     Operation *last = def;
     bool escapes = false;
-    for (Operation *user : ptr.getUsers()) {
-      Operation *ancestor = block->findAncestorOpInBlock(*user);
-      if (!isa<func::CallOp>(user) || !ancestor) {
-        escapes = true;
-        break;
+    SmallVector<Value> aliases = {ptr};
+    while (!aliases.empty() && !escapes) {
+      Value alias = aliases.pop_back_val();
+      for (OpOperand &use : alias.getUses()) {
+        Operation *user = use.getOwner();
+        Operation *ancestor = block->findAncestorOpInBlock(*user);
+        auto call = dyn_cast<func::CallOp>(user);
+        if (!call || !ancestor) {
+          escapes = true;
+          break;
+        }
+        if (last->isBeforeInBlock(ancestor))
+          last = ancestor;
+        for (OpResult result : call->getResults())
+          if (returnedArgument(call, result.getResultNumber(), symbols) ==
+              use.getOperandNumber())
+            aliases.push_back(result);
       }
-      if (last->isBeforeInBlock(ancestor))
-        last = ancestor;
     }
     if (escapes)
       continue;

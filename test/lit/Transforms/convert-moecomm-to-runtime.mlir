@@ -65,6 +65,31 @@ func.func @step(%x: tensor<?x64xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>
 
 // -----
 
+// A call that returns its handle argument unchanged hands nothing over: the
+// caller releases its layout once, after the last use of either pointer.
+// CHECK-LABEL: func.func @passthrough_caller
+// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i64(
+// CHECK: %[[P:.*]] = call @pass(%[[L]])
+// CHECK-NOT: moecomm_rt_layout_release
+// CHECK: call @moecomm_rt_exchange_f32(%[[P]],
+// CHECK-NOT: moecomm_rt_layout_release
+// CHECK: call @moecomm_rt_gather_f32_f32(%[[P]],
+// CHECK-NOT: moecomm_rt_layout_release
+// CHECK: call @moecomm_rt_layout_release(%[[L]])
+// CHECK-NOT: moecomm_rt_layout_release
+// CHECK: return
+func.func private @pass(%h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) -> !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> {
+  return %h : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+}
+func.func @passthrough_caller(%x: tensor<?x64xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>
+  %h2 = call @pass(%h) : (!moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) -> !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  %out = moecomm.combine %recv, %h2 weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
 // Without the split, collectives lower to the runtime's one-shot calls (its
 // `auto` picks the strategy per call); all_to_all learns its counts first.
 // DIRECT-LABEL: func.func @direct
