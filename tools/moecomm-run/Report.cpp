@@ -68,11 +68,8 @@ RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
   r.combineRowBytes = ref.combineRowBytes;
   if (!run.ranks.empty() && !run.ranks[0].empty()) {
     const IterationSummary &s = run.ranks[0][0];
-    int stages = static_cast<int>(llvm::count_if(s.stages, [](const StageInfo &st) {
-      return st.direction == moecommDirectionDispatch;
-    }));
     r.combineTolerance =
-        combineTolerance(p, combineRoundings(s.strategy, stages));
+        combineTolerance(p, combineRoundings(s.strategy, s.stages));
   }
   r.wallSeconds = run.wallSeconds;
   const int W = static_cast<int>(run.ranks.size());

@@ -74,7 +74,11 @@ ReferenceResult computeReference(const RoutingProblem &p) {
   return r;
 }
 
-int combineRoundings(moecommStrategy_t strategy, int dispatchStages) {
+int combineRoundings(moecommStrategy_t strategy, ArrayRef<StageInfo> stages) {
+  const int dispatchStages =
+      static_cast<int>(llvm::count_if(stages, [](const StageInfo &s) {
+        return s.direction == moecommDirectionDispatch;
+      }));
   if (strategy == moecommPerExpert || dispatchStages == 0)
     return 0;
   return dispatchStages + 1;
@@ -90,15 +94,6 @@ double combineUnderflow(const RoutingProblem &p, int roundings) {
       hostType(p.dtype) == moecommFloat32 ? 0x1.0p-149 : 0x1.0p-133;
   return (roundings + 1 + 3 * p.topk) * eta;
 }
-
-namespace {
-/// Dispatch stages of a result's layout.
-int dispatchStages(const LayerResult &res) {
-  return static_cast<int>(llvm::count_if(res.stages, [](const StageInfo &s) {
-    return s.direction == moecommDirectionDispatch;
-  }));
-}
-} // namespace
 
 namespace {
 
@@ -248,7 +243,7 @@ RankCheck verifyRank(const RoutingProblem &p, const ReferenceResult &ref,
   // 3. weighted combine of identity experts (and a training step's grad_x,
   // which equals it for grad_out = x; never bit-exact: the backward rounds
   // w * grad_out to the row dtype on the expert's rank before summing).
-  const int roundings = combineRoundings(res.strategy, dispatchStages(res));
+  const int roundings = combineRoundings(res.strategy, res.stages);
   checkCombineLike(p, ref, r, "combine", res.combine, roundings, c);
   if (!res.gradX.empty())
     checkCombineLike(p, ref, r, "grad_x", res.gradX, roundings + 1, c);

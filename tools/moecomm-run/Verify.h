@@ -55,9 +55,10 @@ ReferenceResult computeReference(const RoutingProblem &problem);
 
 /// Roundings to the row dtype between the expert outputs and a combine's
 /// result (docs/runtime.md, "Combine numerics"): 0 for per_expert and for
-/// one rank (bit-exact), else the dispatch stages + 1 (flat and one-stage
-/// hierarchical 2, two-stage hierarchical 3).
-int combineRoundings(moecommStrategy_t strategy, int dispatchStages);
+/// one rank (bit-exact), else the dispatch stages among `stages` + 1 (flat
+/// and one-stage hierarchical 2, two-stage hierarchical 3).
+int combineRoundings(moecommStrategy_t strategy,
+                     llvm::ArrayRef<StageInfo> stages);
 
 /// The runtime's documented combine error bound per element with L
 /// roundings: |out - ref| <= combineTolerance * sum_k |w_k * y_k|
