@@ -52,22 +52,14 @@ Expected<std::vector<moecommStrategy_t>> parseStrategies(StringRef value) {
     return items.takeError();
   std::vector<moecommStrategy_t> out;
   for (const std::string &item : *items) {
-    moecommStrategy_t s;
-    if (item == "per_expert")
-      s = moecommPerExpert;
-    else if (item == "flat")
-      s = moecommFlat;
-    else if (item == "hierarchical")
-      s = moecommHierarchical;
-    else if (item == "auto")
-      s = moecommAuto;
-    else
+    std::optional<moecommStrategy_t> s = run::parseStrategyName(item);
+    if (!s)
       return run::inputError(
           formatv("unknown strategy '{0}' in --strategies (expected "
                   "per_expert, flat, hierarchical or auto)",
                   item));
-    if (std::find(out.begin(), out.end(), s) == out.end())
-      out.push_back(s);
+    if (std::find(out.begin(), out.end(), *s) == out.end())
+      out.push_back(*s);
   }
   return out;
 }

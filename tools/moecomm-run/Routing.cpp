@@ -3,6 +3,7 @@
 #include "Routing.h"
 
 #include "ToolSupport.h"
+#include "moecomm/Traffic.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -44,6 +45,14 @@ Error checkFitsInMemory(int64_t totalTokens, int64_t hidden, int64_t topk) {
 
 Error systemError(const Twine &message) {
   return createStringError(std::make_error_code(std::errc::io_error), message);
+}
+
+std::optional<moecommStrategy_t> parseStrategyName(StringRef name) {
+  for (moecommStrategy_t s :
+       {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto})
+    if (name == ::moecomm::strategyName(s))
+      return s;
+  return std::nullopt;
 }
 
 StringRef payloadTypeName(PayloadType type) {

@@ -33,6 +33,9 @@ llvm::StringRef payloadTypeName(PayloadType type);
 /// Parses "bf16", "f32" or "fp8" (also spelled "fp8_e4m3", as in the IR);
 /// std::nullopt for anything else.
 std::optional<PayloadType> parsePayloadType(llvm::StringRef name);
+/// Parses a strategy as moecomm::strategyName spells it (per_expert, flat,
+/// hierarchical, auto); std::nullopt for anything else.
+std::optional<moecommStrategy_t> parseStrategyName(llvm::StringRef name);
 /// The runtime type of x, recv, y and out: moecommFloat32 for F32, otherwise
 /// moecommBfloat16.
 moecommDataType_t hostType(PayloadType type);

@@ -200,14 +200,8 @@ int report(Error e, bool print) {
 }
 
 Expected<moecommStrategy_t> parseStrategy(StringRef s) {
-  if (s == "per_expert")
-    return moecommPerExpert;
-  if (s == "flat")
-    return moecommFlat;
-  if (s == "hierarchical")
-    return moecommHierarchical;
-  if (s == "auto")
-    return moecommAuto;
+  if (std::optional<moecommStrategy_t> strategy = parseStrategyName(s))
+    return *strategy;
   return inputError(formatv("unknown --strategy '{0}' (expected per_expert, "
                             "flat, hierarchical or auto)",
                             s));
