@@ -320,21 +320,10 @@ Error buildSetup(const char *argv0, Setup &s) {
     for (const run::RoutingDist &d : sw.routings)
       needTrace = needTrace || d.kind == run::RoutingDist::Trace;
   if (needTrace) {
-    if (traceFile.getNumOccurrences()) {
-      s.traceFile = traceFile;
-    } else {
-      for (const std::string &dir : run::dataDirs(argv0, "data")) {
-        SmallString<256> candidate(dir);
-        sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
-        if (sys::fs::exists(candidate)) {
-          s.traceFile = candidate.str().str();
-          break;
-        }
-      }
-      if (s.traceFile.empty())
-        return run::inputError("cannot find expert_load_olmoe_mixtral.json; "
-                               "give --trace-file");
-    }
+    Expected<std::string> file = run::findTraceFile(argv0, traceFile);
+    if (!file)
+      return file.takeError();
+    s.traceFile = *file;
     // Fail early (exit 2) on an unknown model/domain/layer.
     for (const SweepSpec &sw : s.plan)
       for (const run::RoutingDist &d : sw.routings)

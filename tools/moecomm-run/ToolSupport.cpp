@@ -37,6 +37,19 @@ std::vector<std::string> dataDirs(const char *argv0, StringRef sub) {
   return {installed.str().str(), source.str().str()};
 }
 
+Expected<std::string> findTraceFile(const char *argv0, StringRef explicitFile) {
+  if (!explicitFile.empty())
+    return explicitFile.str();
+  for (const std::string &dir : dataDirs(argv0, "data")) {
+    SmallString<256> candidate(dir);
+    sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
+    if (sys::fs::exists(candidate))
+      return candidate.str().str();
+  }
+  return inputError(
+      "cannot find expert_load_olmoe_mixtral.json; give --trace-file");
+}
+
 bool parseCommandLine(int argc, char **argv, StringRef overview,
                       std::string &error) {
   std::string text;

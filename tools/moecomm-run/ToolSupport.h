@@ -30,6 +30,12 @@ bool isReportingProcess();
 /// then the source tree's examples/<sub>.
 std::vector<std::string> dataDirs(const char *argv0, llvm::StringRef sub);
 
+/// The expert-load trace for trace:... routing: `explicitFile` when given
+/// (--trace-file), else examples/data/expert_load_olmoe_mixtral.json from
+/// dataDirs(argv0, "data"). invalid_argument when none is found.
+llvm::Expected<std::string> findTraceFile(const char *argv0,
+                                          llvm::StringRef explicitFile);
+
 /// llvm::cl::ParseCommandLineOptions with every error on one line: llvm::cl
 /// writes some errors to its stream and others straight to stderr, so file
 /// descriptor 2 is captured while parsing. Returns false with the line (the

@@ -303,21 +303,10 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
     g.tokens = *t;
   }
   if (g.dist.kind == RoutingDist::Trace) {
-    if (traceFile.getNumOccurrences()) {
-      g.traceFile = traceFile;
-    } else {
-      for (const std::string &dir : dataDirs(argv0, "data")) {
-        SmallString<256> candidate(dir);
-        sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
-        if (sys::fs::exists(candidate)) {
-          g.traceFile = candidate.str().str();
-          break;
-        }
-      }
-      if (g.traceFile.empty())
-        return inputError("cannot find expert_load_olmoe_mixtral.json; give "
-                          "--trace-file");
-    }
+    Expected<std::string> file = findTraceFile(argv0, traceFile);
+    if (!file)
+      return file.takeError();
+    g.traceFile = *file;
   }
   // Refused before the routing is even generated (moecomm-bench's counting
   // moves no payload and has no such limit).
