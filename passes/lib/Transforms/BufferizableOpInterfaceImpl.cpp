@@ -23,14 +23,7 @@ namespace {
 /// Whether rows of `type` are provably contiguous (stride 1 along the last
 /// dimension, the row length between rows), as the runtime requires.
 bool hasContiguousRows(MemRefType type) {
-  if (type.getLayout().isIdentity())
-    return true;
-  auto strided = dyn_cast<StridedLayoutAttr>(type.getLayout());
-  if (!strided || type.getRank() != 2)
-    return type.getRank() <= 1 && strided && strided.getStrides()[0] == 1;
-  ArrayRef<int64_t> strides = strided.getStrides();
-  return strides[1] == 1 && !type.isDynamicDim(1) &&
-         strides[0] == type.getDimSize(1);
+  return type.areTrailingDimsContiguous(type.getRank());
 }
 
 /// Buffers of `values` (null values stay null), cast to the ABI layout. A
