@@ -276,7 +276,6 @@ reduce(const std::vector<RankRecord> &ranks,
 
 class ThreadsExecutor : public Executor {
 public:
-  const char *name() const override { return "threads"; }
   bool isRoot() const override { return true; }
   bool canRun(const Cluster &) const override { return true; }
 
@@ -351,14 +350,8 @@ class MpiExecutor : public Executor {
 public:
   MpiExecutor(int size, int rank) : size(size), rank(rank) {}
   ~MpiExecutor() override { MPI_Finalize(); }
-  const char *name() const override { return "mpi"; }
   bool isRoot() const override { return rank == 0; }
   bool canRun(const Cluster &c) const override { return c.ranks() == size; }
-  int agreeMax(int value) override {
-    int out = value;
-    MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return out;
-  }
 
   Expected<GroupMeasurement>
   run(const RoutingGroup &g,
@@ -456,6 +449,13 @@ public:
   }
 
 private:
+  /// Max of `value` over all processes.
+  int agreeMax(int value) {
+    int out = value;
+    MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+  }
+
   int size, rank;
 };
 #endif

@@ -301,8 +301,7 @@ void printTable(raw_ostream &os, const BenchReport &report) {
       100 * f.tolerance,
       f.autoViolations.empty() ? std::string("none")
                                : std::to_string(f.autoViolations.size()));
-  for (const std::string &v : f.autoViolations)
-    os << "  " << v << "\n";
+  // The violations themselves are failures, listed once under "checks:".
   os << formatv("static choice (chooseStrategyUniform: expected uniform "
                 "traffic, no routing): worst gap {0:f2}%{1}\n",
                 100 * f.staticWorstGap,

@@ -436,7 +436,6 @@ int main(int argc, char **argv) {
   MeasureOptions mopt;
   mopt.warmup = static_cast<int>(warmupOpt);
   mopt.iterations = static_cast<int>(iterationsOpt);
-  mopt.autoLink = setup.presets[setup.autoPreset].link;
 
   // Clusters of equal W are adjacent so that a routing that does not depend
   // on the nodes is generated once for all of them (see `cache` below).
