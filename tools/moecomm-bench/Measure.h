@@ -1,5 +1,4 @@
-//===- Measure.h - measured dispatch + combine on the CPU backends -*- C++
-//-*-===//
+//===- Measure.h - measured dispatch + combine on CPU backends --*- C++ -*-===//
 //
 // The measuring path of moecomm-bench: moves the payload with the runtime on
 // the threads backend (W threads of this process) or the mpi backend (this

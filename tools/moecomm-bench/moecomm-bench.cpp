@@ -1,5 +1,4 @@
-//===- moecomm-bench.cpp - traffic, modelled and measured time of MoE EP
-//---===//
+//===- moecomm-bench.cpp - traffic, modelled and measured time of MoE EP --===//
 //
 // moecomm-bench sweeps model configs x clusters (nodes x ranks per node) x
 // routing x wire dtype x strategy and reports, per cell, the exact bytes and
