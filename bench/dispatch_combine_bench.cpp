@@ -51,7 +51,6 @@ uint16_t toBf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-
 #define CHECK(call)                                                            \
   do {                                                                         \
     moecommResult_t rc_ = (call);                                              \
@@ -251,9 +250,9 @@ int main(int argc, char **argv) {
     ModelledTime mt = modelTime(tr, findLinkPreset("h200-dgx")->link);
     std::printf("%-13s %-13s %10.1f %10.1f %10.1f %9.1f %10.2f %9.2f %7.3f "
                 "%14.1f\n",
-                strategyName(s), strategyName(res.resolved), moved / 1e6, res.intra / 1e6,
-                res.inter / 1e6, res.seconds * 1e3, gbs, mem, gbs / mem,
-                mt.totalSec() * 1e6);
+                strategyName(s), strategyName(res.resolved), moved / 1e6,
+                res.intra / 1e6, res.inter / 1e6, res.seconds * 1e3, gbs, mem,
+                gbs / mem, mt.totalSec() * 1e6);
   }
   std::printf("GB/s = payload bytes moved (all stages, self copies included) "
               "per second of wall time; memcpy = the same bytes copied by the "

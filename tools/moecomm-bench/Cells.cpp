@@ -113,22 +113,23 @@ std::string compareRank(const moecommTraffic_t &got,
           msgs[st.scope][l] += st.ranks[rank].messagesSent[l];
         }
     }
-    static const char *dirs[] = {"dispatch", "combine", "all_to_all"};
-    static const char *scopes[] = {"global", "intra_node", "inter_node"};
+    const char *dirName = directionName(static_cast<moecommDirection_t>(dir));
     static const char *links[] = {"intra-node", "inter-node"};
-    for (int sc = 0; sc < 3; ++sc)
+    for (int sc = 0; sc < 3; ++sc) {
+      const char *scName = scopeName(static_cast<moecommScope_t>(sc));
       for (int l = 0; l < 2; ++l) {
         if (got.bytes[dir][sc][l] != static_cast<uint64_t>(bytes[sc][l]))
           return formatv("rank {0} {1} {2} {3} bytes: counters {4}, "
                          "countTraffic {5}",
-                         rank, dirs[dir], scopes[sc], links[l],
-                         got.bytes[dir][sc][l], bytes[sc][l]);
+                         rank, dirName, scName, links[l], got.bytes[dir][sc][l],
+                         bytes[sc][l]);
         if (got.messages[dir][sc][l] != static_cast<uint64_t>(msgs[sc][l]))
           return formatv("rank {0} {1} {2} {3} messages: counters {4}, "
                          "countTraffic {5}",
-                         rank, dirs[dir], scopes[sc], links[l],
+                         rank, dirName, scName, links[l],
                          got.messages[dir][sc][l], msgs[sc][l]);
       }
+    }
   }
   return "";
 }

@@ -1,5 +1,4 @@
-//===- Count.h - exact traffic and modelled time of a sweep cell -*- C++
-//-*-===//
+//===- Count.h - exact traffic and modelled time of a cell ------*- C++ -*-===//
 //
 // The counting path of moecomm-bench: no payload, no communicator. A
 // RoutingGroup is one generated routing (config x topology x routing x

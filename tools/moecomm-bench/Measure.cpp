@@ -2,6 +2,8 @@
 
 #include "Measure.h"
 
+#include "moecomm/Reference.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -80,13 +82,6 @@ Error runtimeFailure(moecommComm_t comm, moecommResult_t rc, int rank,
       return runtimeFailure(comm, rc_, rank, #call);                           \
   } while (0)
 
-/// DESIGN.md §8's payload, exact in bf16.
-float payloadValue(int r, int64_t t, int64_t h) {
-  return static_cast<float>((r * 977 + t * 131 + h * 7) % 255 - 127) / 128.0f;
-}
-
-float bf16ToFloat(uint16_t bits) { return run::bf16ToFloat(bits); }
-
 /// The program every rank runs for one group: for each op, warm-up and
 /// timed iterations of layout + dispatch + combine; then the baseline.
 Expected<RankRecord> rankProgram(
@@ -99,15 +94,11 @@ Expected<RankRecord> rankProgram(
   const int K = p.topk;
   const int total = opt.warmup + opt.iterations;
 
-  // x in both host types (bf16 exact; f32 the same values).
-  std::vector<uint16_t> xb(static_cast<size_t>(T * H));
-  std::vector<float> xf(static_cast<size_t>(T * H));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h) {
-      const float v = payloadValue(rank, t, h);
-      xf[t * H + h] = v;
-      xb[t * H + h] = run::floatToBf16(v);
-    }
+  // x (DESIGN.md §8's payload) in both host types: the values are exact in
+  // bf16, so both hold the same numbers.
+  std::vector<float> xf = ref::standardX(rank, T, H);
+  std::vector<uint16_t> xb(xf.size());
+  std::transform(xf.begin(), xf.end(), xb.begin(), run::floatToBf16);
   std::vector<uint8_t> recvBuf, outBuf(static_cast<size_t>(T * H) * 4);
 
   RankRecord rec;
@@ -171,7 +162,7 @@ Expected<RankRecord> rankProgram(
             const double got =
                 host == moecommFloat32
                     ? reinterpret_cast<const float *>(outBuf.data())[t * H + h]
-                    : bf16ToFloat(reinterpret_cast<const uint16_t *>(
+                    : run::bf16ToFloat(reinterpret_cast<const uint16_t *>(
                           outBuf.data())[t * H + h]);
             const double err = std::fabs(got - xf[t * H + h] * sumW);
             worst = std::max(worst, err / (amax * sumAbsW + 1e-30));
@@ -285,7 +276,6 @@ reduce(const std::vector<RankRecord> &ranks,
 
 class ThreadsExecutor : public Executor {
 public:
-  const char *name() const override { return "threads"; }
   bool isRoot() const override { return true; }
   bool canRun(const Cluster &) const override { return true; }
 
@@ -360,14 +350,8 @@ class MpiExecutor : public Executor {
 public:
   MpiExecutor(int size, int rank) : size(size), rank(rank) {}
   ~MpiExecutor() override { MPI_Finalize(); }
-  const char *name() const override { return "mpi"; }
   bool isRoot() const override { return rank == 0; }
   bool canRun(const Cluster &c) const override { return c.ranks() == size; }
-  int agreeMax(int value) override {
-    int out = value;
-    MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return out;
-  }
 
   Expected<GroupMeasurement>
   run(const RoutingGroup &g,
@@ -465,6 +449,13 @@ public:
   }
 
 private:
+  /// Max of `value` over all processes.
+  int agreeMax(int value) {
+    int out = value;
+    MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+  }
+
   int size, rank;
 };
 #endif

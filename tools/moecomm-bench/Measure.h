@@ -1,5 +1,4 @@
-//===- Measure.h - measured dispatch + combine on the CPU backends -*- C++
-//-*-===//
+//===- Measure.h - measured dispatch + combine on CPU backends --*- C++ -*-===//
 //
 // The measuring path of moecomm-bench: moves the payload with the runtime on
 // the threads backend (W threads of this process) or the mpi backend (this
@@ -71,8 +70,6 @@ struct MeasureOptions {
 class Executor {
 public:
   virtual ~Executor();
-  /// "threads" or "mpi".
-  virtual const char *name() const = 0;
   /// Whether this process reports (prints and writes files): MPI rank 0.
   virtual bool isRoot() const = 0;
   /// Whether a cluster of `cluster.ranks()` ranks can be run: any W for
@@ -86,8 +83,6 @@ public:
   run(const RoutingGroup &group,
       const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
       const MeasureOptions &options) = 0;
-  /// Max of `value` over all processes (the value itself for threads).
-  virtual int agreeMax(int value) { return value; }
 };
 
 /// The threads backend.

@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -210,12 +211,15 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
     figs[k][c.routing][{c.dtype, c.strategy}][c.cluster.ranks()] = &c;
   }
 
-  bool any = false;
-  for (const auto &[k, byRouting] : figs)
-    for (const auto &[r, bySeries] : byRouting)
+  // A figure needs a series with two or more rank counts to draw a line.
+  for (auto it = figs.begin(); it != figs.end();) {
+    bool plottable = false;
+    for (const auto &[r, bySeries] : it->second)
       for (const auto &[s, byRanks] : bySeries)
-        any = any || byRanks.size() >= 2;
-  if (!any)
+        plottable = plottable || byRanks.size() >= 2;
+    it = plottable ? std::next(it) : figs.erase(it);
+  }
+  if (figs.empty())
     return pngs;
 
   SmallString<256> absDir(dir);
@@ -241,12 +245,6 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
 
   for (const auto &[k, byRouting] : figs) {
     const auto &[config, G, tokens] = k;
-    bool plottable = false;
-    for (const auto &[r, bySeries] : byRouting)
-      for (const auto &[s, byRanks] : bySeries)
-        plottable = plottable || byRanks.size() >= 2;
-    if (!plottable)
-      continue;
     const Cell &sample =
         *byRouting.begin()->second.begin()->second.begin()->second;
     const int preset = plotPreset(report, sample.cluster);

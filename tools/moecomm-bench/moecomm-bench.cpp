@@ -1,5 +1,4 @@
-//===- moecomm-bench.cpp - traffic, modelled and measured time of MoE EP
-//---===//
+//===- moecomm-bench.cpp - traffic, modelled and measured time of MoE EP --===//
 //
 // moecomm-bench sweeps model configs x clusters (nodes x ranks per node) x
 // routing x wire dtype x strategy and reports, per cell, the exact bytes and
@@ -425,7 +424,6 @@ int main(int argc, char **argv) {
   MeasureOptions mopt;
   mopt.warmup = static_cast<int>(warmupOpt);
   mopt.iterations = static_cast<int>(iterationsOpt);
-  mopt.autoLink = setup.presets[setup.autoPreset].link;
 
   // Clusters of equal W are adjacent so that a routing that does not depend
   // on the nodes is generated once for all of them (see `cache` below).

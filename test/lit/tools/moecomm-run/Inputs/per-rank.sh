@@ -1,7 +1,8 @@
 #!/bin/sh
 # per-rank.sh DIR0 DIR1 -- CMD...: runs CMD in DIR0 on MPI rank 0 and in DIR1
-# on the other ranks, as if they were on hosts with different files. Before
-# "--", "args:A|B" instead gives rank 0 the extra arguments A, the others B.
+# on the other ranks, as if they were on hosts with different files.
+# per-rank.sh args "A" "B" -- CMD...: runs CMD with the extra arguments A
+# (split at spaces) on rank 0 and B on the other ranks.
 rank="${OMPI_COMM_WORLD_RANK:-0}"
 if [ "$1" = "args" ]; then
   extra0="$2"; extra1="$3"; shift 4
