@@ -172,12 +172,6 @@ Status allocatePlan(moecommCapacityPlan &p) {
 const char *const kCreateFields[] = {
     "topk",   "num_experts",    "capacity",      "pair capacity",
     "hidden", "the index type", "the data type", "the wire type"};
-Status onRank(int rank, Status st) {
-  if (!st.ok())
-    st.message = cat("rank ", rank, ": ", st.message);
-  return st;
-}
-
 } // namespace
 
 Status capacityPlanCreate(Comm &comm, const moecommCapacityDesc_t *desc,

@@ -165,8 +165,7 @@ Status createNcclTransport(std::unique_ptr<Transport> host, int cudaDevice,
   cuda::NcclComms comms;
   local = cuda::ncclStatus(ncclCommInitRank(&comms.world, W, ids[0].id, me),
                            "ncclCommInitRank", nullptr);
-  if (!local.ok())
-    local.message = cat("rank ", me, ": ", local.message);
+  local = onRank(me, local);
   if (Status st = agreeOnHost(*host, local); !st.ok()) {
     destroyComms(comms);
     return st;
@@ -193,8 +192,7 @@ Status createNcclTransport(std::unique_ptr<Transport> host, int cudaDevice,
         cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest),
         "cudaStreamCreateWithPriority");
   }
-  if (!local.ok())
-    local.message = cat("rank ", me, ": ", local.message);
+  local = onRank(me, local);
   if (Status st = agreeOnHost(*host, local); !st.ok()) {
     if (stream)
       (void)cudaStreamDestroy(stream);
