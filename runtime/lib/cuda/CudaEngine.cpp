@@ -6,6 +6,7 @@
 #include "DevicePlan.h"
 #include "NcclTransport.h"
 #include "Ops.h"
+#include "RowKernels.h"
 
 namespace moecomm {
 namespace cuda {
@@ -168,12 +169,8 @@ Status CudaEngine::unpack(const moecommLayout &layout,
 Status CudaEngine::convertRows(const moecommRows_t &in,
                                const moecommRows_t &out,
                                moecommStream_t stream) {
-  const bool quantize =
-      (in.type == moecommFloat32 || in.type == moecommBfloat16) &&
-      out.type == moecommFloat8E4M3;
-  const bool dequantize =
-      in.type == moecommFloat8E4M3 &&
-      (out.type == moecommFloat32 || out.type == moecommBfloat16);
+  const bool quantize = isFloatData(in.type) && out.type == moecommFloat8E4M3;
+  const bool dequantize = in.type == moecommFloat8E4M3 && isFloatData(out.type);
   if (!quantize && !dequantize)
     return invalidArgument("FP8 conversion needs f32 or bf16 rows on one side "
                            "and FP8 rows on the other");
