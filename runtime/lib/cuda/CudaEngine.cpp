@@ -156,14 +156,9 @@ Status CudaEngine::unpack(const moecommLayout &layout,
     return st;
   if (Status st = checkDeviceRows(out, "out", transport_.device()); !st.ok())
     return st;
-  const DeviceMap &m = dp->direction(direction).unpack;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (direction == moecommDirectionDispatch) {
-    if (!m.gather)
-      return internalError("the dispatch unpack has a row with several terms");
-    return gatherRowsDevice(in, out, GatherIndex{m.gather, false}, s);
-  }
-  return reduceRowsDevice(in, out, m.reduceMap(weighted), s);
+  return DeviceStagedOp::unpackStage(dp->direction(direction).unpack, direction,
+                                     weighted, in, out,
+                                     static_cast<cudaStream_t>(stream));
 }
 
 Status CudaEngine::convertRows(const moecommRows_t &in,

@@ -64,6 +64,11 @@ public:
                           bool weighted, moecommDataType_t stageType,
                           const moecommRows_t &in, const moecommRows_t &out,
                           cudaStream_t stream);
+  /// The unpack: the last stage's received rows `in` -> the caller's `out`
+  /// (dispatch: a gather; combine: an f32 reduction).
+  static Status unpackStage(const DeviceMap &map, moecommDirection_t direction,
+                            bool weighted, const moecommRows_t &in,
+                            const moecommRows_t &out, cudaStream_t stream);
 
 private:
   Status unpack(const moecommRows_t &in);
