@@ -21,12 +21,6 @@ namespace moecomm {
 
 namespace {
 
-Status onRank(const Comm &comm, Status st) {
-  if (!st.ok())
-    st.message = cat("rank ", comm.rank(), ": ", st.message);
-  return st;
-}
-
 void merge(Status &into, const Status &st) {
   if (into.ok() && !st.ok())
     into = st;
@@ -160,7 +154,7 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
   HostRouting hostRouting;
   Status copied;
   if (dev && desc) {
-    copied = onRank(comm, dev->hostRouting(*desc, hostRouting));
+    copied = onRank(comm.rank(), dev->hostRouting(*desc, hostRouting));
     if (copied.ok())
       desc = &hostRouting.desc;
   }
@@ -284,7 +278,8 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
       buildDestSide(topo, strategy, me, received, plan);
     }
     if (dev && built.ok())
-      merge(built, onRank(comm, dev->uploadLayout(plan, layout->device)));
+      merge(built,
+            onRank(comm.rank(), dev->uploadLayout(plan, layout->device)));
   } catch (const std::bad_alloc &) {
     merge(built, systemError(cat("rank ", me, ": out of memory")));
   }
@@ -561,28 +556,32 @@ Status startDispatch(Comm &comm, const moecommLayout *layout,
   Status local = checkLayout(comm, layout);
   const int64_t H = x ? x->hidden : 0;
   if (local.ok())
-    local = onRank(comm, checkRows(x, "x", layout->plan.numTokens, H));
+    local = onRank(comm.rank(), checkRows(x, "x", layout->plan.numTokens, H));
   if (local.ok() && H < 1)
-    local = onRank(comm, invalidArgument(cat("hidden must be >= 1, got ", H)));
+    local = onRank(comm.rank(),
+                   invalidArgument(cat("hidden must be >= 1, got ", H)));
   if (local.ok() && !isFloatData(x->type))
-    local = onRank(comm, invalidArgument(cat("x must be f32 or bf16, got type ",
-                                             (int)x->type)));
+    local = onRank(
+        comm.rank(),
+        invalidArgument(cat("x must be f32 or bf16, got type ", (int)x->type)));
   if (local.ok() && wireType != x->type && wireType != moecommFloat8E4M3)
-    local = onRank(comm, invalidArgument(cat("wire type ", (int)wireType,
-                                             " is neither x's type nor FP8")));
+    local = onRank(comm.rank(),
+                   invalidArgument(cat("wire type ", (int)wireType,
+                                       " is neither x's type nor FP8")));
   if (local.ok())
-    local = onRank(comm, checkRows(recv, "recv", layout->plan.recvRows(), H));
+    local = onRank(comm.rank(),
+                   checkRows(recv, "recv", layout->plan.recvRows(), H));
   if (local.ok() && recv->type != x->type)
-    local = onRank(comm,
+    local = onRank(comm.rank(),
                    invalidArgument(cat("recv has type ", (int)recv->type,
                                        ", expected x's type ", (int)x->type)));
   DeviceEngine *dev = comm.transport().deviceEngine();
   std::unique_ptr<DeviceOperation> devOp;
   if (local.ok() && dev)
-    local = onRank(comm, dev->prepareStaged(comm, *layout,
-                                            moecommDirectionDispatch, *x,
-                                            *recv, wireType, false, stream,
-                                            devOp));
+    local =
+        onRank(comm.rank(),
+               dev->prepareStaged(comm, *layout, moecommDirectionDispatch, *x,
+                                  *recv, wireType, false, stream, devOp));
   Signature sig(OpKind::Dispatch);
   sig.setError(local);
   sig.add(layout ? layout->id : 0);
@@ -607,25 +606,28 @@ Status startCombine(Comm &comm, const moecommLayout *layout,
   Status local = checkLayout(comm, layout);
   const int64_t H = y ? y->hidden : 0;
   if (local.ok())
-    local = onRank(comm, checkRows(y, "y", layout->plan.recvRows(), H));
+    local = onRank(comm.rank(), checkRows(y, "y", layout->plan.recvRows(), H));
   if (local.ok() && H < 1)
-    local = onRank(comm, invalidArgument(cat("hidden must be >= 1, got ", H)));
+    local = onRank(comm.rank(),
+                   invalidArgument(cat("hidden must be >= 1, got ", H)));
   if (local.ok() && !isFloatData(y->type))
-    local = onRank(comm, invalidArgument(cat("y must be f32 or bf16, got type ",
-                                             (int)y->type)));
+    local = onRank(
+        comm.rank(),
+        invalidArgument(cat("y must be f32 or bf16, got type ", (int)y->type)));
   if (local.ok())
-    local = onRank(comm, checkRows(out, "out", layout->plan.numTokens, H));
+    local =
+        onRank(comm.rank(), checkRows(out, "out", layout->plan.numTokens, H));
   if (local.ok() && out->type != y->type)
-    local = onRank(comm,
+    local = onRank(comm.rank(),
                    invalidArgument(cat("out has type ", (int)out->type,
                                        ", expected y's type ", (int)y->type)));
   DeviceEngine *dev = comm.transport().deviceEngine();
   std::unique_ptr<DeviceOperation> devOp;
   if (local.ok() && dev)
-    local = onRank(comm, dev->prepareStaged(comm, *layout,
-                                            moecommDirectionCombine, *y, *out,
-                                            y->type, weighted != 0, stream,
-                                            devOp));
+    local =
+        onRank(comm.rank(),
+               dev->prepareStaged(comm, *layout, moecommDirectionCombine, *y,
+                                  *out, y->type, weighted != 0, stream, devOp));
   Signature sig(OpKind::Combine);
   sig.setError(local);
   sig.add(layout ? layout->id : 0);
@@ -679,22 +681,22 @@ Status startAllToAll(Comm &comm, const moecommRows_t *send,
     local = checkCounts(comm, recvCounts, "recv_counts");
   const int64_t H = send ? send->hidden : 0;
   if (local.ok())
-    local = onRank(comm, checkRows(send, "send", sum(sendCounts, W), H));
+    local = onRank(comm.rank(), checkRows(send, "send", sum(sendCounts, W), H));
   if (local.ok())
-    local = onRank(comm, checkRows(recv, "recv", sum(recvCounts, W), H));
+    local = onRank(comm.rank(), checkRows(recv, "recv", sum(recvCounts, W), H));
   if (local.ok() && recv->type != send->type)
-    local =
-        onRank(comm, invalidArgument(cat("recv has type ", (int)recv->type,
-                                         ", send has type ", (int)send->type)));
+    local = onRank(comm.rank(),
+                   invalidArgument(cat("recv has type ", (int)recv->type,
+                                       ", send has type ", (int)send->type)));
   DeviceEngine *dev = comm.transport().deviceEngine();
   std::unique_ptr<DeviceOperation> devOp;
   if (local.ok() && dev)
-    local = onRank(
-        comm, dev->prepareExchange(
-                  comm, moecommDirectionAllToAll, moecommScopeGlobal, *send,
-                  std::vector<int64_t>(sendCounts, sendCounts + W), *recv,
-                  std::vector<int64_t>(recvCounts, recvCounts + W), stream,
-                  devOp));
+    local = onRank(comm.rank(),
+                   dev->prepareExchange(
+                       comm, moecommDirectionAllToAll, moecommScopeGlobal,
+                       *send, std::vector<int64_t>(sendCounts, sendCounts + W),
+                       *recv, std::vector<int64_t>(recvCounts, recvCounts + W),
+                       stream, devOp));
   Signature sig(OpKind::AllToAll);
   sig.setError(local);
   sig.add(H);
@@ -798,26 +800,28 @@ Status packRows(Comm &comm, const moecommLayout *layout,
   if (Status s =
           checkRows(in, "in", stageInputRows(*layout, direction, stage), H);
       !s.ok())
-    return onRank(comm, s);
+    return onRank(comm.rank(), s);
   if (Status s = checkRows(out, "out", sp.sendRows(), H); !s.ok())
-    return onRank(comm, s);
+    return onRank(comm.rank(), s);
   moecommRows_t o = *out;
   if (direction == moecommDirectionDispatch) {
     if (!(out->type == in->type ||
           (isFloatData(in->type) && out->type == moecommFloat8E4M3)))
-      return onRank(comm, invalidArgument(cat("dispatch pack cannot convert "
-                                              "type ",
-                                              (int)in->type, " to type ",
-                                              (int)out->type)));
+      return onRank(
+          comm.rank(),
+          invalidArgument(cat("dispatch pack cannot convert "
+                              "type ",
+                              (int)in->type, " to type ", (int)out->type)));
   } else if (!isFloatData(in->type) || !isFloatData(out->type)) {
-    return onRank(comm, invalidArgument("combine pack needs f32 or bf16 rows"));
+    return onRank(comm.rank(),
+                  invalidArgument("combine pack needs f32 or bf16 rows"));
   }
   if (DeviceEngine *dev = comm.transport().deviceEngine())
-    return onRank(comm, dev->pack(*layout, direction, stage, *in,
-                                  weighted != 0, *out, stream));
+    return onRank(comm.rank(), dev->pack(*layout, direction, stage, *in,
+                                         weighted != 0, *out, stream));
   if (direction == moecommDirectionDispatch)
-    return onRank(comm, gatherRows(sp.pack, *in, o));
-  return onRank(comm, applyCombineMap(sp.pack, *in, weighted != 0, o));
+    return onRank(comm.rank(), gatherRows(sp.pack, *in, o));
+  return onRank(comm.rank(), applyCombineMap(sp.pack, *in, weighted != 0, o));
 }
 
 Status unpackRows(Comm &comm, const moecommLayout *layout,
@@ -835,19 +839,19 @@ Status unpackRows(Comm &comm, const moecommLayout *layout,
           in, "in", stageInputRows(*layout, direction, (int)dp.stages.size()),
           H);
       !s.ok())
-    return onRank(comm, s);
+    return onRank(comm.rank(), s);
   const int64_t outRows = direction == moecommDirectionDispatch
                               ? layout->plan.recvRows()
                               : layout->plan.numTokens;
   if (Status s = checkRows(out, "out", outRows, H); !s.ok())
-    return onRank(comm, s);
+    return onRank(comm.rank(), s);
   if (DeviceEngine *dev = comm.transport().deviceEngine())
-    return onRank(comm, dev->unpack(*layout, direction, *in, weighted != 0,
-                                    *out, stream));
+    return onRank(comm.rank(), dev->unpack(*layout, direction, *in,
+                                           weighted != 0, *out, stream));
   moecommRows_t o = *out;
   if (direction == moecommDirectionDispatch)
-    return onRank(comm, gatherRows(dp.unpack, *in, o));
-  return onRank(comm, reduceRows(dp.unpack, *in, weighted != 0, o));
+    return onRank(comm.rank(), gatherRows(dp.unpack, *in, o));
+  return onRank(comm.rank(), reduceRows(dp.unpack, *in, weighted != 0, o));
 }
 
 Status startExchange(Comm &comm, const moecommLayout *layout,
@@ -863,19 +867,20 @@ Status startExchange(Comm &comm, const moecommLayout *layout,
   const StagePlan *sp =
       local.ok() ? &directionPlan(*layout, direction).stages[stage] : nullptr;
   if (local.ok())
-    local = onRank(comm, checkRows(send, "send", sp->sendRows(), H));
+    local = onRank(comm.rank(), checkRows(send, "send", sp->sendRows(), H));
   if (local.ok())
-    local = onRank(comm, checkRows(recv, "recv", sp->recvRows(), H));
+    local = onRank(comm.rank(), checkRows(recv, "recv", sp->recvRows(), H));
   if (local.ok() && send->type != recv->type)
-    local =
-        onRank(comm, invalidArgument(cat("recv has type ", (int)recv->type,
-                                         ", send has type ", (int)send->type)));
+    local = onRank(comm.rank(),
+                   invalidArgument(cat("recv has type ", (int)recv->type,
+                                       ", send has type ", (int)send->type)));
   DeviceEngine *dev = comm.transport().deviceEngine();
   std::unique_ptr<DeviceOperation> devOp;
   if (local.ok() && dev)
-    local = onRank(comm, dev->prepareExchange(comm, direction, sp->scope, *send,
-                                              sp->sendCounts, *recv,
-                                              sp->recvCounts, stream, devOp));
+    local = onRank(comm.rank(),
+                   dev->prepareExchange(comm, direction, sp->scope, *send,
+                                        sp->sendCounts, *recv, sp->recvCounts,
+                                        stream, devOp));
   Signature sig(OpKind::Exchange);
   sig.setError(local);
   sig.add(layout ? layout->id : 0);

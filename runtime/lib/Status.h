@@ -45,6 +45,14 @@ inline Status systemError(std::string msg) {
   return Status::error(moecommSystemError, std::move(msg));
 }
 
+/// Prefixes a failure's message with the rank it happened on, so an error
+/// agreed across ranks still says where it started; success passes through.
+inline Status onRank(int rank, Status st) {
+  if (!st.ok())
+    st.message = cat("rank ", rank, ": ", st.message);
+  return st;
+}
+
 } // namespace moecomm
 
 #endif // MOECOMM_LIB_STATUS_H

@@ -27,9 +27,6 @@ std::string noDeviceReason() {
 }
 
 namespace {
-int64_t elemSize(moecommDataType_t t) {
-  return t == moecommFloat32 ? 4 : t == moecommBfloat16 ? 2 : 1;
-}
 int64_t blocksOf(int64_t hidden) { return (hidden + 127) / 128; }
 } // namespace
 

@@ -223,7 +223,7 @@ moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
 
 //===--- Rows -------------------------------------------------------------===//
 
-static int64_t elemSize(moecommDataType_t t) {
+int64_t elemSize(moecommDataType_t t) {
   return t == moecommFloat32 ? 4 : t == moecommBfloat16 ? 2 : 1;
 }
 

@@ -68,6 +68,10 @@ std::vector<float> makeY(const ref::Problem &p, int rank,
 moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
                             moecommStrategy_t strategy);
 
+/// Bytes of one element of `t` in a test's row storage (FP8: 1, scales not
+/// included).
+int64_t elemSize(moecommDataType_t t);
+
 /// Row storage for moecommRows_t.
 struct Rows {
   std::vector<uint8_t> data;

@@ -65,7 +65,8 @@ typedef struct {
   int64_t capacity;           /* its capacity in rows (0 = none) */
 } moecommCompiledStats_t;
 
-/** This thread's layout statistics since the last moecommCompiledBind. */
+/** This thread's layout statistics since the last moecommCompiledBind.
+ *  InvalidArgument when `stats` is NULL. */
 moecommResult_t moecommCompiledGetStats(moecommCompiledStats_t *stats);
 
 /** A rank-1 / rank-2 memref descriptor as MLIR passes it. */

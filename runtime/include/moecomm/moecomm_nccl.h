@@ -92,7 +92,10 @@ moecommResult_t moecommQuantizeFp8Device(moecommComm_t comm,
                                          moecommRows_t *out,
                                          moecommStream_t stream);
 /** Device rows: FP8 + scales -> f32/bf16 (x = q * scale in f32, rounded to
- *  nearest even for bf16), enqueued on `stream`. */
+ *  nearest even for bf16), enqueued on `stream`. Errors: InvalidArgument (a
+ *  non-nccl communicator, NULL in or out, in not FP8 or out not f32/bf16,
+ *  different or negative shapes, missing data or scales, host pointers or
+ *  another device's memory), SystemError (CUDA failures). */
 moecommResult_t moecommDequantizeFp8Device(moecommComm_t comm,
                                            const moecommRows_t *in,
                                            moecommRows_t *out,
@@ -192,7 +195,11 @@ moecommResult_t moecommCapacityPlanGetOutputs(moecommCapacityPlan_t plan,
  *  [C][H] of desc.dataType: rows [0, R) expert-major (local expert, source
  *  rank, source token), rows [R, C) zero. The plan's outputs (above) are
  *  written on `stream`. FP8 on the wire: quantized once at the source,
- *  dequantized into recv. */
+ *  dequantized into recv. Errors (argument errors agreed on every rank):
+ *  InvalidArgument (NULL plan, x or recv of the wrong shape or type, NULL
+ *  topkIdx with T > 0, host pointers or another device's memory: checked
+ *  unless `stream` is capturing), Mismatch (ranks disagree on the plan or
+ *  H), SystemError (CUDA or NCCL failures). */
 moecommResult_t moecommCapacityDispatch(moecommCapacityPlan_t plan,
                                         const void *topkIdx,
                                         const float *topkWeights,
@@ -203,7 +210,11 @@ moecommResult_t moecommCapacityDispatch(moecommCapacityPlan_t plan,
  *  the latest dispatch's row order (rows [R, C) ignored); out: device [T][H]:
  *  out[t] = sum over kept slots k, in slot order, of (weighted ? w[t,k] : 1)
  *  * y[row(t,k)], accumulated in f32 (w from that dispatch's topkWeights);
- *  tokens with no kept slot get zeros. */
+ *  tokens with no kept slot get zeros. Errors (argument errors agreed on
+ *  every rank): InvalidArgument (NULL plan, y or out of the wrong shape or
+ *  type, host pointers or another device's memory: checked unless `stream`
+ *  is capturing), Mismatch (ranks disagree on the plan, H or `weighted`),
+ *  SystemError (CUDA or NCCL failures). */
 moecommResult_t moecommCapacityCombine(moecommCapacityPlan_t plan,
                                        const moecommRows_t *y, int weighted,
                                        moecommRows_t *out,

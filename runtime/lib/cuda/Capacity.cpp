@@ -51,12 +51,6 @@ bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-Status onRank(int rank, Status st) {
-  if (!st.ok())
-    st.message = cat("rank ", rank, ": ", st.message);
-  return st;
-}
-
 } // namespace
 
 Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,

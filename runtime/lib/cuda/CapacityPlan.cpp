@@ -24,10 +24,6 @@ namespace {
 
 using cuda::cudaStatus;
 
-bool isFloatType(moecommDataType_t t) {
-  return t == moecommFloat32 || t == moecommBfloat16;
-}
-
 Status checkDesc(const moecommCapacityDesc_t &d, int W, int me) {
   auto bad = [&](const std::string &m) {
     return invalidArgument(cat("rank ", me, ": ", m));
@@ -50,7 +46,7 @@ Status checkDesc(const moecommCapacityDesc_t &d, int W, int me) {
   if (d.idxType != moecommInt32 && d.idxType != moecommInt64)
     return bad(
         cat("topk_idx must be int32 or int64, got type ", (int)d.idxType));
-  if (!isFloatType(d.dataType))
+  if (!isFloatData(d.dataType))
     return bad(
         cat("the data type must be f32 or bf16, got type ", (int)d.dataType));
   if (d.wireType != d.dataType && d.wireType != moecommFloat8E4M3)
@@ -172,12 +168,6 @@ Status allocatePlan(moecommCapacityPlan &p) {
 const char *const kCreateFields[] = {
     "topk",   "num_experts",    "capacity",      "pair capacity",
     "hidden", "the index type", "the data type", "the wire type"};
-Status onRank(int rank, Status st) {
-  if (!st.ok())
-    st.message = cat("rank ", rank, ": ", st.message);
-  return st;
-}
-
 } // namespace
 
 Status capacityPlanCreate(Comm &comm, const moecommCapacityDesc_t *desc,

@@ -6,6 +6,7 @@
 #include "DevicePlan.h"
 #include "NcclTransport.h"
 #include "Ops.h"
+#include "RowKernels.h"
 
 namespace moecomm {
 namespace cuda {
@@ -155,25 +156,16 @@ Status CudaEngine::unpack(const moecommLayout &layout,
     return st;
   if (Status st = checkDeviceRows(out, "out", transport_.device()); !st.ok())
     return st;
-  const DeviceMap &m = dp->direction(direction).unpack;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (direction == moecommDirectionDispatch) {
-    if (!m.gather)
-      return internalError("the dispatch unpack has a row with several terms");
-    return gatherRowsDevice(in, out, GatherIndex{m.gather, false}, s);
-  }
-  return reduceRowsDevice(in, out, m.reduceMap(weighted), s);
+  return DeviceStagedOp::unpackStage(dp->direction(direction).unpack, direction,
+                                     weighted, in, out,
+                                     static_cast<cudaStream_t>(stream));
 }
 
 Status CudaEngine::convertRows(const moecommRows_t &in,
                                const moecommRows_t &out,
                                moecommStream_t stream) {
-  const bool quantize =
-      (in.type == moecommFloat32 || in.type == moecommBfloat16) &&
-      out.type == moecommFloat8E4M3;
-  const bool dequantize =
-      in.type == moecommFloat8E4M3 &&
-      (out.type == moecommFloat32 || out.type == moecommBfloat16);
+  const bool quantize = isFloatData(in.type) && out.type == moecommFloat8E4M3;
+  const bool dequantize = in.type == moecommFloat8E4M3 && isFloatData(out.type);
   if (!quantize && !dequantize)
     return invalidArgument("FP8 conversion needs f32 or bf16 rows on one side "
                            "and FP8 rows on the other");

@@ -47,8 +47,6 @@ public:
   Status convertRows(const moecommRows_t &in, const moecommRows_t &out,
                      moecommStream_t stream) override;
 
-  NcclTransport &transport() { return transport_; }
-
 private:
   NcclTransport &transport_;
 };

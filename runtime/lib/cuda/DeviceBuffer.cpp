@@ -60,13 +60,5 @@ void StreamBuffer::release(cudaStream_t stream) {
   bytes_ = 0;
 }
 
-void StreamBuffer::releaseAfterSync() {
-  if (!ptr_)
-    return;
-  (void)cudaDeviceSynchronize();
-  (void)cudaGetLastError();
-  release();
-}
-
 } // namespace cuda
 } // namespace moecomm

@@ -76,9 +76,6 @@ public:
                   cudaMemPool_t pool = nullptr);
   /// Frees on `stream` (nullptr: the allocation stream).
   void release(cudaStream_t stream = nullptr);
-  /// Frees on the allocation stream after waiting for the device to finish
-  /// with the buffer (used on error paths, where stream order is unknown).
-  void releaseAfterSync();
 
   void *data() const { return ptr_; }
   template <typename T> T *as() const { return static_cast<T *>(ptr_); }

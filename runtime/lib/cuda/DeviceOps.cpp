@@ -170,6 +170,18 @@ Status DeviceStagedOp::packStage(const DeviceMap &map,
   return reduceRowsDevice(in, out, map.reduceMap(weighted), stream);
 }
 
+Status DeviceStagedOp::unpackStage(const DeviceMap &map,
+                                   moecommDirection_t direction, bool weighted,
+                                   const moecommRows_t &in,
+                                   const moecommRows_t &out,
+                                   cudaStream_t stream) {
+  if (direction == moecommDirectionCombine)
+    return reduceRowsDevice(in, out, map.reduceMap(weighted), stream);
+  if (!map.gather)
+    return internalError("the dispatch unpack has a row with several terms");
+  return gatherRowsDevice(in, out, GatherIndex{map.gather, false}, stream);
+}
+
 Status DeviceStagedOp::postStage(size_t s) {
   const StagePlan &sp = hostPlan_.stages[s];
   countRows(comm_, dir_, sp.scope, sp.group, sp.sendCounts, stageType_,
@@ -205,13 +217,9 @@ Status DeviceStagedOp::post() {
 }
 
 Status DeviceStagedOp::unpack(const moecommRows_t &in) {
-  const DeviceMap &m = plan_.unpack;
-  if (dir_ == moecommDirectionCombine)
-    return reduceRowsDevice(in, out_, m.reduceMap(weighted_), stream_);
-  if (!m.gather)
-    return internalError("the dispatch unpack has a row with several terms");
   moecommRows_t src = in;
-  if (quantized_.rows.type == moecommFloat8E4M3) {
+  if (dir_ == moecommDirectionDispatch &&
+      quantized_.rows.type == moecommFloat8E4M3) {
     // No exchange (W == 1): still quantize once, so the result does not
     // depend on the topology (as Ops.cpp does).
     if (Status st =
@@ -220,7 +228,7 @@ Status DeviceStagedOp::unpack(const moecommRows_t &in) {
       return st;
     src = quantized_.rows;
   }
-  return gatherRowsDevice(src, out_, GatherIndex{m.gather, false}, stream_);
+  return unpackStage(plan_.unpack, dir_, weighted_, src, out_, stream_);
 }
 
 Status DeviceStagedOp::finish() {

@@ -64,6 +64,11 @@ public:
                           bool weighted, moecommDataType_t stageType,
                           const moecommRows_t &in, const moecommRows_t &out,
                           cudaStream_t stream);
+  /// The unpack: the last stage's received rows `in` -> the caller's `out`
+  /// (dispatch: a gather; combine: an f32 reduction).
+  static Status unpackStage(const DeviceMap &map, moecommDirection_t direction,
+                            bool weighted, const moecommRows_t &in,
+                            const moecommRows_t &out, cudaStream_t stream);
 
 private:
   Status unpack(const moecommRows_t &in);
@@ -120,8 +125,9 @@ Exchange rowExchange(moecommScope_t scope, const moecommRows_t &send,
                      const moecommRows_t &recv,
                      const std::vector<int64_t> &recvCounts);
 
-/// Counts the payload bytes of `ex`'s first part's send counts (rows of
-/// wireRowBytes(type, hidden)) on `comm`, as Ops.cpp's postRows does.
+/// Counts on `comm` the payload bytes sent to each member of `group`:
+/// sendCounts[m] rows of wireRowBytes(type, hidden), as Ops.cpp's postRows
+/// does.
 void countRows(Comm &comm, moecommDirection_t direction, moecommScope_t scope,
                const std::vector<int> &group,
                const std::vector<int64_t> &sendCounts, moecommDataType_t type,

@@ -1,14 +1,10 @@
 //===- DeviceRows.cpp - Picks the row kernel of a gather ------------------===//
 #include "DeviceRows.h"
 
+#include "RowKernels.h"
+
 namespace moecomm {
 namespace cuda {
-
-namespace {
-bool isFloat(moecommDataType_t t) {
-  return t == moecommFloat32 || t == moecommBfloat16;
-}
-} // namespace
 
 Status gatherRowsDevice(const moecommRows_t &in, const moecommRows_t &out,
                         const GatherIndex &gather, cudaStream_t stream) {
@@ -23,11 +19,12 @@ Status gatherRowsDevice(const moecommRows_t &in, const moecommRows_t &out,
   if ((in.type == moecommFloat8E4M3 && !in.scales && in.rows > 0) ||
       (out.type == moecommFloat8E4M3 && !out.scales))
     return invalidArgument("FP8 rows need scales");
-  if (in.type == out.type && (isFloat(in.type) || in.type == moecommFloat8E4M3))
+  if (in.type == out.type &&
+      (isFloatData(in.type) || in.type == moecommFloat8E4M3))
     return launchCopyRows(in, out, gather, stream);
-  if (isFloat(in.type) && out.type == moecommFloat8E4M3)
+  if (isFloatData(in.type) && out.type == moecommFloat8E4M3)
     return launchQuantizeRows(in, out, gather, stream);
-  if (in.type == moecommFloat8E4M3 && isFloat(out.type))
+  if (in.type == moecommFloat8E4M3 && isFloatData(out.type))
     return launchDequantizeRows(in, out, gather, stream);
   return invalidArgument(cat("cannot convert rows of type ", (int)in.type,
                              " to type ", (int)out.type));

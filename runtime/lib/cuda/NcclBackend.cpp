@@ -114,16 +114,6 @@ struct IdMessage {
   char message[256] = {};
 };
 
-void destroyComms(cuda::NcclComms &c) {
-  if (c.inter && c.inter != c.world)
-    (void)ncclCommDestroy(c.inter);
-  if (c.intra && c.intra != c.world)
-    (void)ncclCommDestroy(c.intra);
-  if (c.world)
-    (void)ncclCommDestroy(c.world);
-  c = cuda::NcclComms();
-}
-
 } // namespace
 
 std::unique_ptr<Transport> createSelfTransport() {
@@ -165,10 +155,9 @@ Status createNcclTransport(std::unique_ptr<Transport> host, int cudaDevice,
   cuda::NcclComms comms;
   local = cuda::ncclStatus(ncclCommInitRank(&comms.world, W, ids[0].id, me),
                            "ncclCommInitRank", nullptr);
-  if (!local.ok())
-    local.message = cat("rank ", me, ": ", local.message);
+  local = onRank(me, local);
   if (Status st = agreeOnHost(*host, local); !st.ok()) {
-    destroyComms(comms);
+    cuda::destroyComms(comms);
     return st;
   }
 
@@ -193,12 +182,11 @@ Status createNcclTransport(std::unique_ptr<Transport> host, int cudaDevice,
         cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest),
         "cudaStreamCreateWithPriority");
   }
-  if (!local.ok())
-    local.message = cat("rank ", me, ": ", local.message);
+  local = onRank(me, local);
   if (Status st = agreeOnHost(*host, local); !st.ok()) {
     if (stream)
       (void)cudaStreamDestroy(stream);
-    destroyComms(comms);
+    cuda::destroyComms(comms);
     return st;
   }
   out = std::make_unique<cuda::NcclTransport>(me, W, G, device, std::move(host),

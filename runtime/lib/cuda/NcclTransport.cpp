@@ -25,6 +25,16 @@ public:
 
 } // namespace
 
+void destroyComms(NcclComms &c) {
+  if (c.inter && c.inter != c.world)
+    (void)ncclCommDestroy(c.inter);
+  if (c.intra && c.intra != c.world)
+    (void)ncclCommDestroy(c.intra);
+  if (c.world)
+    (void)ncclCommDestroy(c.world);
+  c = NcclComms();
+}
+
 NcclTransport::NcclTransport(int rank, int size, int ranksPerNode, int device,
                              std::unique_ptr<Transport> host, NcclComms comms,
                              cudaStream_t stream)
@@ -57,12 +67,7 @@ NcclTransport::~NcclTransport() {
   engine_.reset();
   DeviceGuard guard(device_);
   (void)cudaStreamSynchronize(stream_);
-  if (comms_.inter && comms_.inter != comms_.world)
-    (void)ncclCommDestroy(comms_.inter);
-  if (comms_.intra && comms_.intra != comms_.world)
-    (void)ncclCommDestroy(comms_.intra);
-  if (comms_.world)
-    (void)ncclCommDestroy(comms_.world);
+  destroyComms(comms_);
   if (toComm_)
     (void)cudaEventDestroy(toComm_);
   if (toCaller_)

@@ -36,6 +36,10 @@ struct NcclComms {
   ncclComm_t world = nullptr, intra = nullptr, inter = nullptr;
 };
 
+/// Destroys each distinct communicator of `c` once (intra / inter that alias
+/// `world` are not destroyed twice) and resets `c` to empty.
+void destroyComms(NcclComms &c);
+
 class NcclTransport final : public Transport {
 public:
   /// Takes ownership of `host`, the communicators and `stream` (a

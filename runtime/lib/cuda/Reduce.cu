@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "DeviceRows.h"
 #include "KernelUtil.cuh"
+#include "RowKernels.h"
 
 #include <cuda_bf16.h>
 
@@ -93,10 +94,7 @@ void launchReduce(const moecommRows_t &in, const moecommRows_t &out,
 
 Status reduceRowsDevice(const moecommRows_t &in, const moecommRows_t &out,
                         const DeviceCsr &map, cudaStream_t stream) {
-  const auto isFloat = [](moecommDataType_t t) {
-    return t == moecommFloat32 || t == moecommBfloat16;
-  };
-  if (!isFloat(in.type) || !isFloat(out.type))
+  if (!isFloatData(in.type) || !isFloatData(out.type))
     return invalidArgument("reductions need f32 or bf16 rows");
   if (in.hidden != out.hidden)
     return internalError("reduction input and output hidden sizes differ");

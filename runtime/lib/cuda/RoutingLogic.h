@@ -56,7 +56,7 @@ MOECOMM_HD int cleanToken(const IdxT *row, int K, int64_t E, int32_t *clean) {
 }
 
 /// True when slot k of a cleaned row is the token's first pair on its
-/// destination rank (byNode: on its destination node, G ranks per node).
+/// destination rank (L experts per rank).
 MOECOMM_HD bool firstOnRank(const int32_t *clean, int k, int64_t L) {
   const int64_t d = clean[k] / L;
   for (int j = 0; j < k; ++j)
