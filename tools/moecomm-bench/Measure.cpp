@@ -5,6 +5,7 @@
 #include "moecomm/Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <chrono>
@@ -475,7 +476,21 @@ Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc, char **&argv) {
   int size = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return std::unique_ptr<Executor>(new MpiExecutor(size, rank));
+  auto executor = std::make_unique<MpiExecutor>(size, rank);
+  // Processes given different flags (e.g. --iterations) would wait on each
+  // other forever in the collectives of a measurement.
+  std::string commandLine;
+  for (int i = 1; i < argc; ++i)
+    commandLine.append(argv[i]).push_back('\0');
+  unsigned long long mine = llvm::xxh3_64bits(commandLine), low = 0, high = 0;
+  MPI_Allreduce(&mine, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
+                MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
+                MPI_COMM_WORLD);
+  if (low != high)
+    return run::inputError("the MPI processes were started with different "
+                           "command lines; give every process the same flags");
+  return std::unique_ptr<Executor>(std::move(executor));
 #else
   (void)argc;
   (void)argv;

@@ -94,7 +94,8 @@ bool launchedByMpirun();
 
 /// Initializes MPI (MPI_Init) and returns the mpi backend; the executor
 /// finalizes MPI when destroyed. invalid_argument when moecomm-bench was
-/// built without MPI; io_error when MPI_Init fails.
+/// built without MPI or when the processes' command lines (argv) differ;
+/// io_error when MPI_Init fails. Collective.
 llvm::Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc,
                                                           char **&argv);
 
