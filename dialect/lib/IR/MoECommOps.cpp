@@ -58,11 +58,15 @@ static std::string shapeStr(ShapedType type) {
 static bool isFp8(Type t) { return isa<Float8E4M3FNType>(t); }
 static bool isRowFloat(Type t) { return t.isBF16() || t.isF32(); }
 
+/// Whether `hidden` is a static row length in [1, kMaxHidden].
+static bool isValidHidden(int64_t hidden) {
+  return !ShapedType::isDynamic(hidden) && hidden >= 1 && hidden <= kMaxHidden;
+}
+
 /// Rows are [N, H] with a static hidden size H >= 1.
 static LogicalResult verifyHidden(Operation *op, StringRef name,
                                   RankedTensorType rows) {
-  int64_t hidden = rows.getDimSize(1);
-  if (ShapedType::isDynamic(hidden) || hidden < 1 || hidden > kMaxHidden)
+  if (!isValidHidden(rows.getDimSize(1)))
     return op->emitOpError() << name
                              << " must have a static hidden size in [1, "
                              << kMaxHidden << "], got " << rows;
@@ -190,10 +194,8 @@ static RankedTensorType dynamicRows(RankedTensorType rows) {
 static RankedTensorType scalesFor(MLIRContext *ctx, int64_t rows,
                                   int64_t hidden) {
   // Out-of-range hidden sizes are the verifier's to report.
-  int64_t blocks = ShapedType::isDynamic(hidden) || hidden < 1 ||
-                           hidden > kMaxHidden
-                       ? ShapedType::kDynamic
-                       : getNumScaleBlocks(hidden);
+  int64_t blocks =
+      isValidHidden(hidden) ? getNumScaleBlocks(hidden) : ShapedType::kDynamic;
   return RankedTensorType::get({rows, blocks}, Float32Type::get(ctx));
 }
 
