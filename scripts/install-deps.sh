@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build ccache git python3
-  clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  clang-22 libclang-rt-22-dev llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libopenmpi-dev openmpi-bin
   libgtest-dev googletest
   libxtensor-dev python3-numpy
