@@ -6,6 +6,10 @@
 #                            plus the upstream ones they use, as in moecomm-opt
 #   MoEComm::MoEComm-C       the C API (one shared library, MLIR's C API inside)
 #   MoEComm::moecomm_runtime the runtime library (C ABI), when built
+#   MoEComm::moecomm_mpi     the runtime plus MPI, for users of moecomm_mpi.h
+#                            (when the MPI backend is built; the consuming
+#                            project enables C, which FindMPI needs)
+#   MoEComm::moecomm_reference  the single-process oracle (moecomm/Reference.h)
 #   MoEComm::moecomm-opt     the tool, an imported executable
 #   moecomm_add_aot_graph()  (AddMoECommGraph.cmake) compiles a graph at build
 #                            time with MoEComm::moecomm-opt and the
@@ -17,7 +21,8 @@ include(CMakePackageConfigHelpers)
 
 set(MOECOMM_EXPORTED_TARGETS)
 foreach(target MoECommDialect MoECommPasses MoECommInitAll MoEComm-C
-               moecomm_runtime moecomm_cost_model moecomm-opt)
+               moecomm_runtime moecomm_cost_model moecomm_mpi moecomm_reference
+               moecomm-opt)
   if(TARGET ${target})
     list(APPEND MOECOMM_EXPORTED_TARGETS ${target})
   endif()

@@ -32,6 +32,19 @@ expect(0 "#moecomm.topology<ranks = 16, ranks_per_node = 8, experts = 256> !moec
 expect(0 "moecomm-pipeline: LLVM dialect only, [1-9][0-9]* calls into the runtime"
        ${build}/consumer-pipeline ${SOURCE_DIR}/graph.mlir)
 
+# moecomm_mpi.h and Reference.h with their libraries (project-mpi), under
+# mpirun, when the package has the MPI backend.
+if(MPIEXEC)
+  set(build_mpi ${WORK_DIR}/build-mpi)
+  expect(0 "" ${CMAKE_COMMAND} -S ${SOURCE_DIR}-mpi -B ${build_mpi} -G ${GENERATOR}
+         -DCMAKE_C_COMPILER=${CC} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix})
+  expect(0 "" ${CMAKE_COMMAND} --build ${build_mpi})
+  expect(0 "mpi comm size=1 \\(success\\) reference rows=3"
+         ${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1
+         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+         ${MPIEXEC} -n 1 ${build_mpi}/consumer-runtime-mpi)
+endif()
+
 # The installed programs start; moecomm-run exits 0 when its (tiny, default)
 # run verified.
 expect(0 "LLVM version 22" ${prefix}/bin/moecomm-opt --version)
