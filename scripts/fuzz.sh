@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of test/fuzz (CMake preset "fuzz", build-fuzz/)
+# and runs each for a bounded time on a seed corpus made from the project's
+# own inputs. Not part of CI (a fuzz run finds new inputs, so it is no
+# regression test); every finding becomes a unit or lit test when fixed.
+#
+# Usage: scripts/fuzz.sh [seconds per target, default 300] [target...]
+# Output: build-fuzz/fuzz/<target>/{corpus,seeds,findings,log.txt}; the last
+# lines print executions, coverage and findings per target. Exit status 1
+# when any target left a finding (crash-*, leak-*, timeout-*, oom-*).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-300}"
+shift || true
+case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: seconds must be a number, got '$seconds'" >&2; exit 2;; esac
+
+scripts/build.sh fuzz
+bin=build-fuzz/bin
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for t in "$bin"/fuzz_*; do [ -x "$t" ] && targets+=("$(basename "$t")"); done
+fi
+
+# seeds TARGET DIR: the project's own inputs for TARGET, one file each.
+seeds() {
+  python3 - "$1" "$2" <<'PY'
+import glob, os, sys
+target, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+def put(name, data):
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
+if target == "fuzz_opt":
+    # First byte: which pipeline of fuzz_opt.cpp's list; then one module.
+    files = sorted(glob.glob("examples/*.mlir") + glob.glob("test/lit/**/*.mlir", recursive=True))
+    for i, path in enumerate(files):
+        text = open(path, "rb").read()
+        for j, part in enumerate(text.split(b"// -----")):
+            for pipeline in range(6):
+                put(f"{i}-{j}-{pipeline}", bytes([pipeline]) + part)
+elif target == "fuzz_routing":
+    files = sorted(glob.glob("examples/routing/*.json") + glob.glob("test/lit/**/*.json", recursive=True))
+    for i, path in enumerate(files):
+        put(f"{i}", open(path, "rb").read())
+else:
+    # Targets that bring their own seeds keep them in test/fuzz/seeds/<target>.
+    for i, path in enumerate(sorted(glob.glob(f"test/fuzz/seeds/{target}/*"))):
+        put(f"{i}", open(path, "rb").read())
+PY
+}
+
+status=0
+summary=()
+for t in "${targets[@]}"; do
+  dir=build-fuzz/fuzz/$t
+  mkdir -p "$dir/corpus" "$dir/findings"
+  rm -rf "$dir/seeds"
+  seeds "$t" "$dir/seeds"
+  echo "fuzz.sh: $t for ${seconds}s ($(ls "$dir/seeds" | wc -l) seeds)"
+  # -timeout: one input may take at most 30 s; the outer timeout bounds the
+  # whole run even if libFuzzer itself stalls.
+  rc=0
+  ASAN_OPTIONS=detect_leaks=1 timeout --kill-after=30 $((seconds + 120)) \
+    "$bin/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$dir/findings/" \
+    "$dir/corpus" "$dir/seeds" >"$dir/log.txt" 2>&1 || rc=$?
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/log.txt" | grep -o '[0-9]*$' || echo "?")
+  cov=$(grep -o 'cov: [0-9]*' "$dir/log.txt" | tail -1 | grep -o '[0-9]*' || echo "?")
+  found=$(find "$dir/findings" -type f | wc -l)
+  summary+=("$t: exit $rc, $runs executions, coverage $cov edges, $found findings in $dir/findings")
+  if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then status=1; fi
+done
+printf 'fuzz.sh: %s\n' "${summary[@]}"
+exit $status
