@@ -58,17 +58,32 @@ for t in "${targets[@]}"; do
   rm -rf "$dir/seeds"
   seeds "$t" "$dir/seeds"
   echo "fuzz.sh: $t for ${seconds}s ($(ls "$dir/seeds" | wc -l) seeds)"
-  # -timeout: one input may take at most 30 s; the outer timeout bounds the
-  # whole run even if libFuzzer itself stalls.
+  # -fork=1 with -ignore_*: a finding is saved and fuzzing goes on, so one
+  # run reports every kind it meets. -timeout: one input may take at most
+  # 30 s; the outer timeout bounds the run even if libFuzzer itself stalls.
   rc=0
   ASAN_OPTIONS=detect_leaks=1 timeout --kill-after=30 $((seconds + 120)) \
     "$bin/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$dir/findings/" \
+    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -artifact_prefix="$dir/findings/" \
     "$dir/corpus" "$dir/seeds" >"$dir/log.txt" 2>&1 || rc=$?
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/log.txt" | grep -o '[0-9]*$' || echo "?")
-  cov=$(grep -o 'cov: [0-9]*' "$dir/log.txt" | tail -1 | grep -o '[0-9]*' || echo "?")
+  # Fork mode's progress lines: "#RUNS: cov: EDGES ft: ... corp: ...".
+  last=$(grep -E '^#[0-9]+: cov: [0-9]+' "$dir/log.txt" | tail -1)
+  runs=$(echo "$last" | sed -E 's/^#([0-9]+):.*/\1/')
+  cov=$(echo "$last" | sed -E 's/.* cov: ([0-9]+).*/\1/')
   found=$(find "$dir/findings" -type f | wc -l)
   summary+=("$t: exit $rc, $runs executions, coverage $cov edges, $found findings in $dir/findings")
+  # Triage: each finding re-run alone, grouped by its first report line
+  # (a target's own message, or the sanitizer's SUMMARY) and the first
+  # frame in moecomm's sources.
+  for f in "$dir"/findings/*; do
+    [ -f "$f" ] || continue
+    out=$("$bin/$t" "$f" 2>&1 || true)
+    what=$(echo "$out" | grep -m1 -E "^$t: |SUMMARY: |ERROR: " | cut -c1-160)
+    where=$(echo "$out" | grep -m1 -E ' in .* /[^ ]*/(dialect|passes|runtime|tools)/' | sed -E 's/.* in ([^ ]*) .*\/((dialect|passes|runtime|tools)\/[^ ]*)/\1 \2/' | cut -c1-160)
+    echo "$what | $where"
+  done | sort | uniq -c | sort -rn >"$dir/triage.txt"
+  while read -r line; do summary+=("  $line"); done <"$dir/triage.txt"
   if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then status=1; fi
 done
 printf 'fuzz.sh: %s\n' "${summary[@]}"

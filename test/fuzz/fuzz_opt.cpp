@@ -62,41 +62,30 @@ struct AbortOnInvalidIR : mlir::PassInstrumentation {
   }
 };
 
-/// Contexts keep every uniqued type and attribute: start a fresh one now and
-/// then so a long run does not grow without bound.
-constexpr int kInputsPerContext = 500;
-
-struct State {
+/// The registry is built once; every input gets a fresh context, so a
+/// finding reproduces from its input alone (a context keeps uniqued types,
+/// attributes and loaded dialects from earlier inputs).
+struct Registry {
   mlir::DialectRegistry registry;
-  std::unique_ptr<mlir::MLIRContext> context;
-  int inputs = 0;
-
-  State() {
+  Registry() {
     mlir::moecomm::registerAllDialects(registry);
     mlir::moecomm::registerAllPasses();
-  }
-  mlir::MLIRContext &get() {
-    if (!context || ++inputs > kInputsPerContext) {
-      context = std::make_unique<mlir::MLIRContext>(
-          registry, mlir::MLIRContext::Threading::DISABLED);
-      // Diagnostics are the expected answer to bad input: drop them.
-      context->getDiagEngine().registerHandler([](mlir::Diagnostic &) {});
-      inputs = 0;
-    }
-    return *context;
   }
 };
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static State state;
+  static Registry registry;
   if (size < 1)
     return 0;
   const char *pipeline = kPipelines[data[0] % kNumPipelines];
   llvm::StringRef text(reinterpret_cast<const char *>(data + 1), size - 1);
 
-  mlir::MLIRContext &context = state.get();
+  mlir::MLIRContext context(registry.registry,
+                            mlir::MLIRContext::Threading::DISABLED);
+  // Diagnostics are the expected answer to bad input: drop them.
+  context.getDiagEngine().registerHandler([](mlir::Diagnostic &) {});
   mlir::ParserConfig config(&context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, config, "fuzz-input");
