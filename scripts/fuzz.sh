@@ -68,7 +68,7 @@ for t in "${targets[@]}"; do
     -artifact_prefix="$dir/findings/" \
     "$dir/corpus" "$dir/seeds" >"$dir/log.txt" 2>&1 || rc=$?
   # Fork mode's progress lines: "#RUNS: cov: EDGES ft: ... corp: ...".
-  last=$(grep -E '^#[0-9]+: cov: [0-9]+' "$dir/log.txt" | tail -1)
+  last=$(grep -E '^#[0-9]+: cov: [0-9]+' "$dir/log.txt" | tail -1 || true)
   runs=$(echo "$last" | sed -E 's/^#([0-9]+):.*/\1/')
   cov=$(echo "$last" | sed -E 's/.* cov: ([0-9]+).*/\1/')
   found=$(find "$dir/findings" -type f | wc -l)
@@ -79,8 +79,8 @@ for t in "${targets[@]}"; do
   for f in "$dir"/findings/*; do
     [ -f "$f" ] || continue
     out=$("$bin/$t" "$f" 2>&1 || true)
-    what=$(echo "$out" | grep -m1 -E "^$t: |SUMMARY: |ERROR: " | cut -c1-160)
-    where=$(echo "$out" | grep -m1 -E ' in .* /[^ ]*/(dialect|passes|runtime|tools)/' | sed -E 's/.* in ([^ ]*) .*\/((dialect|passes|runtime|tools)\/[^ ]*)/\1 \2/' | cut -c1-160)
+    what=$(echo "$out" | grep -m1 -E "^$t: |SUMMARY: |ERROR: " | cut -c1-160 || true)
+    where=$(echo "$out" | grep -m1 -E ' in .* /[^ ]*/(dialect|passes|runtime|tools)/' | sed -E 's/.* in ([^ ]*) .*\/((dialect|passes|runtime|tools)\/[^ ]*)/\1 \2/' | cut -c1-160 || true)
     echo "$what | $where"
   done | sort | uniq -c | sort -rn >"$dir/triage.txt"
   while read -r line; do summary+=("  $line"); done <"$dir/triage.txt"
