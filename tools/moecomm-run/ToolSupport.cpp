@@ -11,6 +11,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -179,6 +180,30 @@ Error checkDistinctOutputs(ArrayRef<std::pair<StringRef, StringRef>> outputs) {
   return Error::success();
 }
 
+void writeStderr(StringRef text) {
+  const char *data = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(2, data, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return; // stderr is gone: nowhere left to say so
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void printErrorLine(StringRef tool, StringRef message) {
+  std::string line = (tool + ": error: " + message).str();
+  for (char &c : line)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  line.push_back('\n');
+  writeStderr(line);
+}
+
 int reportError(StringRef tool, Error error, bool print) {
   int code = 3;
   std::string message;
@@ -188,13 +213,8 @@ int reportError(StringRef tool, Error error, bool print) {
       code = 2;
     message = info.message();
   });
-  for (char &c : message)
-    if (c == '\n' || c == '\r')
-      c = ' ';
-  if (print) {
-    errs() << tool << ": error: " << message << "\n";
-    errs().flush();
-  }
+  if (print)
+    printErrorLine(tool, message);
   return code;
 }
 
@@ -202,9 +222,7 @@ int finishStdout(StringRef tool, int status) {
   outs().flush();
   if (!outs().has_error())
     return status;
-  errs() << tool
-         << ": error: cannot write to stdout: " << outs().error().message()
-         << "\n";
+  printErrorLine(tool, "cannot write to stdout: " + outs().error().message());
   outs().clear_error();
   return 3;
 }

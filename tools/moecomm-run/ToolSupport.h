@@ -63,9 +63,21 @@ llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 llvm::Error checkDistinctOutputs(
     llvm::ArrayRef<std::pair<llvm::StringRef, llvm::StringRef>> outputs);
 
-/// Prints `error` as one line ("<tool>: error: ...", newlines folded) when
-/// `print`, and returns the exit status it means: 2 for invalid_argument
-/// (bad input), 3 for anything else.
+/// Writes `text` to stderr (file descriptor 2) with a single write(2), so
+/// that it cannot be interleaved with what other processes write to the same
+/// stream (mpirun's ranks and mpirun's own messages); only a write the kernel
+/// cuts short is continued with another. Every line the tools print on
+/// stderr goes through here: llvm::errs() is unbuffered and writes each
+/// `<<` separately.
+void writeStderr(llvm::StringRef text);
+
+/// Prints "<tool>: error: <message>" as one line (newlines folded) with
+/// writeStderr.
+void printErrorLine(llvm::StringRef tool, llvm::StringRef message);
+
+/// Prints `error` as one line (printErrorLine) when `print`, and returns the
+/// exit status it means: 2 for invalid_argument (bad input), 3 for anything
+/// else.
 int reportError(llvm::StringRef tool, llvm::Error error, bool print);
 
 /// Flushes stdout; a failure (a closed pipe or a full disk) becomes one line

@@ -516,9 +516,10 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     for (const std::vector<int64_t> &ids : p.topkIdx)
       work += static_cast<double>(ids.size()) * static_cast<double>(p.hidden);
     if (printer && !quiet && work > 5e7)
-      errs() << formatv("moecomm-run: computing the reference ({0} tokens x "
-                        "{1} slots x {2} hidden)...\n",
-                        p.totalTokens(), p.topk, p.hidden);
+      writeStderr(formatv("moecomm-run: computing the reference ({0} tokens "
+                          "x {1} slots x {2} hidden)...\n",
+                          p.totalTokens(), p.topk, p.hidden)
+                      .str());
     state.reference = computeReference(p);
   } else
     state.reference.problem = refProblem;
@@ -552,8 +553,9 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   if (!printer)
     return 0;
   if (!state.valid) {
-    errs() << "moecomm-run: error: the runtime accepted an invalid routing ("
-           << ref::validate(state.reference.problem) << ")\n";
+    printErrorLine("moecomm-run",
+                   "the runtime accepted an invalid routing (" +
+                       ref::validate(state.reference.problem) + ")");
     return 1;
   }
 
@@ -651,10 +653,12 @@ int main(int argc, char **argv) {
   const int prepared = prepare(argv[0], world, mpi, state);
   int code = mpiMaxInt(world, prepared);
   if (code != 0 && prepared == 0 && printer)
-    errs() << formatv("moecomm-run: error: another MPI rank failed before the "
-                      "run (exit status {0}) with the same flags: its files "
-                      "differ from rank 0's; run it alone to see why\n",
-                      code);
+    printErrorLine("moecomm-run",
+                   formatv("another MPI rank failed before the run (exit "
+                           "status {0}) with the same flags: its files differ "
+                           "from rank 0's; run it alone to see why",
+                           code)
+                       .str());
   if (code == 0 && !mpiSameOnEveryRank(world, state.routingHash))
     code = report(inputError("the MPI ranks prepared different routings from "
                              "the same flags (routing or trace files differ "
