@@ -2,6 +2,7 @@
 
 #include "GraphPath.h"
 #include "HostRows.h"
+#include "ToolSupport.h"
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "moecomm/InitAll.h"
@@ -337,7 +338,12 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
                                                      &context, "builtin-graph");
     graph->label = "built-in layer graph";
   } else {
-    module = mlir::parseSourceFile<mlir::ModuleOp>(options.file, &context);
+    Expected<std::string> text =
+        readInputFile(options.file, "graph", /*allowStdin=*/true);
+    if (!text)
+      return text.takeError();
+    module = mlir::parseSourceString<mlir::ModuleOp>(*text, &context,
+                                                     options.file);
     graph->label = options.file;
   }
   if (!module)

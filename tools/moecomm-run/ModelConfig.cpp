@@ -8,7 +8,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -58,11 +57,10 @@ loadModelConfig(StringRef nameOrPath,
     }
   }
 
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(path);
-  if (!buffer)
-    return inputError(formatv("{0}: cannot read model config: {1}", path,
-                              buffer.getError().message()));
-  Expected<json::Value> parsed = parseUserJson((*buffer)->getBuffer());
+  Expected<std::string> text = readInputFile(path, "model config");
+  if (!text)
+    return text.takeError();
+  Expected<json::Value> parsed = parseUserJson(*text);
   if (!parsed)
     return inputError(formatv("{0}: malformed JSON at {1}", path,
                               toString(parsed.takeError())));

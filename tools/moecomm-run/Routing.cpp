@@ -7,7 +7,6 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -340,12 +339,11 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
 }
 
 Expected<RoutingProblem> loadRoutingFile(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (!buffer)
-    return inputError(formatv("{0}: cannot read routing file: {1}", path,
-                              buffer.getError().message()));
-  return parseRoutingJson((*buffer)->getBuffer(), path);
+  Expected<std::string> text =
+      readInputFile(path, "routing file", /*allowStdin=*/true);
+  if (!text)
+    return text.takeError();
+  return parseRoutingJson(*text, path);
 }
 
 /// The largest finite bf16, 0x7f7f.

@@ -3,6 +3,7 @@
 #include "ToolSupport.h"
 #include "Routing.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/CommandLine.h"
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <unistd.h>
 
@@ -178,6 +180,54 @@ Error checkDistinctOutputs(ArrayRef<std::pair<StringRef, StringRef>> outputs) {
                                   first == "-" ? StringRef("stdout") : first));
     }
   return Error::success();
+}
+
+Expected<std::string>
+readInputFile(StringRef path, StringRef what, bool allowStdin) {
+  auto fail = [&](const Twine &why) {
+    return inputError(formatv("{0}: cannot read {1}: {2}", path, what, why));
+  };
+  const bool stdinInput = allowStdin && path == "-";
+  int fd = 0;
+  if (!stdinInput) {
+    // A FIFO without a writer blocks here, as for any reader of a FIFO.
+    if (std::error_code ec = sys::fs::openFileForRead(path, fd))
+      return fail(ec.message());
+  }
+  auto closeFd = llvm::make_scope_exit([&] {
+    if (!stdinInput)
+      ::close(fd);
+  });
+  sys::fs::file_status status;
+  if (std::error_code ec = sys::fs::status(fd, status))
+    return fail(ec.message());
+  if (status.type() == sys::fs::file_type::directory_file)
+    return fail("it is a directory");
+  const std::string limit = formatv("{0} GiB", kMaxInputBytes >> 30).str();
+  if (status.type() == sys::fs::file_type::regular_file &&
+      status.getSize() > kMaxInputBytes)
+    return fail(formatv("{0} bytes, more than the limit of {1}",
+                        status.getSize(), limit));
+  // Read in chunks whatever the kind: pipes and devices have no size, and a
+  // regular file may grow while it is read.
+  std::string text;
+  if (status.type() == sys::fs::file_type::regular_file)
+    text.reserve(status.getSize());
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return fail(std::strerror(errno));
+    }
+    if (n == 0)
+      break;
+    if (text.size() + static_cast<size_t>(n) > kMaxInputBytes)
+      return fail(formatv("more than the limit of {0}", limit));
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 void writeStderr(StringRef text) {

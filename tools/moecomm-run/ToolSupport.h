@@ -10,6 +10,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,21 @@ llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 /// both exist (links). invalid_argument naming both options otherwise.
 llvm::Error checkDistinctOutputs(
     llvm::ArrayRef<std::pair<llvm::StringRef, llvm::StringRef>> outputs);
+
+/// The largest input file the tools read (routing files, graphs, model
+/// configs, expert-load traces): 1 GiB. Far above any real input (a routing
+/// of 1024 ranks x 4096 tokens x top-8 is about 0.3 GiB), it keeps an endless
+/// or enormous input (/dev/zero, a runaway pipe) from exhausting memory.
+constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
+
+/// Reads the input file `path` ("-" and `allowStdin`: stdin) whole. Regular
+/// files larger than kMaxInputBytes are refused before reading; pipes,
+/// FIFOs and devices are read until end of file or until they exceed
+/// kMaxInputBytes; directories are refused. Every failure is one
+/// invalid_argument line "<path>: cannot read <what>: <why>" (exit status 2).
+llvm::Expected<std::string>
+readInputFile(llvm::StringRef path, llvm::StringRef what,
+              bool allowStdin = false);
 
 /// Writes `text` to stderr (file descriptor 2) with a single write(2), so
 /// that it cannot be interleaved with what other processes write to the same
