@@ -333,7 +333,17 @@ Error buildSetup(const char *argv0, Setup &s) {
             return loads.takeError();
         }
   }
-  return Error::success();
+
+  // No output may replace a file the sweep reads.
+  std::vector<run::InputFile> inputs;
+  for (const auto &[name, config] : s.configs)
+    inputs.push_back({"model config", config.path});
+  inputs.push_back({"expert-load trace", s.traceFile});
+  inputs.push_back({"--gnuplot program", gnuplotOpt});
+  return run::checkOutputsSpareInputs(
+      inputs, {{"--csv", csvFile},
+               {"--json", jsonFile},
+               {"--plots", plotsDir, isPlotFileName}});
 }
 
 struct GroupSpec {

@@ -230,6 +230,63 @@ readInputFile(StringRef path, StringRef what, bool allowStdin) {
   return text;
 }
 
+namespace {
+
+/// The identity of the file `path` ("-" with `fd` >= 0: that descriptor), or
+/// std::nullopt when it does not exist (or cannot be inspected).
+std::optional<sys::fs::UniqueID> identityOf(StringRef path, int fd = -1) {
+  sys::fs::file_status status;
+  if (path == "-" ? (fd < 0 || sys::fs::status(fd, status))
+                  : static_cast<bool>(sys::fs::status(path, status)))
+    return std::nullopt;
+  return status.getUniqueID();
+}
+
+} // namespace
+
+Error checkOutputsSpareInputs(ArrayRef<InputFile> inputs,
+                              ArrayRef<OutputPath> outputs) {
+  std::vector<std::pair<const InputFile *, sys::fs::UniqueID>> ids;
+  for (const InputFile &in : inputs)
+    if (!in.path.empty())
+      if (std::optional<sys::fs::UniqueID> id = identityOf(in.path, 0))
+        ids.push_back({&in, *id});
+  auto inputAt = [&](StringRef path) -> const InputFile * {
+    std::optional<sys::fs::UniqueID> id = identityOf(path);
+    if (id)
+      for (auto &[in, inputId] : ids)
+        if (inputId == *id)
+          return in;
+    return nullptr;
+  };
+  auto refuse = [](const OutputPath &out, StringRef written,
+                   const InputFile &in) {
+    std::string target =
+        written == out.path ? std::string("the")
+                            : formatv("{0}, which is the", written).str();
+    return inputError(formatv("{0} {1} would overwrite {2} {3} {4}; write the "
+                              "output elsewhere",
+                              out.option, out.path, target, in.what,
+                              in.path == "-" ? StringRef("(stdin)") : in.path));
+  };
+  for (const OutputPath &out : outputs) {
+    if (out.path.empty() || out.path == "-")
+      continue;
+    if (!out.writesName) {
+      if (const InputFile *in = inputAt(out.path))
+        return refuse(out, out.path, *in);
+      continue;
+    }
+    std::error_code ec;
+    for (sys::fs::directory_iterator it(out.path, ec), end; it != end && !ec;
+         it.increment(ec))
+      if (out.writesName(sys::path::filename(it->path())))
+        if (const InputFile *in = inputAt(it->path()))
+          return refuse(out, it->path(), *in);
+  }
+  return Error::success();
+}
+
 void writeStderr(StringRef text) {
   const char *data = text.data();
   size_t left = text.size();

@@ -79,6 +79,31 @@ llvm::Expected<std::string>
 readInputFile(llvm::StringRef path, llvm::StringRef what,
               bool allowStdin = false);
 
+/// A file a run reads, for checkOutputsSpareInputs; an empty path is an input
+/// not given, "-" is stdin.
+struct InputFile {
+  llvm::StringRef what; ///< e.g. "routing file"
+  llvm::StringRef path;
+};
+
+/// A file or directory a run writes; an empty path is an output not asked
+/// for, "-" is stdout. For a directory output, `writesName` says which file
+/// names the run writes into it.
+struct OutputPath {
+  llvm::StringRef option; ///< e.g. "--json"
+  llvm::StringRef path;
+  bool (*writesName)(llvm::StringRef fileName) = nullptr;
+};
+
+/// invalid_argument (one line naming the option and the input) when an
+/// output would replace an input: a file output that is the same file as an
+/// input, or a directory output holding, under a name the run writes, a file
+/// that is an input. Files are compared by identity (device and inode), so
+/// links and other spellings of a path are caught; stdin is compared as the
+/// file it is. Outputs that do not exist yet cannot be an input.
+llvm::Error checkOutputsSpareInputs(llvm::ArrayRef<InputFile> inputs,
+                                    llvm::ArrayRef<OutputPath> outputs);
+
 /// Writes `text` to stderr (file descriptor 2) with a single write(2), so
 /// that it cannot be interleaved with what other processes write to the same
 /// stream (mpirun's ranks and mpirun's own messages); only a write the kernel

@@ -222,9 +222,15 @@ Expected<std::vector<int64_t>> parseTokens(StringRef s) {
   return out;
 }
 
-/// Builds the routing problem from the flags (file or generator).
-Expected<RoutingProblem> buildProblem(const char *argv0,
-                                      const MpiWorld &world, bool mpi) {
+/// The files a generated routing was built from (empty: none).
+struct GeneratorInputs {
+  std::string config, trace;
+};
+
+/// Builds the routing problem from the flags (file or generator); the model
+/// config and trace files it read land in `inputs`.
+Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
+                                      bool mpi, GeneratorInputs &inputs) {
   const bool fromFile = routingFile.getNumOccurrences() > 0;
   if (fromFile) {
     if (routingDist.getNumOccurrences())
@@ -258,6 +264,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
     if (!c)
       return c.takeError();
     config = *c;
+    inputs.config = c->path;
   }
   auto checkRange = [](const cl::opt<long long> &o, long long lo,
                        long long hi) -> Error {
@@ -307,6 +314,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
     if (!file)
       return file.takeError();
     g.traceFile = *file;
+    inputs.trace = *file;
   }
   // Refused before the routing is even generated (moecomm-bench's counting
   // moves no payload and has no such limit).
@@ -437,7 +445,9 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      (long long)iterationsOpt)),
                   printer);
 
-  Expected<RoutingProblem> problem = buildProblem(argv0, world, mpi);
+  GeneratorInputs generatorInputs;
+  Expected<RoutingProblem> problem =
+      buildProblem(argv0, world, mpi, generatorInputs);
   if (!problem)
     return report(problem.takeError(), printer);
   state.problem = std::move(*problem);
@@ -476,6 +486,21 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   if (Error e = checkDistinctOutputs({{"--save-routing", saveRouting},
                                       {"--json", jsonFile},
                                       {"--dump", dumpDir}}))
+    return report(std::move(e), printer);
+  // Before anything is written (and on every MPI rank, before any rank
+  // writes): an output must not replace a file this run reads, some of
+  // which (the graph) are read only after the outputs are opened.
+  if (Error e = checkOutputsSpareInputs(
+          {{"routing file", routingFile},
+           {"graph", graphFile},
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+           {"--aot library", aotLibrary},
+#endif
+           {"model config", generatorInputs.config},
+           {"expert-load trace", generatorInputs.trace}},
+          {{"--save-routing", saveRouting},
+           {"--json", jsonFile},
+           {"--dump", dumpDir, isDumpFileName}}))
     return report(std::move(e), printer);
   if (printer && !saveRouting.empty())
     if (Error e = writeOutputFile(
