@@ -334,6 +334,28 @@ Error buildSetup(const char *argv0, Setup &s) {
         }
   }
 
+  // Every cell generates and counts its routing, measured or not: one that
+  // cannot fit is refused before the sweep (tokens <= 2^24 per rank and
+  // configs' E <= 2^24 keep these products exact).
+  for (const SweepSpec &sw : s.plan)
+    for (const std::string &name : sw.configs)
+      for (const Cluster &topo : sw.topologies) {
+        const run::ModelConfig &config = s.configs.at(name);
+        const int64_t experts =
+            cellExperts(config.numExperts, topo.ranks(), scaleExperts);
+        const int64_t tokens = sw.tokens * topo.ranks();
+        if (Error e = run::checkMemory(
+                run::estimateRoutingBytes(tokens, config.topk, experts),
+                formatv("config {0} on {1}x{2}: the routing of {3} tokens x "
+                        "top-{4} over {5} experts{6}",
+                        name, topo.nodes, topo.ranksPerNode, tokens,
+                        config.topk, experts,
+                        experts != config.numExperts
+                            ? " (scaled to a multiple of the ranks)"
+                            : "")))
+          return e;
+      }
+
   // No output may replace a file the sweep reads.
   std::vector<run::InputFile> inputs;
   for (const auto &[name, config] : s.configs)
@@ -487,7 +509,8 @@ int main(int argc, char **argv) {
     const bool measure = executor && executor->canRun(gs.topo) &&
                          (setup.backend == "mpi" || W <= measureMaxRanks) &&
                          run::estimateRunBytes(sw.tokens * gs.topo.ranks(),
-                                               config.hidden, config.topk) <=
+                                               config.hidden, config.topk,
+                                               experts) <=
                              static_cast<double>(measureMaxMiB) * (1 << 20);
     if (!root && !measure)
       continue;

@@ -277,9 +277,9 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
            std::tuple<const cl::opt<long long> *, long long, long long>>{
            {&ranksOpt, 1, 1 << 16},
            {&ranksPerNodeOpt, 1, 1 << 16},
-           {&expertsOpt, 1, 1 << 24},
-           {&topkOpt, 1, 4096},
-           {&hiddenOpt, 1, 1 << 24},
+           {&expertsOpt, 1, kMaxExperts},
+           {&topkOpt, 1, kMaxTopk},
+           {&hiddenOpt, 1, kMaxHidden},
            {&groupsOpt, 1, 1 << 24}})
     if (Error e = checkRange(*o, lo, hi))
       return std::move(e);
@@ -302,6 +302,13 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
   g.groups = groupsOpt.getNumOccurrences()     ? static_cast<int>(groupsOpt)
              : config && config->numGroups > 1 ? config->numGroups
                                                : 0;
+  // Named as given: E from a config is not --experts.
+  if (config && !expertsOpt.getNumOccurrences() && g.numExperts % g.ranks != 0)
+    return inputError(formatv("config {0}: moe.num_experts ({1}) must be a "
+                              "multiple of the ranks ({2}): E % W = {3}; "
+                              "choose --ranks or --experts",
+                              config->name, g.numExperts, g.ranks,
+                              g.numExperts % g.ranks));
   g.seed = seedOpt;
   if (tokensOpt.getNumOccurrences()) {
     Expected<std::vector<int64_t>> t = parseTokens(tokensOpt);
@@ -322,7 +329,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
       g.tokens.size() == 1
           ? g.tokens[0] * g.ranks
           : std::accumulate(g.tokens.begin(), g.tokens.end(), int64_t(0));
-  if (Error e = checkFitsInMemory(totalTokens, g.hidden, g.topk))
+  if (Error e = checkFitsInMemory(totalTokens, g.hidden, g.topk, g.numExperts))
     return std::move(e);
   Expected<RoutingProblem> p = generateRouting(g);
   if (p && config)
@@ -474,7 +481,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      p.ranks, world.size)),
                   printer);
 
-  if (Error e = checkFitsInMemory(p.totalTokens(), p.hidden, p.topk))
+  if (Error e = checkFitsInMemory(p.totalTokens(), p.hidden, p.topk,
+                                  p.numExperts))
     return report(std::move(e), printer);
   if (!mpi && p.ranks > kMaxThreadRanks)
     return report(inputError(formatv("--backend threads runs at most {0} ranks "
