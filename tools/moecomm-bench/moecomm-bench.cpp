@@ -22,6 +22,7 @@
 #include "Progress.h"
 #include "Sweep.h"
 #include "ToolSupport.h"
+#include "MoECommVersion.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -381,6 +382,7 @@ int main(int argc, char **argv) {
   const auto started = std::chrono::steady_clock::now();
   const bool printer = run::isReportingProcess();
   cl::HideUnrelatedOptions({&sweepCat, &modelCat});
+  cl::AddExtraVersionPrinter(moecomm::printMoECommVersion);
   std::string command;
   for (int i = 0; i < argc; ++i)
     command += (i ? " " : "") + std::string(argv[i]);

@@ -31,7 +31,7 @@ struct GraphOptions {
   /// The graph (.mlir); empty: the built-in layer graph for the problem.
   std::string file;
   /// A library built from `file` ahead of time (moecomm_add_aot_graph or
-  /// scripts/moecomm-aot); empty: JIT-compile `file`.
+  /// moecomm-aot); empty: JIT-compile `file`.
   std::string aotLibrary;
   /// The function to run.
   std::string entry = "moe_layer";

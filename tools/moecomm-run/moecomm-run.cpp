@@ -23,6 +23,7 @@
 #include "Report.h"
 #include "RoutingGen.h"
 #include "ToolSupport.h"
+#include "MoECommVersion.h"
 #include "Verify.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -142,7 +143,7 @@ cl::opt<std::string>
 cl::opt<std::string> aotLibrary(
     "aot",
     cl::desc("Run the graph's ahead-of-time library (moecomm_add_aot_graph, "
-             "scripts/moecomm-aot) instead of JIT-compiling it"),
+             "the moecomm-aot tool) instead of JIT-compiling it"),
     cl::value_desc("lib.so"), cl::cat(runCat));
 cl::opt<long long> chunksOpt(
     "chunks",
@@ -623,6 +624,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
 int main(int argc, char **argv) {
   const bool printer = isReportingProcess();
   cl::HideUnrelatedOptions({&runCat, &genCat});
+  cl::AddExtraVersionPrinter(moecomm::printMoECommVersion);
   std::string parseError;
   if (!parseCommandLine(
           argc, argv,
