@@ -313,6 +313,9 @@ public:
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr;
   std::string label;
+  /// Dispatches (or layouts, in a staged graph) the entry reaches, before the
+  /// overlap schedule chunks them.
+  int dispatches = 0;
 };
 
 Expected<std::shared_ptr<CompiledGraph>>
@@ -372,8 +375,14 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   if (!sig)
     return sig.takeError();
   graph->signature = *sig;
-  if (Error e = applyGraphRouting(reachableFunctions(func), options, problem))
+  SmallVector<mlir::func::FuncOp> reachable = reachableFunctions(func);
+  if (Error e = applyGraphRouting(reachable, options, problem))
     return std::move(e);
+  for (mlir::func::FuncOp f : reachable)
+    f.walk([&](mlir::Operation *op) {
+      if (llvm::isa<mlir::moecomm::DispatchOp, mlir::moecomm::LayoutOp>(op))
+        ++graph->dispatches;
+    });
   std::string symbol = "_mlir_ciface_" + options.entry;
 
   if (!options.aotLibrary.empty()) {
@@ -458,6 +467,8 @@ int GraphPath::passes() const { return graph->signature.training ? 2 : 1; }
 bool GraphPath::observesDispatch() const {
   return graph->signature.observesDispatch;
 }
+
+int GraphPath::chunks() const { return observedChunks.load(); }
 
 Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
                               int rank, LayerResult &out) {
@@ -562,6 +573,8 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
         p.capacity ? formatv("capacity {0}", p.capacity).str()
                    : std::string("no capacity")));
   }
+  if (graph->dispatches > 0 && stats.layouts >= graph->dispatches)
+    observedChunks.store(stats.layouts / graph->dispatches);
   if (Error e = runtimeError(moecommCommGetTraffic(comm, 0, &out.traffic), comm,
                              "moecommCommGetTraffic"))
     return e;

@@ -604,6 +604,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   info.backend = bo.kind;
   info.requestedStrategy = state.strategy;
   info.iterations = bo.iterations;
+  info.chunks = path.chunks();
   info.observesDispatch = path.observesDispatch();
   RunReport result = analyzeRun(p, state.reference, *run, path.passes());
   const bool jsonToStdout = jsonFile == "-";
