@@ -194,7 +194,7 @@ readInputFile(StringRef path, StringRef what, bool allowStdin) {
     if (std::error_code ec = sys::fs::openFileForRead(path, fd))
       return fail(ec.message());
   }
-  auto closeFd = llvm::make_scope_exit([&] {
+  llvm::scope_exit closeFd([&] {
     if (!stdinInput)
       ::close(fd);
   });
