@@ -344,7 +344,12 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
           return inputError(formatv("{0}: rank {1}, token {2}, slot {3}: "
                                     "weight {4:e} is not finite in f32",
                                     name, r, t, k, *x));
-        w.push_back(static_cast<float>(*x));
+        // A zero weight is +0: its sign means nothing to a routing, and a
+        // written -0 (--save-routing, any JSON writer) reads back as the
+        // integer 0, so a saved routing would not replay bit for bit (the
+        // runtime returns the weights with the rows).
+        const float weight = static_cast<float>(*x);
+        w.push_back(weight == 0.0f ? 0.0f : weight);
       }
     }
   }
