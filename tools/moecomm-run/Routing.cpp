@@ -284,8 +284,9 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
                                 name, r, kindOf((*idx)[r])));
     const int64_t T = static_cast<int64_t>(rows->size());
     p.numTokens[r] = T;
+    // Grown row by row: T x topk is what the rows claim, not what they hold
+    // (ten million empty rows with topk 4096 would reserve 320 GB).
     std::vector<int64_t> &ids = p.topkIdx[r];
-    ids.reserve(static_cast<size_t>(T * p.topk));
     for (int64_t t = 0; t < T; ++t) {
       const json::Array *row = (*rows)[t].getAsArray();
       if (!row)
