@@ -21,7 +21,10 @@ artifacts="$build/fuzz/routing-artifacts"
 mkdir -p "$corpus" "$artifacts"
 # Seeds: the shipped routing files, the lit tests' good and bad ones and a
 # few edge cases (test/fuzz/seeds/routing); new inputs go to $corpus only.
+# -malloc_limit_mb: an input of at most 64 kB never needs a 256 MB block; a
+# bigger one is a size taken from the input unchecked (a crash).
 exec "$build/bin/fuzz_routing" -max_total_time="$seconds" -max_len=65536 \
-  -timeout=10 -artifact_prefix="$artifacts/" "$@" "$corpus" \
+  -timeout=10 -malloc_limit_mb=256 -artifact_prefix="$artifacts/" "$@" \
+  "$corpus" \
   "$root/test/fuzz/seeds/routing" "$root/examples/routing" \
   "$root/test/lit/tools/moecomm-run/Inputs"
