@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Runs a command and checks its exit status (and, with --one-line, that its
-stderr is exactly one line, written with a single write(2)). Prints the
-command's stderr then stdout to stdout so FileCheck can read them; exits 0
-when the checks pass, 1 otherwise.
+stderr is exactly one line; with --one-write, that it is one line written
+with a single write(2)). Prints the command's stderr then stdout to stdout so
+FileCheck can read them; exits 0 when the checks pass, 1 otherwise.
 
 A line written in pieces can be interleaved with other processes' output on a
-shared stream (mpirun's ranks and banners), so --one-line hands the command a
-SOCK_SEQPACKET socket as stderr: it keeps the boundaries of every write, and
-the line must arrive as one message.
+shared stream (mpirun's ranks and banners), so the tools (moecomm-run,
+moecomm-bench, moecomm-aot) write each line at once; --one-write hands the
+command a SOCK_SEQPACKET socket as stderr, which keeps the boundaries of
+every write, and the line must arrive as one message.
 
-usage: check_exit.py STATUS [--one-line] -- COMMAND [ARGS...]
+usage: check_exit.py STATUS [--one-line | --one-write] -- COMMAND [ARGS...]
 """
 import socket
 import subprocess
@@ -20,13 +21,15 @@ import threading
 def main():
     argv = sys.argv[1:]
     if "--" not in argv:
-        sys.exit("usage: check_exit.py STATUS [--one-line] -- COMMAND...")
+        sys.exit("usage: check_exit.py STATUS [--one-line | --one-write] -- "
+                 "COMMAND...")
     split = argv.index("--")
     opts, command = argv[:split], argv[split + 1:]
     want = int(opts[0])
-    one_line = "--one-line" in opts[1:]
+    one_write = "--one-write" in opts[1:]
+    one_line = one_write or "--one-line" in opts[1:]
     writes = []
-    if one_line:
+    if one_write:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 
         def collect():
@@ -59,7 +62,7 @@ def main():
     if one_line and err.count("\n") != 1:
         print(f"check_exit: stderr has {err.count(chr(10))} lines, expected 1")
         ok = False
-    elif one_line and len(writes) != 1:
+    elif one_write and len(writes) != 1:
         print(f"check_exit: stderr's line came in {len(writes)} writes, "
               "expected 1")
         ok = False
