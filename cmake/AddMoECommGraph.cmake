@@ -40,4 +40,10 @@ function(moecomm_add_aot_graph target)
     set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
   endif()
   target_link_libraries(${target} PRIVATE MoEComm::moecomm_runtime)
+  # No run path to the runtime, in the build tree either: the library is
+  # loaded into a process that already holds the runtime (moecomm-run, or any
+  # program, which must link it to bind a communicator) and the loader
+  # matches it by soname; a recorded directory would tie the library to one
+  # build or installation prefix (as moecomm-aot's libraries are not).
+  set_target_properties(${target} PROPERTIES SKIP_BUILD_RPATH ON)
 endfunction()

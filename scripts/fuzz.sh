@@ -39,13 +39,14 @@ if target == "fuzz_opt":
         for j, part in enumerate(text.split(b"// -----")):
             for pipeline in range(6):
                 put(f"{i}-{j}-{pipeline}", bytes([pipeline]) + part)
-elif target == "fuzz_routing":
-    files = sorted(glob.glob("examples/routing/*.json") + glob.glob("test/lit/**/*.json", recursive=True))
-    for i, path in enumerate(files):
-        put(f"{i}", open(path, "rb").read())
 else:
-    # Targets that bring their own seeds keep them in test/fuzz/seeds/<target>.
-    for i, path in enumerate(sorted(glob.glob(f"test/fuzz/seeds/{target}/*"))):
+    # Kept seeds (test/fuzz/seeds/<target without fuzz_>: regressions and
+    # edge cases), plus the routing files the project ships and tests.
+    files = sorted(glob.glob(f"test/fuzz/seeds/{target[len('fuzz_'):]}/*"))
+    if target == "fuzz_routing":
+        files += sorted(glob.glob("examples/routing/*.json") +
+                        glob.glob("test/lit/**/*.json", recursive=True))
+    for i, path in enumerate(files):
         put(f"{i}", open(path, "rb").read())
 PY
 }
@@ -61,10 +62,16 @@ for t in "${targets[@]}"; do
   # -fork=1 with -ignore_*: a finding is saved and fuzzing goes on, so one
   # run reports every kind it meets. -timeout: one input may take at most
   # 30 s; the outer timeout bounds the run even if libFuzzer itself stalls.
+  # Per target: fuzz_routing's inputs stay small (64 kB), so a block of over
+  # 256 MB is a size taken from the input unchecked (a finding).
+  extra=()
+  case "$t" in
+    fuzz_routing) extra=(-max_len=65536 -malloc_limit_mb=256) ;;
+  esac
   rc=0
   ASAN_OPTIONS=detect_leaks=1 timeout --kill-after=30 $((seconds + 120)) \
     "$bin/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
-    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 "${extra[@]}" \
     -artifact_prefix="$dir/findings/" \
     "$dir/corpus" "$dir/seeds" >"$dir/log.txt" 2>&1 || rc=$?
   # Fork mode's progress lines: "#RUNS: cov: EDGES ft: ... corp: ...".

@@ -46,7 +46,8 @@ def inter(d):
 def bound(d):
     return d["inter_node_lower_bound_bytes"] + d["combine_inter_node_lower_bound_bytes"]
 print("\nSummary: inter-node bytes of one training step (forward + backward,")
-print("dispatch + combine), summed over 16 ranks; exact counts from the runtime")
+print("dispatch + combine), summed over 16 ranks; exact counts from the runtime,")
+print("in MB = 10^6 bytes")
 print(f"{'strategy':<13}{'wire':<6}{'inter-node MB':>15}{'vs per_expert':>15}{'lower bound MB':>16}{'verified':>10}")
 ok = True
 for r in runs:

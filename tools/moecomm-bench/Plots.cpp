@@ -166,6 +166,11 @@ Error checkPlottable(const std::vector<SweepSpec> &plan) {
       "1x8,2x8)");
 }
 
+bool isPlotFileName(StringRef fileName) {
+  return fileName.ends_with(".dat") || fileName.ends_with(".gp") ||
+         fileName.ends_with(".png");
+}
+
 Expected<std::string> preparePlots(const std::string &dir,
                                    const std::string &gnuplot) {
   // create_directories accepts an existing file, so the kind is checked too.

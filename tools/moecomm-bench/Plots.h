@@ -35,6 +35,11 @@ llvm::Error checkPlottable(const std::vector<SweepSpec> &plan);
 llvm::Expected<std::string> preparePlots(const std::string &dir,
                                          const std::string &gnuplot);
 
+/// Whether `fileName` has the form writePlots writes into the plots
+/// directory (*.dat, *.gp, *.png), so that an input by such a name there is
+/// refused before the sweep.
+bool isPlotFileName(llvm::StringRef fileName);
+
 /// Writes the plots of `report` into `dir` (readied by preparePlots) with the
 /// gnuplot `program`, and returns the PNG paths. Errors are io_error: a
 /// failing gnuplot run (with its last line of stderr), an unwritable file.

@@ -137,7 +137,8 @@ int64_t cellExperts(int64_t configExperts, int ranks, bool scale) {
     return configExperts;
   if (!scale)
     return 0;
-  return (configExperts + ranks - 1) / ranks * ranks;
+  // Adds less than `ranks` to E: no intermediate exceeds the result.
+  return configExperts + (ranks - configExperts % ranks);
 }
 
 run::RoutingDist effectiveRouting(const run::RoutingDist &dist,

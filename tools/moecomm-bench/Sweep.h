@@ -77,7 +77,8 @@ parseRoutings(llvm::StringRef value);
 /// The expert count a cell uses: the config's E when W divides it; else, with
 /// `scale`, the smallest multiple of W that is >= E (finer experts, same H
 /// and K: how DeepSeek-V3 / Kimi-K2 shapes reach 512 and 1024 ranks); else 0
-/// (the cell is skipped).
+/// (the cell is skipped). `configExperts` is at most run::kMaxExperts
+/// (loadModelConfig's bound), so the rounding cannot overflow.
 int64_t cellExperts(int64_t configExperts, int ranks, bool scale);
 
 /// The routing actually generated for `dist` on `topo`: node-limited:M is

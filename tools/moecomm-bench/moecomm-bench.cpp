@@ -22,6 +22,7 @@
 #include "Progress.h"
 #include "Sweep.h"
 #include "ToolSupport.h"
+#include "MoECommVersion.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -333,7 +334,39 @@ Error buildSetup(const char *argv0, Setup &s) {
             return loads.takeError();
         }
   }
-  return Error::success();
+
+  // Every cell generates and counts its routing, measured or not: one that
+  // cannot fit is refused before the sweep (tokens <= 2^24 per rank and
+  // configs' E <= 2^24 keep these products exact).
+  for (const SweepSpec &sw : s.plan)
+    for (const std::string &name : sw.configs)
+      for (const Cluster &topo : sw.topologies) {
+        const run::ModelConfig &config = s.configs.at(name);
+        const int64_t experts =
+            cellExperts(config.numExperts, topo.ranks(), scaleExperts);
+        const int64_t tokens = sw.tokens * topo.ranks();
+        if (Error e = run::checkMemory(
+                run::estimateRoutingBytes(tokens, config.topk, experts),
+                formatv("config {0} on {1}x{2}: the routing of {3} tokens x "
+                        "top-{4} over {5} experts{6}",
+                        name, topo.nodes, topo.ranksPerNode, tokens,
+                        config.topk, experts,
+                        experts != config.numExperts
+                            ? " (scaled to a multiple of the ranks)"
+                            : "")))
+          return e;
+      }
+
+  // No output may replace a file the sweep reads.
+  std::vector<run::InputFile> inputs;
+  for (const auto &[name, config] : s.configs)
+    inputs.push_back({"model config", config.path});
+  inputs.push_back({"expert-load trace", s.traceFile});
+  inputs.push_back({"--gnuplot program", gnuplotOpt});
+  return run::checkOutputsSpareInputs(
+      inputs, {{"--csv", csvFile},
+               {"--json", jsonFile},
+               {"--plots", plotsDir, isPlotFileName}});
 }
 
 struct GroupSpec {
@@ -349,6 +382,7 @@ int main(int argc, char **argv) {
   const auto started = std::chrono::steady_clock::now();
   const bool printer = run::isReportingProcess();
   cl::HideUnrelatedOptions({&sweepCat, &modelCat});
+  cl::AddExtraVersionPrinter(moecomm::printMoECommVersion);
   std::string command;
   for (int i = 0; i < argc; ++i)
     command += (i ? " " : "") + std::string(argv[i]);
@@ -477,7 +511,8 @@ int main(int argc, char **argv) {
     const bool measure = executor && executor->canRun(gs.topo) &&
                          (setup.backend == "mpi" || W <= measureMaxRanks) &&
                          run::estimateRunBytes(sw.tokens * gs.topo.ranks(),
-                                               config.hidden, config.topk) <=
+                                               config.hidden, config.topk,
+                                               experts) <=
                              static_cast<double>(measureMaxMiB) * (1 << 20);
     if (!root && !measure)
       continue;

@@ -6,10 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MoECommVersion.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "moecomm/InitAll.h"
+#include "llvm/Support/CommandLine.h"
 
 int main(int argc, char **argv) {
+  llvm::cl::AddExtraVersionPrinter(moecomm::printMoECommVersion);
   mlir::DialectRegistry registry;
   mlir::moecomm::registerAllDialects(registry);
   mlir::moecomm::registerAllPasses();

@@ -25,6 +25,16 @@ Error prepareDumpDir(StringRef dir) {
   return Error::success();
 }
 
+bool isDumpFileName(StringRef fileName) {
+  if (!fileName.consume_front("rank") || !fileName.consume_back(".npy"))
+    return false;
+  auto [rank, what] = fileName.split('.');
+  unsigned r;
+  return !rank.getAsInteger(10, r) &&
+         (what == "dispatch" || what == "src" || what == "tokens_per_expert" ||
+          what == "combine" || what == "grad_x");
+}
+
 namespace {
 
 /// Serializes `count` elements of `data` with `shape` as .npy and writes it.

@@ -21,6 +21,10 @@ namespace moecomm::run {
 /// directory. invalid_argument error (exit status 2) otherwise.
 llvm::Error prepareDumpDir(llvm::StringRef dir);
 
+/// Whether `fileName` is one dumpRank writes (rank<r>.<what>.npy), so that
+/// an input by that name in the dump directory is refused before the run.
+bool isDumpFileName(llvm::StringRef fileName);
+
 /// Writes the four files of `result.rank` into `dir` (DESIGN.md §8), plus
 /// rank<r>.grad_x.npy for a training step; a graph that returns only its
 /// combine output gets rank<r>.combine.npy alone. io_error on failure.

@@ -2,6 +2,7 @@
 
 #include "GraphPath.h"
 #include "HostRows.h"
+#include "ToolSupport.h"
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "moecomm/InitAll.h"
@@ -230,6 +231,21 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
   std::optional<std::pair<mlir::Operation *, int64_t>> capacity;
   for (mlir::func::FuncOp func : functions) {
     Error error = Error::success();
+    // Records `op`'s declared capacity; false (with `error`) when another
+    // collective declared a different one.
+    auto takeCapacity = [&](mlir::Operation *op, int64_t c) {
+      if (capacity && capacity->second != c) {
+        error = inputError(formatv(
+            "{0}{1} declares capacity {2} but {3}{4} declares {5}; choose "
+            "one with --capacity",
+            where(op), op->getName().getStringRef(), c,
+            where(capacity->first), capacity->first->getName().getStringRef(),
+            capacity->second));
+        return false;
+      }
+      capacity = {op, c};
+      return true;
+    };
     func.walk([&](mlir::Operation *op) {
       for (mlir::NamedAttribute attr : op->getAttrs()) {
         auto topology =
@@ -245,6 +261,11 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
           return mlir::WalkResult::interrupt();
         }
       }
+      // A staged graph declares its capacity on the layout.
+      if (auto layout = llvm::dyn_cast<mlir::moecomm::LayoutOp>(op))
+        if (std::optional<uint64_t> c = layout.getCapacity())
+          if (!takeCapacity(op, static_cast<int64_t>(*c)))
+            return mlir::WalkResult::interrupt();
       auto dispatch = llvm::dyn_cast<mlir::moecomm::DispatchOp>(op);
       if (!dispatch)
         return mlir::WalkResult::advance();
@@ -263,16 +284,9 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
         }
         wire = {op, type};
       }
-      if (std::optional<uint64_t> c = dispatch.getCapacity()) {
-        if (capacity && capacity->second != static_cast<int64_t>(*c)) {
-          error = inputError(formatv(
-              "{0}dispatch declares capacity {1} but {2}dispatch declares "
-              "{3}; choose one with --capacity",
-              where(op), *c, where(capacity->first), capacity->second));
+      if (std::optional<uint64_t> c = dispatch.getCapacity())
+        if (!takeCapacity(op, static_cast<int64_t>(*c)))
           return mlir::WalkResult::interrupt();
-        }
-        capacity = {op, static_cast<int64_t>(*c)};
-      }
       return mlir::WalkResult::advance();
     });
     if (error)
@@ -299,6 +313,9 @@ public:
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr;
   std::string label;
+  /// Dispatches (or layouts, in a staged graph) the entry reaches, before the
+  /// overlap schedule chunks them.
+  int dispatches = 0;
 };
 
 Expected<std::shared_ptr<CompiledGraph>>
@@ -337,7 +354,12 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
                                                      &context, "builtin-graph");
     graph->label = "built-in layer graph";
   } else {
-    module = mlir::parseSourceFile<mlir::ModuleOp>(options.file, &context);
+    Expected<std::string> text =
+        readInputFile(options.file, "graph", /*allowStdin=*/true);
+    if (!text)
+      return text.takeError();
+    module = mlir::parseSourceString<mlir::ModuleOp>(*text, &context,
+                                                     options.file);
     graph->label = options.file;
   }
   if (!module)
@@ -353,8 +375,14 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   if (!sig)
     return sig.takeError();
   graph->signature = *sig;
-  if (Error e = applyGraphRouting(reachableFunctions(func), options, problem))
+  SmallVector<mlir::func::FuncOp> reachable = reachableFunctions(func);
+  if (Error e = applyGraphRouting(reachable, options, problem))
     return std::move(e);
+  for (mlir::func::FuncOp f : reachable)
+    f.walk([&](mlir::Operation *op) {
+      if (llvm::isa<mlir::moecomm::DispatchOp, mlir::moecomm::LayoutOp>(op))
+        ++graph->dispatches;
+    });
   std::string symbol = "_mlir_ciface_" + options.entry;
 
   if (!options.aotLibrary.empty()) {
@@ -373,13 +401,26 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   }
 
   func->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(&context));
+  // The run's capacity (--capacity, else the graph's, else the routing's)
+  // goes into the IR itself: the pipeline's `capacity` option can only set
+  // one (its 0 means "keep the IR's"), so `--capacity 0` could not remove
+  // what a graph declares.
+  mlir::Builder builder(&context);
+  module->walk([&](mlir::Operation *op) {
+    if (!llvm::isa<mlir::moecomm::DispatchOp, mlir::moecomm::LayoutOp>(op))
+      return;
+    if (problem.capacity > 0)
+      op->setAttr("capacity", builder.getI64IntegerAttr(problem.capacity));
+    else
+      op->removeAttr("capacity");
+  });
   mlir::moecomm::PipelineOptions pipeline;
   pipeline.ranks = problem.ranks;
   pipeline.ranksPerNode = problem.ranksPerNode;
   pipeline.strategy = ::moecomm::strategyName(options.strategy);
   // The routing's dtype decides the wire, whatever the graph says.
   pipeline.wireDtype = payloadTypeName(problem.dtype).str();
-  pipeline.capacity = problem.capacity;
+  pipeline.capacity = 0; // the IR's, set above
   pipeline.chunks = options.chunks;
   pipeline.preset = options.preset;
   pipeline.tokensPerRank =
@@ -426,6 +467,8 @@ int GraphPath::passes() const { return graph->signature.training ? 2 : 1; }
 bool GraphPath::observesDispatch() const {
   return graph->signature.observesDispatch;
 }
+
+int GraphPath::chunks() const { return observedChunks.load(); }
 
 Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
                               int rank, LayerResult &out) {
@@ -513,13 +556,25 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
     const char *sent = stats.wireType == moecommFloat8E4M3 ? "fp8"
                        : stats.wireType == moecommFloat32  ? "f32"
                                                            : "bf16";
+    // A JIT-compiled graph was compiled for this run's settings: differing
+    // ones are the tool's fault, not the user's.
+    if (!graph->library)
+      return systemError(formatv(
+          "internal error: {0} was compiled for {3} rows with capacity {4} "
+          "but sends {1} rows with capacity {2}",
+          graph->label, sent, stats.capacity, payloadTypeName(p.dtype),
+          p.capacity));
     return inputError(formatv(
         "{0} sends {1} rows with capacity {2} but this run checks {3} with "
-        "capacity {4}; pass --wire-dtype {1} --capacity {2} (0: none) or "
-        "rebuild the library",
+        "capacity {4}; pass --wire-dtype {1} --capacity {2} (0: none), or "
+        "rebuild the library with moecomm-aot for {3} rows and {5}",
         graph->label, sent, stats.capacity, payloadTypeName(p.dtype),
-        p.capacity));
+        p.capacity,
+        p.capacity ? formatv("capacity {0}", p.capacity).str()
+                   : std::string("no capacity")));
   }
+  if (graph->dispatches > 0 && stats.layouts >= graph->dispatches)
+    observedChunks.store(stats.layouts / graph->dispatches);
   if (Error e = runtimeError(moecommCommGetTraffic(comm, 0, &out.traffic), comm,
                              "moecommCommGetTraffic"))
     return e;

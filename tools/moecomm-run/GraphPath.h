@@ -23,6 +23,7 @@
 #include "LayerResult.h"
 #include "Verify.h"
 
+#include <atomic>
 #include <memory>
 
 namespace moecomm::run {
@@ -31,7 +32,7 @@ struct GraphOptions {
   /// The graph (.mlir); empty: the built-in layer graph for the problem.
   std::string file;
   /// A library built from `file` ahead of time (moecomm_add_aot_graph or
-  /// scripts/moecomm-aot); empty: JIT-compile `file`.
+  /// moecomm-aot); empty: JIT-compile `file`.
   std::string aotLibrary;
   /// The function to run.
   std::string entry = "moe_layer";
@@ -70,6 +71,9 @@ public:
   const char *name() const override;
   int passes() const override;
   bool observesDispatch() const override;
+  /// Layouts the graph created per call over the dispatches it declares:
+  /// each chunk of a dispatch computes its own layout.
+  int chunks() const override;
   /// See ExecutionPath::runIteration. Sources are not an output of the
   /// graph: they are taken from the dispatch order of the reference (the
   /// rows themselves are checked bit for bit).
@@ -79,6 +83,9 @@ public:
 private:
   std::shared_ptr<CompiledGraph> graph;
   const ReferenceResult &reference;
+  /// Set by runIteration on every rank (the same value: ranks run the same
+  /// graph), read after the run.
+  std::atomic<int> observedChunks{1};
 };
 
 } // namespace moecomm::run

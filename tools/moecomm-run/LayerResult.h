@@ -97,6 +97,10 @@ public:
   /// Whether runIteration fills the dispatch outputs (recv, sources,
   /// recvWeights, tokensPerExpert); see LayerResult::dispatchObserved.
   virtual bool observesDispatch() const { return true; }
+  /// Token chunks each dispatch ran in (the overlap schedule of a compiled
+  /// graph; 1 for the runtime-direct path), as observed by the last
+  /// runIteration of this process.
+  virtual int chunks() const { return 1; }
   /// Runs dispatch -> identity experts -> weighted combine for `rank` on
   /// `comm` and fills `out` (all fields). The runtime's traffic counters of
   /// `comm` are reset at the start. Errors: the runtime's failure as an

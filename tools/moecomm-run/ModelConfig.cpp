@@ -8,7 +8,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -58,11 +57,10 @@ loadModelConfig(StringRef nameOrPath,
     }
   }
 
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(path);
-  if (!buffer)
-    return inputError(formatv("{0}: cannot read model config: {1}", path,
-                              buffer.getError().message()));
-  Expected<json::Value> parsed = parseUserJson((*buffer)->getBuffer());
+  Expected<std::string> text = readInputFile(path, "model config");
+  if (!text)
+    return text.takeError();
+  Expected<json::Value> parsed = parseUserJson(*text);
   if (!parsed)
     return inputError(formatv("{0}: malformed JSON at {1}", path,
                               toString(parsed.takeError())));
@@ -79,32 +77,37 @@ loadModelConfig(StringRef nameOrPath,
   c.path = path;
   c.name = sys::path::stem(path).str();
   c.model = root->getString("model").value_or(c.name).str();
-  auto getPositive = [&](StringRef key, int64_t &out) -> Error {
+  // Every number is bounded before it is narrowed or multiplied.
+  auto getInRange = [&](StringRef key, int64_t lo, int64_t hi,
+                        int64_t &out) -> Error {
     std::optional<int64_t> v = moe->getInteger(key);
-    if (!v || *v < 1)
-      return inputError(
-          formatv("{0}: moe.{1} must be a positive integer", path, key));
+    if (!v || *v < lo || *v > hi)
+      return inputError(formatv("{0}: moe.{1} must be an integer in [{2}, "
+                                "{3}]",
+                                path, key, lo, hi));
     out = *v;
     return Error::success();
   };
-  int64_t topk = 0, groups = 1, topkGroups = 0;
-  if (Error e = getPositive("hidden", c.hidden))
+  int64_t topk = 0, groups = 1, topkGroups = 0, shared = 0;
+  if (Error e = getInRange("hidden", 1, kMaxHidden, c.hidden))
     return std::move(e);
-  if (Error e = getPositive("num_experts", c.numExperts))
+  if (Error e = getInRange("num_experts", 1, kMaxExperts, c.numExperts))
     return std::move(e);
-  if (Error e = getPositive("topk", topk))
+  if (Error e = getInRange("topk", 1, kMaxTopk, topk))
     return std::move(e);
   if (moe->get("n_group"))
-    if (Error e = getPositive("n_group", groups))
+    if (Error e = getInRange("n_group", 1, c.numExperts, groups))
       return std::move(e);
   if (moe->get("topk_group"))
-    if (Error e = getPositive("topk_group", topkGroups))
+    if (Error e = getInRange("topk_group", 1, c.numExperts, topkGroups))
+      return std::move(e);
+  if (moe->get("shared_experts"))
+    if (Error e = getInRange("shared_experts", 0, kMaxExperts, shared))
       return std::move(e);
   c.topk = static_cast<int>(topk);
   c.numGroups = static_cast<int>(groups);
   c.topkGroups = topkGroups ? static_cast<int>(topkGroups) : c.numGroups;
-  c.sharedExperts =
-      static_cast<int>(moe->getInteger("shared_experts").value_or(0));
+  c.sharedExperts = static_cast<int>(shared);
   if (c.numExperts % c.numGroups != 0 || c.topkGroups > c.numGroups)
     return inputError(formatv("{0}: moe.n_group ({1}) must divide "
                               "moe.num_experts ({2}) and be >= moe.topk_group "

@@ -17,6 +17,14 @@
 
 namespace moecomm::run {
 
+/// The bounds of a config's numbers, the same as moecomm-run's flags
+/// (--experts, --topk, --hidden): far above any real model, and low enough
+/// that no size computed from them (E rounded up to a multiple of the ranks,
+/// per-expert arrays, tokens x K) can overflow.
+constexpr int64_t kMaxExperts = int64_t(1) << 24;
+constexpr int64_t kMaxTopk = 4096;
+constexpr int64_t kMaxHidden = int64_t(1) << 24;
+
 struct ModelConfig {
   std::string name;       ///< file stem, e.g. "deepseek-v3"
   std::string model;      ///< display name, e.g. "DeepSeek-V3"
@@ -35,9 +43,9 @@ struct ModelConfig {
 /// Loads a config by name (looked up as <dir>/<name>.json in each of
 /// `searchDirs`, first hit wins) or by path (when `nameOrPath` ends in
 /// ".json"). Errors (invalid_argument, one line): unknown name (listing the
-/// names found), unreadable file, malformed JSON, wrong "format", missing or
-/// non-positive moe.hidden / moe.num_experts / moe.topk, or groups that do
-/// not divide the experts.
+/// names found), unreadable file, malformed JSON, wrong "format", missing
+/// moe.hidden / moe.num_experts / moe.topk or one outside [1, kMax...],
+/// groups outside [1, E] or that do not divide the experts.
 llvm::Expected<ModelConfig>
 loadModelConfig(llvm::StringRef nameOrPath,
                 const std::vector<std::string> &searchDirs);

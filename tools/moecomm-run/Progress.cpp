@@ -1,10 +1,10 @@
 //===- Progress.cpp - progress line on stderr for long runs ---------------===//
 
 #include "Progress.h"
+#include "ToolSupport.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
-#include "llvm/Support/raw_ostream.h"
 
 namespace moecomm::run {
 
@@ -26,12 +26,11 @@ void Progress::update(const std::string &what, bool lastStep) {
   std::string line =
       llvm::formatv("{0}: {1} ({2:f1} s)", tool, what, elapsed).str();
   if (tty) {
-    llvm::errs() << "\r" << line << "\x1b[K";
+    writeStderr("\r" + line + "\x1b[K");
     lineOpen = true;
   } else {
-    llvm::errs() << line << "\n";
+    writeStderr(line + "\n");
   }
-  llvm::errs().flush();
 }
 
 void Progress::finish() {
@@ -39,7 +38,7 @@ void Progress::finish() {
     return;
   std::lock_guard<std::mutex> lock(mutex);
   if (lineOpen)
-    llvm::errs() << "\n";
+    writeStderr("\n");
   lineOpen = false;
 }
 

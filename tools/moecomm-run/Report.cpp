@@ -44,13 +44,14 @@ uint64_t messages(const moecommTraffic_t &t, moecommDirection_t d,
   return sum;
 }
 
-/// " (1.23 MiB)" after an exact byte count of at least 1 KiB, else "".
+/// " (1.23 MB)" after an exact byte count of at least 1 kB, else "": decimal
+/// units (1 MB = 10^6 bytes), as moecomm-bench and the docs use.
 std::string human(uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  const char *units[] = {"B", "kB", "MB", "GB", "TB"};
   double v = static_cast<double>(bytes);
   int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
     ++u;
   }
   return u == 0 ? std::string() : formatv(" ({0:f2} {1})", v, units[u]).str();
@@ -164,7 +165,8 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
   else // auto resolved
     os << strategyName(info.requestedStrategy) << " -> "
        << strategyName(r.strategy);
-  os << "\n";
+  os << formatv(", {0} chunk{1} per dispatch\n", info.chunks,
+                info.chunks == 1 ? "" : "s");
   os << formatv(
       "  topology   {0} ranks = {1} nodes x {2}; {3} experts ({4} per "
       "rank), top-{5}, hidden {6}, dtype {7}",
@@ -367,6 +369,7 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"routing", p.origin},
       {"tokens_per_rank", json::Array(p.numTokens)},
       {"iterations", info.iterations},
+      {"chunks", info.chunks},
       {"tokens_per_expert", std::move(tpe)},
       {"tokens_per_expert_summary",
        json::Object{{"min", count ? minE : 0},

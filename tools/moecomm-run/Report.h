@@ -26,6 +26,8 @@ struct RunInfo {
   /// requested at run time.
   bool strategyFromLibrary = false;
   int iterations = 1;
+  /// Token chunks each dispatch ran in (ExecutionPath::chunks).
+  int chunks = 1;
   /// Whether the path returned the dispatch rows (ExecutionPath).
   bool observesDispatch = true;
 };

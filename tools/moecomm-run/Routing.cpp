@@ -7,7 +7,6 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -23,24 +22,37 @@ Error inputError(const Twine &message) {
                            message);
 }
 
-double estimateRunBytes(int64_t totalTokens, int64_t hidden, int64_t topk) {
+double estimateRoutingBytes(int64_t totalTokens, int64_t topk,
+                            int64_t numExperts) {
+  return static_cast<double>(totalTokens) * static_cast<double>(topk) * 12.0 +
+         static_cast<double>(numExperts) * kRunBytesPerExpert;
+}
+
+double estimateRunBytes(int64_t totalTokens, int64_t hidden, int64_t topk,
+                        int64_t numExperts) {
   const double tokens = static_cast<double>(totalTokens);
-  return tokens * static_cast<double>(topk) * 12.0 +
+  return estimateRoutingBytes(totalTokens, topk, numExperts) +
          tokens * static_cast<double>(hidden) *
              (10.0 + 18.0 * static_cast<double>(topk));
 }
 
-Error checkFitsInMemory(int64_t totalTokens, int64_t hidden, int64_t topk) {
-  const double needed = estimateRunBytes(totalTokens, hidden, topk);
+Error checkMemory(double neededBytes, const Twine &what) {
   const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
                            static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  if (available <= 0 || needed <= available)
+  if (available <= 0 || neededBytes <= available)
     return Error::success();
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  return inputError(formatv("{0} tokens x hidden {1} x top-{2} need about "
-                            "{3:F1} GiB, more than this machine's {4:F1} GiB",
-                            totalTokens, hidden, topk, needed / GiB,
-                            available / GiB));
+  return inputError(formatv("{0} need about {1:F1} GiB, more than this "
+                            "machine's {2:F1} GiB",
+                            what.str(), neededBytes / GiB, available / GiB));
+}
+
+Error checkFitsInMemory(int64_t totalTokens, int64_t hidden, int64_t topk,
+                        int64_t numExperts) {
+  return checkMemory(
+      estimateRunBytes(totalTokens, hidden, topk, numExperts),
+      formatv("{0} tokens x hidden {1} x top-{2} over {3} experts",
+              totalTokens, hidden, topk, numExperts));
 }
 
 Error systemError(const Twine &message) {
@@ -272,8 +284,9 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
                                 name, r, kindOf((*idx)[r])));
     const int64_t T = static_cast<int64_t>(rows->size());
     p.numTokens[r] = T;
+    // Grown row by row: T x topk is what the rows claim, not what they hold
+    // (ten million empty rows with topk 4096 would reserve 320 GB).
     std::vector<int64_t> &ids = p.topkIdx[r];
-    ids.reserve(static_cast<size_t>(T * p.topk));
     for (int64_t t = 0; t < T; ++t) {
       const json::Array *row = (*rows)[t].getAsArray();
       if (!row)
@@ -332,7 +345,12 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
           return inputError(formatv("{0}: rank {1}, token {2}, slot {3}: "
                                     "weight {4:e} is not finite in f32",
                                     name, r, t, k, *x));
-        w.push_back(static_cast<float>(*x));
+        // A zero weight is +0: its sign means nothing to a routing, and a
+        // written -0 (--save-routing, any JSON writer) reads back as the
+        // integer 0, so a saved routing would not replay bit for bit (the
+        // runtime returns the weights with the rows).
+        const float weight = static_cast<float>(*x);
+        w.push_back(weight == 0.0f ? 0.0f : weight);
       }
     }
   }
@@ -340,12 +358,11 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
 }
 
 Expected<RoutingProblem> loadRoutingFile(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (!buffer)
-    return inputError(formatv("{0}: cannot read routing file: {1}", path,
-                              buffer.getError().message()));
-  return parseRoutingJson((*buffer)->getBuffer(), path);
+  Expected<std::string> text =
+      readInputFile(path, "routing file", /*allowStdin=*/true);
+  if (!text)
+    return text.takeError();
+  return parseRoutingJson(*text, path);
 }
 
 /// The largest finite bf16, 0x7f7f.

@@ -7,7 +7,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <atomic>
@@ -148,12 +147,10 @@ Expected<std::vector<double>> loadTraceLoads(StringRef traceFile,
                                              StringRef model, StringRef domain,
                                              int layer, int64_t numExperts,
                                              int64_t *traceExperts) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(traceFile);
-  if (!buffer)
-    return inputError(formatv("{0}: cannot read expert-load trace: {1}",
-                              traceFile, buffer.getError().message()));
-  Expected<json::Value> parsed = parseUserJson((*buffer)->getBuffer());
+  Expected<std::string> text = readInputFile(traceFile, "expert-load trace");
+  if (!text)
+    return text.takeError();
+  Expected<json::Value> parsed = parseUserJson(*text);
   if (!parsed)
     return inputError(formatv("{0}: malformed JSON at {1}", traceFile,
                               toString(parsed.takeError())));

@@ -3,6 +3,7 @@
 #include "ToolSupport.h"
 #include "Routing.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/CommandLine.h"
@@ -11,8 +12,10 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <unistd.h>
 
@@ -179,6 +182,135 @@ Error checkDistinctOutputs(ArrayRef<std::pair<StringRef, StringRef>> outputs) {
   return Error::success();
 }
 
+Expected<std::string>
+readInputFile(StringRef path, StringRef what, bool allowStdin) {
+  auto fail = [&](const Twine &why) {
+    return inputError(formatv("{0}: cannot read {1}: {2}", path, what, why));
+  };
+  const bool stdinInput = allowStdin && path == "-";
+  int fd = 0;
+  if (!stdinInput) {
+    // A FIFO without a writer blocks here, as for any reader of a FIFO.
+    if (std::error_code ec = sys::fs::openFileForRead(path, fd))
+      return fail(ec.message());
+  }
+  llvm::scope_exit closeFd([&] {
+    if (!stdinInput)
+      ::close(fd);
+  });
+  sys::fs::file_status status;
+  if (std::error_code ec = sys::fs::status(fd, status))
+    return fail(ec.message());
+  if (status.type() == sys::fs::file_type::directory_file)
+    return fail("it is a directory");
+  const std::string limit = formatv("{0} GiB", kMaxInputBytes >> 30).str();
+  if (status.type() == sys::fs::file_type::regular_file &&
+      status.getSize() > kMaxInputBytes)
+    return fail(formatv("{0} bytes, more than the limit of {1}",
+                        status.getSize(), limit));
+  // Read in chunks whatever the kind: pipes and devices have no size, and a
+  // regular file may grow while it is read.
+  std::string text;
+  if (status.type() == sys::fs::file_type::regular_file)
+    text.reserve(status.getSize());
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return fail(std::strerror(errno));
+    }
+    if (n == 0)
+      break;
+    if (text.size() + static_cast<size_t>(n) > kMaxInputBytes)
+      return fail(formatv("more than the limit of {0}", limit));
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+namespace {
+
+/// The identity of the file `path` ("-" with `fd` >= 0: that descriptor), or
+/// std::nullopt when it does not exist (or cannot be inspected).
+std::optional<sys::fs::UniqueID> identityOf(StringRef path, int fd = -1) {
+  sys::fs::file_status status;
+  if (path == "-" ? (fd < 0 || sys::fs::status(fd, status))
+                  : static_cast<bool>(sys::fs::status(path, status)))
+    return std::nullopt;
+  return status.getUniqueID();
+}
+
+} // namespace
+
+Error checkOutputsSpareInputs(ArrayRef<InputFile> inputs,
+                              ArrayRef<OutputPath> outputs) {
+  std::vector<std::pair<const InputFile *, sys::fs::UniqueID>> ids;
+  for (const InputFile &in : inputs)
+    if (!in.path.empty())
+      if (std::optional<sys::fs::UniqueID> id = identityOf(in.path, 0))
+        ids.push_back({&in, *id});
+  auto inputAt = [&](StringRef path) -> const InputFile * {
+    std::optional<sys::fs::UniqueID> id = identityOf(path);
+    if (id)
+      for (auto &[in, inputId] : ids)
+        if (inputId == *id)
+          return in;
+    return nullptr;
+  };
+  auto refuse = [](const OutputPath &out, StringRef written,
+                   const InputFile &in) {
+    std::string target =
+        written == out.path ? std::string("the")
+                            : formatv("{0}, which is the", written).str();
+    return inputError(formatv("{0} {1} would overwrite {2} {3} {4}; write the "
+                              "output elsewhere",
+                              out.option, out.path, target, in.what,
+                              in.path == "-" ? StringRef("(stdin)") : in.path));
+  };
+  for (const OutputPath &out : outputs) {
+    if (out.path.empty() || out.path == "-")
+      continue;
+    if (!out.writesName) {
+      if (const InputFile *in = inputAt(out.path))
+        return refuse(out, out.path, *in);
+      continue;
+    }
+    std::error_code ec;
+    for (sys::fs::directory_iterator it(out.path, ec), end; it != end && !ec;
+         it.increment(ec))
+      if (out.writesName(sys::path::filename(it->path())))
+        if (const InputFile *in = inputAt(it->path()))
+          return refuse(out, it->path(), *in);
+  }
+  return Error::success();
+}
+
+void writeStderr(StringRef text) {
+  const char *data = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(2, data, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return; // stderr is gone: nowhere left to say so
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void printErrorLine(StringRef tool, StringRef message) {
+  std::string line = (tool + ": error: " + message).str();
+  for (char &c : line)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  line.push_back('\n');
+  writeStderr(line);
+}
+
 int reportError(StringRef tool, Error error, bool print) {
   int code = 3;
   std::string message;
@@ -188,13 +320,8 @@ int reportError(StringRef tool, Error error, bool print) {
       code = 2;
     message = info.message();
   });
-  for (char &c : message)
-    if (c == '\n' || c == '\r')
-      c = ' ';
-  if (print) {
-    errs() << tool << ": error: " << message << "\n";
-    errs().flush();
-  }
+  if (print)
+    printErrorLine(tool, message);
   return code;
 }
 
@@ -202,9 +329,7 @@ int finishStdout(StringRef tool, int status) {
   outs().flush();
   if (!outs().has_error())
     return status;
-  errs() << tool
-         << ": error: cannot write to stdout: " << outs().error().message()
-         << "\n";
+  printErrorLine(tool, "cannot write to stdout: " + outs().error().message());
   outs().clear_error();
   return 3;
 }

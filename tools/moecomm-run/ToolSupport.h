@@ -10,6 +10,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -63,9 +64,61 @@ llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 llvm::Error checkDistinctOutputs(
     llvm::ArrayRef<std::pair<llvm::StringRef, llvm::StringRef>> outputs);
 
-/// Prints `error` as one line ("<tool>: error: ...", newlines folded) when
-/// `print`, and returns the exit status it means: 2 for invalid_argument
-/// (bad input), 3 for anything else.
+/// The largest input file the tools read (routing files, graphs, model
+/// configs, expert-load traces): 1 GiB. Far above any real input (a routing
+/// of 1024 ranks x 4096 tokens x top-8 is about 0.3 GiB), it keeps an endless
+/// or enormous input (/dev/zero, a runaway pipe) from exhausting memory.
+constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
+
+/// Reads the input file `path` ("-" and `allowStdin`: stdin) whole. Regular
+/// files larger than kMaxInputBytes are refused before reading; pipes,
+/// FIFOs and devices are read until end of file or until they exceed
+/// kMaxInputBytes; directories are refused. Every failure is one
+/// invalid_argument line "<path>: cannot read <what>: <why>" (exit status 2).
+llvm::Expected<std::string>
+readInputFile(llvm::StringRef path, llvm::StringRef what,
+              bool allowStdin = false);
+
+/// A file a run reads, for checkOutputsSpareInputs; an empty path is an input
+/// not given, "-" is stdin.
+struct InputFile {
+  llvm::StringRef what; ///< e.g. "routing file"
+  llvm::StringRef path;
+};
+
+/// A file or directory a run writes; an empty path is an output not asked
+/// for, "-" is stdout. For a directory output, `writesName` says which file
+/// names the run writes into it.
+struct OutputPath {
+  llvm::StringRef option; ///< e.g. "--json"
+  llvm::StringRef path;
+  bool (*writesName)(llvm::StringRef fileName) = nullptr;
+};
+
+/// invalid_argument (one line naming the option and the input) when an
+/// output would replace an input: a file output that is the same file as an
+/// input, or a directory output holding, under a name the run writes, a file
+/// that is an input. Files are compared by identity (device and inode), so
+/// links and other spellings of a path are caught; stdin is compared as the
+/// file it is. Outputs that do not exist yet cannot be an input.
+llvm::Error checkOutputsSpareInputs(llvm::ArrayRef<InputFile> inputs,
+                                    llvm::ArrayRef<OutputPath> outputs);
+
+/// Writes `text` to stderr (file descriptor 2) with a single write(2), so
+/// that it cannot be interleaved with what other processes write to the same
+/// stream (mpirun's ranks and mpirun's own messages); only a write the kernel
+/// cuts short is continued with another. Every line the tools print on
+/// stderr goes through here: llvm::errs() is unbuffered and writes each
+/// `<<` separately.
+void writeStderr(llvm::StringRef text);
+
+/// Prints "<tool>: error: <message>" as one line (newlines folded) with
+/// writeStderr.
+void printErrorLine(llvm::StringRef tool, llvm::StringRef message);
+
+/// Prints `error` as one line (printErrorLine) when `print`, and returns the
+/// exit status it means: 2 for invalid_argument (bad input), 3 for anything
+/// else.
 int reportError(llvm::StringRef tool, llvm::Error error, bool print);
 
 /// Flushes stdout; a failure (a closed pipe or a full disk) becomes one line

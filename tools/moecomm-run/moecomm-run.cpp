@@ -23,6 +23,7 @@
 #include "Report.h"
 #include "RoutingGen.h"
 #include "ToolSupport.h"
+#include "MoECommVersion.h"
 #include "Verify.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -142,7 +143,7 @@ cl::opt<std::string>
 cl::opt<std::string> aotLibrary(
     "aot",
     cl::desc("Run the graph's ahead-of-time library (moecomm_add_aot_graph, "
-             "scripts/moecomm-aot) instead of JIT-compiling it"),
+             "the moecomm-aot tool) instead of JIT-compiling it"),
     cl::value_desc("lib.so"), cl::cat(runCat));
 cl::opt<long long> chunksOpt(
     "chunks",
@@ -222,9 +223,15 @@ Expected<std::vector<int64_t>> parseTokens(StringRef s) {
   return out;
 }
 
-/// Builds the routing problem from the flags (file or generator).
-Expected<RoutingProblem> buildProblem(const char *argv0,
-                                      const MpiWorld &world, bool mpi) {
+/// The files a generated routing was built from (empty: none).
+struct GeneratorInputs {
+  std::string config, trace;
+};
+
+/// Builds the routing problem from the flags (file or generator); the model
+/// config and trace files it read land in `inputs`.
+Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
+                                      bool mpi, GeneratorInputs &inputs) {
   const bool fromFile = routingFile.getNumOccurrences() > 0;
   if (fromFile) {
     if (routingDist.getNumOccurrences())
@@ -258,6 +265,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
     if (!c)
       return c.takeError();
     config = *c;
+    inputs.config = c->path;
   }
   auto checkRange = [](const cl::opt<long long> &o, long long lo,
                        long long hi) -> Error {
@@ -270,9 +278,9 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
            std::tuple<const cl::opt<long long> *, long long, long long>>{
            {&ranksOpt, 1, 1 << 16},
            {&ranksPerNodeOpt, 1, 1 << 16},
-           {&expertsOpt, 1, 1 << 24},
-           {&topkOpt, 1, 4096},
-           {&hiddenOpt, 1, 1 << 24},
+           {&expertsOpt, 1, kMaxExperts},
+           {&topkOpt, 1, kMaxTopk},
+           {&hiddenOpt, 1, kMaxHidden},
            {&groupsOpt, 1, 1 << 24}})
     if (Error e = checkRange(*o, lo, hi))
       return std::move(e);
@@ -295,6 +303,13 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
   g.groups = groupsOpt.getNumOccurrences()     ? static_cast<int>(groupsOpt)
              : config && config->numGroups > 1 ? config->numGroups
                                                : 0;
+  // Named as given: E from a config is not --experts.
+  if (config && !expertsOpt.getNumOccurrences() && g.numExperts % g.ranks != 0)
+    return inputError(formatv("config {0}: moe.num_experts ({1}) must be a "
+                              "multiple of the ranks ({2}): E % W = {3}; "
+                              "choose --ranks or --experts",
+                              config->name, g.numExperts, g.ranks,
+                              g.numExperts % g.ranks));
   g.seed = seedOpt;
   if (tokensOpt.getNumOccurrences()) {
     Expected<std::vector<int64_t>> t = parseTokens(tokensOpt);
@@ -307,6 +322,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
     if (!file)
       return file.takeError();
     g.traceFile = *file;
+    inputs.trace = *file;
   }
   // Refused before the routing is even generated (moecomm-bench's counting
   // moves no payload and has no such limit).
@@ -314,7 +330,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0,
       g.tokens.size() == 1
           ? g.tokens[0] * g.ranks
           : std::accumulate(g.tokens.begin(), g.tokens.end(), int64_t(0));
-  if (Error e = checkFitsInMemory(totalTokens, g.hidden, g.topk))
+  if (Error e = checkFitsInMemory(totalTokens, g.hidden, g.topk, g.numExperts))
     return std::move(e);
   Expected<RoutingProblem> p = generateRouting(g);
   if (p && config)
@@ -437,7 +453,9 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      (long long)iterationsOpt)),
                   printer);
 
-  Expected<RoutingProblem> problem = buildProblem(argv0, world, mpi);
+  GeneratorInputs generatorInputs;
+  Expected<RoutingProblem> problem =
+      buildProblem(argv0, world, mpi, generatorInputs);
   if (!problem)
     return report(problem.takeError(), printer);
   state.problem = std::move(*problem);
@@ -464,7 +482,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      p.ranks, world.size)),
                   printer);
 
-  if (Error e = checkFitsInMemory(p.totalTokens(), p.hidden, p.topk))
+  if (Error e = checkFitsInMemory(p.totalTokens(), p.hidden, p.topk,
+                                  p.numExperts))
     return report(std::move(e), printer);
   if (!mpi && p.ranks > kMaxThreadRanks)
     return report(inputError(formatv("--backend threads runs at most {0} ranks "
@@ -476,6 +495,21 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   if (Error e = checkDistinctOutputs({{"--save-routing", saveRouting},
                                       {"--json", jsonFile},
                                       {"--dump", dumpDir}}))
+    return report(std::move(e), printer);
+  // Before anything is written (and on every MPI rank, before any rank
+  // writes): an output must not replace a file this run reads, some of
+  // which (the graph) are read only after the outputs are opened.
+  if (Error e = checkOutputsSpareInputs(
+          {{"routing file", routingFile},
+           {"graph", graphFile},
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+           {"--aot library", aotLibrary},
+#endif
+           {"model config", generatorInputs.config},
+           {"expert-load trace", generatorInputs.trace}},
+          {{"--save-routing", saveRouting},
+           {"--json", jsonFile},
+           {"--dump", dumpDir, isDumpFileName}}))
     return report(std::move(e), printer);
   if (printer && !saveRouting.empty())
     if (Error e = writeOutputFile(
@@ -516,9 +550,10 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     for (const std::vector<int64_t> &ids : p.topkIdx)
       work += static_cast<double>(ids.size()) * static_cast<double>(p.hidden);
     if (printer && !quiet && work > 5e7)
-      errs() << formatv("moecomm-run: computing the reference ({0} tokens x "
-                        "{1} slots x {2} hidden)...\n",
-                        p.totalTokens(), p.topk, p.hidden);
+      writeStderr(formatv("moecomm-run: computing the reference ({0} tokens "
+                          "x {1} slots x {2} hidden)...\n",
+                          p.totalTokens(), p.topk, p.hidden)
+                      .str());
     state.reference = computeReference(p);
   } else
     state.reference.problem = refProblem;
@@ -552,8 +587,9 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   if (!printer)
     return 0;
   if (!state.valid) {
-    errs() << "moecomm-run: error: the runtime accepted an invalid routing ("
-           << ref::validate(state.reference.problem) << ")\n";
+    printErrorLine("moecomm-run",
+                   "the runtime accepted an invalid routing (" +
+                       ref::validate(state.reference.problem) + ")");
     return 1;
   }
 
@@ -568,6 +604,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   info.backend = bo.kind;
   info.requestedStrategy = state.strategy;
   info.iterations = bo.iterations;
+  info.chunks = path.chunks();
   info.observesDispatch = path.observesDispatch();
   RunReport result = analyzeRun(p, state.reference, *run, path.passes());
   const bool jsonToStdout = jsonFile == "-";
@@ -588,6 +625,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
 int main(int argc, char **argv) {
   const bool printer = isReportingProcess();
   cl::HideUnrelatedOptions({&runCat, &genCat});
+  cl::AddExtraVersionPrinter(moecomm::printMoECommVersion);
   std::string parseError;
   if (!parseCommandLine(
           argc, argv,
@@ -651,10 +689,12 @@ int main(int argc, char **argv) {
   const int prepared = prepare(argv[0], world, mpi, state);
   int code = mpiMaxInt(world, prepared);
   if (code != 0 && prepared == 0 && printer)
-    errs() << formatv("moecomm-run: error: another MPI rank failed before the "
-                      "run (exit status {0}) with the same flags: its files "
-                      "differ from rank 0's; run it alone to see why\n",
-                      code);
+    printErrorLine("moecomm-run",
+                   formatv("another MPI rank failed before the run (exit "
+                           "status {0}) with the same flags: its files differ "
+                           "from rank 0's; run it alone to see why",
+                           code)
+                       .str());
   if (code == 0 && !mpiSameOnEveryRank(world, state.routingHash))
     code = report(inputError("the MPI ranks prepared different routings from "
                              "the same flags (routing or trace files differ "
