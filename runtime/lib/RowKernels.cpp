@@ -23,7 +23,8 @@ int64_t elementSize(moecommDataType_t type) {
     return 1;
   case moecommInt64:
     return 8;
-  case moecommDataTypeMaxEnum: // not a type
+  case moecommDataTypeMinEnum: // not a type
+  case moecommDataTypeMaxEnum:
     break;
   }
   return 0;

@@ -15,7 +15,8 @@ const char *strategyName(moecommStrategy_t strategy) {
     return "hierarchical";
   case moecommAuto:
     return "auto";
-  case moecommStrategyMaxEnum: // not a strategy
+  case moecommStrategyMinEnum: // not a strategy
+  case moecommStrategyMaxEnum:
     break;
   }
   return "unknown";
@@ -29,7 +30,8 @@ const char *scopeName(moecommScope_t scope) {
     return "intra_node";
   case moecommScopeInterNode:
     return "inter_node";
-  case moecommScopeMaxEnum: // not a scope
+  case moecommScopeMinEnum: // not a scope
+  case moecommScopeMaxEnum:
     break;
   }
   return "unknown";
@@ -43,7 +45,8 @@ const char *directionName(moecommDirection_t direction) {
     return "combine";
   case moecommDirectionAllToAll:
     return "all_to_all";
-  case moecommDirectionMaxEnum: // not a direction
+  case moecommDirectionMinEnum: // not a direction
+  case moecommDirectionMaxEnum:
     break;
   }
   return "unknown";
@@ -76,7 +79,8 @@ int64_t wireRowBytes(moecommDataType_t type, int64_t hidden) {
     return hidden + 4 * ((hidden + MOECOMM_FP8_BLOCK - 1) / MOECOMM_FP8_BLOCK);
   case moecommInt64:
     return 8 * hidden;
-  case moecommDataTypeMaxEnum: // not a type
+  case moecommDataTypeMinEnum: // not a type
+  case moecommDataTypeMaxEnum:
     break;
   }
   return 0;

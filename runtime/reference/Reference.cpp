@@ -354,7 +354,8 @@ int64_t rowBytes(moecommDataType_t type, int64_t hidden) {
     return hidden + 4 * ((hidden + 127) / 128);
   case moecommInt64:
     return 8 * hidden;
-  case moecommDataTypeMaxEnum: // not a type
+  case moecommDataTypeMinEnum: // not a type
+  case moecommDataTypeMaxEnum:
     break;
   }
   return 0;
