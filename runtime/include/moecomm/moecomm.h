@@ -214,7 +214,9 @@ moecommResult_t moecommCommGetTraffic(moecommComm_t comm, int global,
                                       moecommTraffic_t *traffic);
 moecommResult_t moecommCommResetTraffic(moecommComm_t comm);
 
-/** Collective sum of `count` int64 values over all ranks, in place. */
+/** Collective sum of `count` int64 values over all ranks, in place.
+ *  InvalidArgument (on every rank, values unchanged) when count < 0, count >
+ *  2^24, values is NULL with count > 0, or a sum overflows int64. */
 moecommResult_t moecommAllReduceSum(moecommComm_t comm, int64_t *values,
                                     int64_t count);
 /** Collective barrier. */
