@@ -33,6 +33,11 @@ std::string &moecomm::threadLastError() {
   return message;
 }
 
+Status &moecomm::threadLastFailure() {
+  thread_local Status failure;
+  return failure;
+}
+
 namespace {
 
 /// Starts `op` and returns it as a request, or finishes it (blocking).

@@ -1,6 +1,7 @@
 //===- Comm.cpp - The communicator behind moecommComm_t -------------------===//
 #include "Comm.h"
 
+#include "ApiBoundary.h"
 #include "Fp8.h"
 #include "RowKernels.h"
 #include "ThreadsTransport.h"
@@ -73,6 +74,7 @@ moecommResult_t Comm::finish(const Status &st) {
   if (st.ok())
     return moecommSuccess;
   lastError_ = st.message.empty() ? moecommGetErrorString(st.code) : st.message;
+  threadLastFailure() = Status::error(st.code, lastError_);
   if ((st.code == moecommSystemError || st.code == moecommInternalError) &&
       sticky_.ok())
     sticky_ = st;
