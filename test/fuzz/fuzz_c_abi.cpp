@@ -1,31 +1,39 @@
 //===- fuzz_c_abi.cpp - libFuzzer target for the runtime's C ABI ----------===//
 //
 // Decodes its input into a sequence of calls of moecomm.h, moecomm_nccl.h
-// and moecomm_compiled.h on a threads-backend communicator of one rank:
-// layouts with arbitrary counts, ids, weights and enum values (any int),
-// their queries, dispatch / combine (blocking and start/wait), the staged
-// primitives, all_to_all, the FP8 helpers, error strings, traffic, and the
-// compiled graphs' entry points with memref descriptors. Every call must
-// return (a result code or, for compiled code, a recorded status): a crash,
-// a sanitizer report, a leak or a hang is a bug in the runtime.
+// and moecomm_compiled.h on threads-backend communicators: the first byte
+// picks 1 rank, 2 ranks (1 or 2 per node) or 4 ranks (2 per node), one
+// thread per rank. Layouts with arbitrary counts, ids, weights and enum
+// values (any int), their queries, dispatch / combine (blocking and
+// start/wait), the staged primitives (pack / exchange / unpack per stage),
+// all_to_all, the FP8 helpers, error strings, traffic, the nccl header's
+// entry points, and the compiled graphs' entry points with memref
+// descriptors (NULL outputs as after a failed malloc). Every call must
+// return a documented result code with a message (compiled code: a
+// recorded status with a message); a crash, a sanitizer report, a leak or
+// a hang (libFuzzer's -timeout) is a bug in the runtime.
 //
-// The harness keeps the ABI's contract where the runtime cannot check it:
-// every buffer is as large as the shape it is passed with. A shape whose
-// byte count overflows int64 (which the runtime must reject) is passed with
-// a small buffer; a valid shape larger than kMaxBlockBytes is not passed
-// (it would only measure the allocator). Expert counts that the runtime
-// accepts stay small for the same reason (a layout holds E / W counters).
+// Every rank decodes the same bytes into the same calls, reading the same
+// number of bytes per call, with per-rank token counts and ids; a call the
+// harness skips is skipped by every rank (agreed with moecommAllReduceSum),
+// so collectives stay in step as the ABI requires. The harness also keeps
+// the contract the runtime cannot check: every buffer is as large as the
+// shape it is passed with. A shape whose byte count overflows int64 (the
+// runtime must reject it) is passed with a small buffer; a valid shape
+// larger than kMaxBlockBytes is not passed (it would only test the
+// allocator). Accepted expert counts stay small for the same reason (a
+// layout holds E / W counters).
 //
-// Build (clang-22; ASan + UBSan + libFuzzer, runtime only):
+// Build (clang-22; ASan + UBSan + libFuzzer; the runtime only):
 //   cmake --preset fuzz && cmake --build build-fuzz --target fuzz_c_abi
-// Seed corpus (a few hand-made programs, written by the target itself):
-//   build-fuzz/bin/fuzz_c_abi -write_seeds=test/fuzz/corpus-c-abi-seeds
+// Seed corpus (short programs for each topology, written by the target):
+//   mkdir -p build-fuzz/seeds-c-abi build-fuzz/corpus-c-abi
+//   build-fuzz/bin/fuzz_c_abi -write_seeds=build-fuzz/seeds-c-abi
 // Run for a bounded time (new inputs go to the first directory):
-//   mkdir -p build-fuzz/corpus-c-abi
-//   build-fuzz/bin/fuzz_c_abi build-fuzz/corpus-c-abi \
-//       test/fuzz/corpus-c-abi-seeds -max_total_time=300 -timeout=10 \
-//       -rss_limit_mb=4096 -print_final_stats=1
-// Reproduce a crash:  build-fuzz/bin/fuzz_c_abi crash-<sha1>
+//   build-fuzz/bin/fuzz_c_abi build-fuzz/corpus-c-abi build-fuzz/seeds-c-abi \
+//       -max_total_time=300 -timeout=10 -rss_limit_mb=4096 \
+//       -print_final_stats=1
+// Reproduce a finding:  build-fuzz/bin/fuzz_c_abi crash-<sha1>
 //
 //===----------------------------------------------------------------------===//
 #include "moecomm/moecomm.h"
@@ -40,6 +48,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -160,26 +169,33 @@ bool makeBlock(Input &in, int64_t wantRows, int64_t wantHidden, int wantType,
   const bool overflows = rows < 0 || hidden < 0 ||
                          __builtin_mul_overflow(rows, hidden, &elements) ||
                          __builtin_mul_overflow(elements, 8, &bytes);
-  if (!overflows && bytes > kMaxBlockBytes)
-    return false;
+  // Too large to allocate: decided after reading all of this block's input
+  // bytes, so that the ranks stay in step.
+  const bool tooLarge = !overflows && bytes > kMaxBlockBytes;
   // Must be rejected: a small buffer, never read if the runtime is right.
-  const int64_t words = overflows ? 8 : (bytes + 7) / 8;
+  const int64_t words = overflows || tooLarge ? 8 : (bytes + 7) / 8;
   // ceil(hidden / 128) without forming hidden + 127 (hidden may be huge).
-  const int64_t blocks =
-      overflows ? 2 : rows * (hidden / 128 + (hidden % 128 != 0));
+  const int64_t blocks = overflows || tooLarge
+                             ? 2
+                             : rows * (hidden / 128 + (hidden % 128 != 0));
   b.data.assign(std::max<int64_t>(words, 1), 0);
   b.scales.assign(std::max<int64_t>(blocks, 1), 1.0f);
-  // Some contents from the input (NaNs, infinities, subnormals).
+  // Some contents from the input (NaNs, infinities, subnormals). The same
+  // number of bytes whatever the shape: ranks of different shapes stay in
+  // step.
+  uint8_t pattern[16];
+  for (uint8_t &byte : pattern)
+    byte = in.u8();
   uint8_t *d = reinterpret_cast<uint8_t *>(b.data.data());
-  for (int64_t i = 0, n = std::min<int64_t>(words * 8, 64); i < n; ++i)
-    d[i] = in.u8();
+  for (int64_t i = 0, n = std::min<int64_t>(words * 8, 256); i < n; ++i)
+    d[i] = pattern[i % 16] ^ uint8_t(i / 16);
   if (!b.scales.empty() && in.chance(4))
     b.scales[0] = in.raw<float>();
   if (!in.chance(12))
     b.rows.data = b.data.data();
   if (!in.chance(12))
     b.rows.scales = b.scales.data();
-  return true;
+  return !tooLarge;
 }
 
 /// A layout desc with its routing storage.
@@ -190,8 +206,12 @@ struct Routing {
   moecommLayoutDesc_t desc{};
 };
 
-void makeRouting(Input &in, Routing &r) {
-  const int64_t T = in.u8() % 9;
+/// Rank `rank`'s routing: sizes and enums are the same on every rank unless
+/// the input makes them differ; token counts and ids differ per rank. Every
+/// rank reads the same number of input bytes.
+void makeRouting(Input &in, int rank, Routing &r) {
+  const uint8_t tBase = in.u8(), tStep = in.u8();
+  const int64_t T = (tBase + rank * tStep) % 9;
   const int K = 1 + in.u8() % 4;
   const int64_t expertChoices[] = {1, 2, 3, 4, 8, 16, 64};
   int64_t E = in.pick(expertChoices);
@@ -202,22 +222,25 @@ void makeRouting(Input &in, Routing &r) {
                            int64_t(1) << 40, 1 << 16};
     E = in.pick(odd);
   }
+  // Ids in [-1, E] (E is out of range) from a pattern, shifted per rank;
+  // 0xff in the pattern stands for an arbitrary int64.
+  uint8_t pattern[16];
+  for (uint8_t &byte : pattern)
+    byte = in.u8();
+  const int64_t anyId = in.raw<int64_t>();
+  const float anyWeight = in.raw<float>();
+  const int64_t span = std::min<int64_t>(std::max<int64_t>(E, 1), 64) + 2;
   r.ids64.resize(T * K);
   r.ids32.resize(T * K);
+  r.weights.resize(T * K);
   for (int64_t i = 0; i < T * K; ++i) {
-    int64_t id;
-    if (in.chance(16))
-      id = in.raw<int64_t>();
-    else
-      id = int64_t(in.u8() % (std::min<int64_t>(std::max<int64_t>(E, 1), 64) +
-                              2)) -
-           1;
+    const uint8_t b = pattern[i % 16];
+    const int64_t id =
+        b == 0xff ? anyId : int64_t((b + i / 16 + rank * 5) % span) - 1;
     r.ids64[i] = id;
     r.ids32[i] = static_cast<int32_t>(id);
+    r.weights[i] = b == 0xfe ? anyWeight : (b % 9) / 8.0f;
   }
-  r.weights.resize(T * K);
-  for (float &w : r.weights)
-    w = in.chance(8) ? in.raw<float>() : (in.u8() % 9) / 8.0f;
   moecommLayoutDesc_t &d = r.desc;
   d.numTokens = T;
   d.topk = K;
@@ -245,8 +268,8 @@ void makeRouting(Input &in, Routing &r) {
   } else if (in.chance(16)) {
     const int badK[] = {0, -1, INT_MIN};
     d.topk = in.pick(badK);
-  } else if (T == 0 && in.chance(8)) {
-    d.topk = INT_MAX; // nothing to read
+  } else if (const bool hugeK = in.chance(8); hugeK && T == 0) {
+    d.topk = INT_MAX; // nothing to read (other ranks: a K mismatch)
   }
 }
 
@@ -256,14 +279,19 @@ struct Pending {
   std::vector<std::unique_ptr<Block>> blocks;
 };
 
+/// One rank's calls. Every rank decodes the same input the same way (the
+/// same calls in the same order, as collectives require) and reads the
+/// same number of bytes in each call; sizes and ids differ per rank. A call
+/// that the harness skips (a buffer too large to allocate) is skipped by
+/// every rank, agreed with moecommAllReduceSum.
 class Session {
 public:
-  explicit Session(Input &in) : in_(in) {}
+  Session(Input &in, moecommThreadGroup_t group, int rank, int ranks,
+          int ranksPerNode)
+      : in_(in), group_(group), rank_(rank), W_(ranks), G_(ranksPerNode) {}
 
   bool open() {
-    if (moecommThreadGroupCreate(1, 1, &group_) != moecommSuccess)
-      return false;
-    if (moecommCommInitThreadRank(&comm_, group_, 0) != moecommSuccess)
+    if (moecommCommInitThreadRank(&comm_, group_, rank_) != moecommSuccess)
       return false;
     moecommCompiledBind(comm_);
     return true;
@@ -278,8 +306,6 @@ public:
       moecomm_rt_layout_release(l);
     if (comm_)
       moecommCommDestroy(comm_);
-    if (group_)
-      moecommThreadGroupDestroy(group_);
   }
 
   void step() {
@@ -317,6 +343,14 @@ public:
   }
 
 private:
+  /// Whether any rank skips the current call.
+  bool agreedSkip(bool mine) {
+    int64_t v = mine ? 1 : 0;
+    if (moecommAllReduceSum(comm_, &v, 1) != moecommSuccess)
+      __builtin_trap(); // a healthy communicator sums one value
+    return v > 0;
+  }
+
   moecommLayout_t anyLayout() {
     if (layouts_.empty() || in_.chance(16))
       return nullptr;
@@ -327,7 +361,7 @@ private:
     if (layouts_.size() >= 4)
       return;
     Routing r;
-    makeRouting(in_, r);
+    makeRouting(in_, rank_, r);
     moecommLayout_t l = nullptr;
     const bool nullDesc = in_.chance(32), nullOut = in_.chance(32);
     moecommResult_t res = moecommLayoutCreate(comm_, nullDesc ? nullptr
@@ -396,8 +430,9 @@ private:
     const int64_t H = hiddenSize();
     const int type = floatType();
     auto x = std::make_unique<Block>(), recv = std::make_unique<Block>();
-    if (!makeBlock(in_, info.numTokens, H, type, *x) ||
-        !makeBlock(in_, info.recvRows, H, type, *recv))
+    const bool okX = makeBlock(in_, info.numTokens, H, type, *x);
+    const bool okRecv = makeBlock(in_, info.recvRows, H, type, *recv);
+    if (agreedSkip(!okX || !okRecv))
       return;
     auto wire = static_cast<moecommDataType_t>(
         in_.chance(2) ? type : enumValue(in_, moecommFloat8E4M3));
@@ -417,8 +452,9 @@ private:
     const int64_t H = hiddenSize();
     const int type = floatType();
     auto y = std::make_unique<Block>(), out = std::make_unique<Block>();
-    if (!makeBlock(in_, info.recvRows, H, type, *y) ||
-        !makeBlock(in_, info.numTokens, H, type, *out))
+    const bool okY = makeBlock(in_, info.recvRows, H, type, *y);
+    const bool okOut = makeBlock(in_, info.numTokens, H, type, *out);
+    if (agreedSkip(!okY || !okOut))
       return;
     const int weighted = in_.chance(2) ? 1 : in_.raw<int32_t>();
     const moecommRows_t *yr = &y->rows;
@@ -431,24 +467,46 @@ private:
     });
   }
 
-  /// Pack / exchange / unpack with fuzzed direction and stage (one rank:
-  /// no stages, so only unpack has valid arguments).
+  /// Rows of stage `stage` of `dir` (0 when there is no such stage).
+  void stageRows(moecommLayout_t l, moecommDirection_t dir, int stage,
+                 int64_t &send, int64_t &recv) {
+    moecommScope_t scope;
+    send = recv = 0;
+    if (l && moecommLayoutStage(l, dir, stage, &scope, &send, &recv) !=
+                 moecommSuccess)
+      send = recv = 0;
+  }
+
+  /// Pack / exchange / unpack with fuzzed direction and stage, with blocks
+  /// sized for that stage (when it exists).
   void staged() {
     moecommLayout_t l = anyLayout();
-    moecommLayoutInfo_t info = infoOf(l);
-    auto dir = static_cast<moecommDirection_t>(enumValue(in_, 2));
-    const int stage = in_.raw<int8_t>();
+    const moecommLayoutInfo_t info = infoOf(l);
+    const auto dir = static_cast<moecommDirection_t>(enumValue(in_, 2));
+    const int stage = in_.chance(2) ? in_.u8() % 3 : in_.raw<int8_t>();
+    const bool disp = dir == moecommDirectionDispatch;
+    // The first input and the last output of the direction.
+    const int64_t first = disp ? info.numTokens : info.recvRows;
+    const int64_t last = disp ? info.recvRows : info.numTokens;
+    int64_t send = 0, recv = 0, prevRecv = first, lastRecv = first, unused;
+    stageRows(l, dir, stage, send, recv);
+    if (stage > 0)
+      stageRows(l, dir, stage - 1, unused, prevRecv);
+    if (info.numStages > 0)
+      stageRows(l, dir, info.numStages - 1, unused, lastRecv);
+    const int op = in_.u8() % 3;
     const int64_t H = hiddenSize();
     const int type = floatType();
-    const bool dispatchDir = dir == moecommDirectionDispatch;
+    const int outType = in_.chance(4) ? moecommFloat8E4M3 : type;
+    const int64_t wantA[] = {prevRecv, send, lastRecv};
+    const int64_t wantB[] = {send, recv, last};
     Block a, b;
-    if (!makeBlock(in_, dispatchDir ? info.numTokens : info.recvRows, H, type,
-                   a) ||
-        !makeBlock(in_, dispatchDir ? info.recvRows : info.numTokens, H,
-                   in_.chance(4) ? moecommFloat8E4M3 : type, b))
-      return;
+    const bool okA = makeBlock(in_, wantA[op], H, op == 1 ? outType : type, a);
+    const bool okB = makeBlock(in_, wantB[op], H, op == 0 ? outType : type, b);
     const int weighted = in_.u8() % 2;
-    switch (in_.u8() % 3) {
+    if (agreedSkip(!okA || !okB))
+      return;
+    switch (op) {
     case 0:
       checkResult(moecommPack(comm_, l, dir, stage, &a.rows, weighted, &b.rows,
                               nullptr));
@@ -464,18 +522,32 @@ private:
   }
 
   void allToAll() {
-    int64_t send = in_.chance(4) ? in_.pick(kOddSizes) : in_.u8() % 5;
-    int64_t recv = in_.chance(8) ? in_.pick(kOddSizes) : send;
-    int64_t learnt = -7;
-    checkResult(moecommAllToAllCounts(comm_, in_.chance(16) ? nullptr : &send,
-                                      &learnt));
+    std::vector<int64_t> send(W_), learnt(W_, -7);
+    for (int d = 0; d < W_; ++d)
+      send[d] = (in_.u8() + rank_ * 3 + d) % 5;
+    if (const bool odd = in_.chance(8); odd)
+      send[in_.u8() % W_] = in_.pick(kOddSizes);
+    checkResult(moecommAllToAllCounts(
+        comm_, in_.chance(16) ? nullptr : send.data(), learnt.data()));
+    std::vector<int64_t> recv = learnt;
+    if (const bool odd = in_.chance(8); odd)
+      recv[in_.u8() % W_] = in_.pick(kOddSizes);
+    // Row counts as the runtime must see them (a sum that overflows or a
+    // negative count: the call must fail, the blocks are never used).
+    auto total = [](const std::vector<int64_t> &counts) {
+      int64_t t = 0;
+      for (int64_t c : counts)
+        if (c < 0 || __builtin_add_overflow(t, c, &t))
+          return int64_t(-1);
+      return t;
+    };
     const int64_t H = hiddenSize();
     const int type = in_.chance(4) ? moecommFloat8E4M3 : floatType();
     auto s = std::make_unique<Block>(), r = std::make_unique<Block>();
-    if (!makeBlock(in_, send, H, type, *s) ||
-        !makeBlock(in_, recv, H, type, *r))
+    const bool okS = makeBlock(in_, total(send), H, type, *s);
+    const bool okR = makeBlock(in_, total(recv), H, type, *r);
+    if (agreedSkip(!okS || !okR))
       return;
-    std::vector<int64_t> counts = {send, recv};
     const moecommRows_t *sr = &s->rows;
     moecommRows_t *rr = &r->rows;
     std::vector<std::unique_ptr<Block>> blocks;
@@ -483,7 +555,7 @@ private:
     blocks.push_back(std::move(r));
     // The start call copies the counts; only the rows stay in use.
     runOrStart(std::move(blocks), [&](moecommRequest_t *req) {
-      return moecommAllToAllStart(comm_, sr, &counts[0], rr, &counts[1],
+      return moecommAllToAllStart(comm_, sr, send.data(), rr, recv.data(),
                                   nullptr, req);
     });
   }
@@ -492,12 +564,16 @@ private:
     const int64_t T = in_.u8() % 5, H = hiddenSize();
     Block a, b;
     const bool quantize = in_.chance(2);
-    if (!makeBlock(in_, T, H, quantize ? floatType() : moecommFloat8E4M3, a) ||
-        !makeBlock(in_, T, H, quantize ? moecommFloat8E4M3 : floatType(), b))
+    const int wide = floatType();
+    const bool okA =
+        makeBlock(in_, T, H, quantize ? wide : moecommFloat8E4M3, a);
+    const bool okB =
+        makeBlock(in_, T, H, quantize ? moecommFloat8E4M3 : wide, b);
+    const bool nullOut = in_.chance(32);
+    if (!okA || !okB) // local calls: no rank waits for this one
       return;
     if (quantize)
-      checkResult(moecommQuantizeFp8(&a.rows, in_.chance(32) ? nullptr
-                                                             : &b.rows));
+      checkResult(moecommQuantizeFp8(&a.rows, nullOut ? nullptr : &b.rows));
     else
       checkResult(moecommDequantizeFp8(&a.rows, &b.rows));
   }
@@ -560,7 +636,9 @@ private:
         checkResult(moecommThreadGroupDestroy(g));
       moecommComm_t c = nullptr;
       checkResult(moecommCommInitThreadRank(&c, nullptr, 0));
-      checkResult(moecommCommInitThreadRank(&c, group_, in_.raw<int8_t>() | 1));
+      // Ranks outside [0, W) (valid ones have joined already).
+      checkResult(moecommCommInitThreadRank(
+          &c, group_, in_.chance(2) ? -1 - in_.u8() : W_ + in_.u8()));
       checkResult(moecommWait(nullptr));
       checkResult(moecommLayoutDestroy(nullptr));
       break;
@@ -603,18 +681,20 @@ private:
     if (compiledLayouts_.size() >= 4)
       return;
     Routing r;
-    makeRouting(in_, r);
+    makeRouting(in_, rank_, r);
     const int64_t T = r.ids64.size() / std::max(1, r.desc.topk);
     const int64_t K = r.desc.topk;
-    if (r.desc.numTokens != T || K < 1 || K > 4)
-      return; // descriptors always describe their buffer
+    // Descriptors always describe their buffer (K differs per rank when
+    // one rank's K is INT_MAX).
+    if (agreedSkip(r.desc.numTokens != T || K < 1 || K > 4))
+      return;
     moecommMemRef2D idx = ref2(r.ids64.data(), T, K);
     moecommMemRef2D idx32 = ref2(r.ids32.data(), T, K);
     moecommMemRef2D w = ref2(r.weights.data(), T, K);
     if (in_.chance(8))
       w.sizes[1] = std::max<int64_t>(K - 1, 0); // a smaller matching view
-    const int64_t ranks = in_.chance(8) ? in_.raw<int8_t>() : 1;
-    const int64_t perNode = in_.chance(8) ? in_.raw<int8_t>() : 1;
+    const int64_t ranks = in_.chance(8) ? in_.raw<int8_t>() : W_;
+    const int64_t perNode = in_.chance(8) ? in_.raw<int8_t>() : G_;
     void *l = in_.chance(2)
                   ? _mlir_ciface_moecomm_rt_layout_i64(
                         &idx, &w, ranks, perNode, r.desc.numExperts,
@@ -698,12 +778,15 @@ private:
       break;
     }
     case 6: {
-      int64_t send[1] = {in_.chance(4) ? in_.raw<int64_t>() : in_.u8() % 5};
-      int64_t recv[1] = {0};
-      moecommMemRef1D sm = ref1(send, 1);
-      moecommMemRef1D rm = ref1(failedAlloc ? nullptr : recv, 1);
+      std::vector<int64_t> send(W_), recv(W_);
+      for (int d = 0; d < W_; ++d)
+        send[d] = (in_.u8() + rank_) % 5;
+      if (const bool odd = in_.chance(4); odd)
+        send[0] = in_.raw<int64_t>();
+      moecommMemRef1D sm = ref1(send.data(), W_);
+      moecommMemRef1D rm = ref1(failedAlloc ? nullptr : recv.data(), W_);
       (void)_mlir_ciface_moecomm_rt_all_to_all_counts_i64(
-          in_.chance(8) ? in_.raw<int8_t>() : 1, 1, &sm, &rm);
+          in_.chance(8) ? in_.raw<int8_t>() : W_, G_, &sm, &rm);
       break;
     }
     default: {
@@ -723,8 +806,10 @@ private:
 
   void nccl() {
     Block a, b;
-    if (!makeBlock(in_, in_.u8() % 3, hiddenSize(), floatType(), a) ||
-        !makeBlock(in_, a.rows.rows, a.rows.hidden, moecommFloat8E4M3, b))
+    const int64_t T = in_.u8() % 3, H = hiddenSize();
+    const bool okA = makeBlock(in_, T, H, floatType(), a);
+    const bool okB = makeBlock(in_, T, H, moecommFloat8E4M3, b);
+    if (agreedSkip(!okA || !okB))
       return;
     checkResult(moecommQuantizeFp8Device(comm_, &a.rows, &b.rows, nullptr));
     checkResult(moecommDequantizeFp8Device(comm_, &b.rows, &a.rows, nullptr));
@@ -758,16 +843,18 @@ private:
   }
 
   Input &in_;
-  moecommThreadGroup_t group_ = nullptr;
+  moecommThreadGroup_t group_;
+  const int rank_, W_, G_;
   moecommComm_t comm_ = nullptr;
   std::vector<moecommLayout_t> layouts_;
   std::vector<void *> compiledLayouts_;
   std::vector<Pending> pending_;
 };
 
-/// Seeds: short programs that reach each kind of call with valid arguments.
+/// Seeds: short programs starting with each kind of call (layouts first),
+/// for each topology; libFuzzer's coverage feedback takes it from there.
 void writeSeeds(const char *dir) {
-  const std::vector<std::vector<uint8_t>> seeds = {
+  const std::vector<std::vector<uint8_t>> programs = {
       // layout (T=4, K=2, E=4, ...), info, dispatch, combine, wait, destroy
       {0, 4, 1, 3, 1, 2, 1, 0, 3, 2, 1, 0, 3, 1, 2, 1, 1, 2, 2, 1, 1,
        1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 3, 0, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -778,13 +865,16 @@ void writeSeeds(const char *dir) {
       // all_to_all, fp8, misc, nccl
       {7, 2, 1, 1, 1, 1, 1, 1, 1, 8, 2, 3, 0, 1, 1, 1, 1, 1, 1, 9, 1,
        3, 1, 1, 2, 3, 9, 0, 255, 255, 255, 255, 15, 1, 1, 1, 1, 1, 1, 1}};
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    std::string path = std::string(dir) + "/seed-" + std::to_string(i);
-    if (FILE *f = std::fopen(path.c_str(), "wb")) {
-      std::fwrite(seeds[i].data(), 1, seeds[i].size(), f);
-      std::fclose(f);
+  for (uint8_t topology = 0; topology < 4; ++topology)
+    for (size_t i = 0; i < programs.size(); ++i) {
+      std::string path = std::string(dir) + "/seed-" +
+                         std::to_string(topology) + "-" + std::to_string(i);
+      if (FILE *f = std::fopen(path.c_str(), "wb")) {
+        std::fputc(topology, f);
+        std::fwrite(programs[i].data(), 1, programs[i].size(), f);
+        std::fclose(f);
+      }
     }
-  }
 }
 
 } // namespace
@@ -799,11 +889,29 @@ extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  Input in(data, size);
-  Session session(in);
-  if (!session.open())
-    __builtin_trap(); // one rank on the threads backend always works
-  for (int steps = 0; steps < 64 && !in.empty(); ++steps)
-    session.step();
+  if (size == 0)
+    return 0;
+  // The first byte chooses the ranks (threads) and ranks per node.
+  const int topologies[][2] = {{1, 1}, {2, 1}, {2, 2}, {4, 2}};
+  const int W = topologies[data[0] % 4][0], G = topologies[data[0] % 4][1];
+  moecommThreadGroup_t group = nullptr;
+  if (moecommThreadGroupCreate(W, G, &group) != moecommSuccess)
+    __builtin_trap();
+  auto runRank = [&](int rank) {
+    Input in(data + 1, size - 1);
+    Session session(in, group, rank, W, G);
+    if (!session.open())
+      __builtin_trap(); // the threads backend always makes a communicator
+    for (int steps = 0; steps < 64 && !in.empty(); ++steps)
+      session.step();
+  };
+  std::vector<std::thread> threads;
+  for (int r = 1; r < W; ++r)
+    threads.emplace_back(runRank, r);
+  runRank(0);
+  for (std::thread &t : threads)
+    t.join();
+  if (moecommThreadGroupDestroy(group) != moecommSuccess)
+    __builtin_trap();
   return 0;
 }
