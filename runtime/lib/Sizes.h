@@ -33,6 +33,11 @@ inline bool blockFits(int64_t rows, int64_t cols) {
   return elements <= INT64_MAX / kMaxElementBytes;
 }
 
+/// a * b when it fits in int64 (into `out`); false when it overflows.
+inline bool checkedMul(int64_t a, int64_t b, int64_t &out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
 /// a + b when it fits in int64 (into `out`); false when it overflows.
 inline bool checkedAdd(int64_t a, int64_t b, int64_t &out) {
   return !__builtin_add_overflow(a, b, &out);
