@@ -24,16 +24,18 @@
 // allocator). Accepted expert counts stay small for the same reason (a
 // layout holds E / W counters).
 //
-// Build (clang-22; ASan + UBSan + libFuzzer; the runtime only):
+// Build and run for a bounded time (clang-22, the fuzz preset: ASan + UBSan
+// + libFuzzer; findings and a triage in build-fuzz/fuzz/fuzz_c_abi/):
+//   scripts/fuzz.sh 300 fuzz_c_abi
+// or by hand (new inputs go to the first directory):
 //   cmake --preset fuzz && cmake --build build-fuzz --target fuzz_c_abi
-// Seed corpus (short programs for each topology, written by the target):
-//   mkdir -p build-fuzz/seeds-c-abi build-fuzz/corpus-c-abi
-//   build-fuzz/bin/fuzz_c_abi -write_seeds=build-fuzz/seeds-c-abi
-// Run for a bounded time (new inputs go to the first directory):
-//   build-fuzz/bin/fuzz_c_abi build-fuzz/corpus-c-abi build-fuzz/seeds-c-abi \
-//       -max_total_time=300 -timeout=10 -rss_limit_mb=4096 \
-//       -print_final_stats=1
+//   mkdir -p build-fuzz/corpus-c-abi
+//   build-fuzz/bin/fuzz_c_abi build-fuzz/corpus-c-abi \
+//       test/fuzz/seeds/fuzz_c_abi -max_total_time=300 -timeout=10 \
+//       -rss_limit_mb=4096 -print_final_stats=1
 // Reproduce a finding:  build-fuzz/bin/fuzz_c_abi crash-<sha1>
+// The seeds (short programs for each topology) are written by the target:
+//   build-fuzz/bin/fuzz_c_abi -write_seeds=test/fuzz/seeds/fuzz_c_abi
 //
 //===----------------------------------------------------------------------===//
 #include "moecomm/moecomm.h"
