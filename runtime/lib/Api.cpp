@@ -9,6 +9,7 @@
 #include "ApiBoundary.h"
 #include "Comm.h"
 #include "Ops.h"
+#include "Sizes.h"
 #include "ThreadsTransport.h"
 
 #ifdef MOECOMM_HAVE_MPI
@@ -30,6 +31,11 @@ struct moecommThreadGroup {
 std::string &moecomm::threadLastError() {
   thread_local std::string message;
   return message;
+}
+
+Status &moecomm::threadLastFailure() {
+  thread_local Status failure;
+  return failure;
 }
 
 namespace {
@@ -286,12 +292,15 @@ moecommResult_t moecommAllReduceSum(moecommComm_t comm, int64_t *values,
     std::vector<int64_t> all((size_t)count * c.size());
     if (Status st = c.allGather(values, count * 8, all.data()); !st.ok())
       return st;
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t s = 0;
+    // Every rank sums the same gathered values, so an overflow is found on
+    // every rank alike: all return the error and no value is written.
+    std::vector<int64_t> sums(count, 0);
+    for (int64_t i = 0; i < count; ++i)
       for (int r = 0; r < c.size(); ++r)
-        s += all[(size_t)r * count + i];
-      values[i] = s;
-    }
+        if (!checkedAdd(sums[i], all[(size_t)r * count + i], sums[i]))
+          return invalidArgument(cat("the sum of values[", i,
+                                     "] over all ranks overflows int64"));
+    std::copy(sums.begin(), sums.end(), values);
     return Status::success();
   });
 }

@@ -22,9 +22,16 @@ namespace moecomm {
 /// (returned by moecommCommGetLastError(NULL)).
 std::string &threadLastError();
 
+/// The failure of the latest entry point that failed on this thread, with
+/// or without a communicator (set by failNoComm and Comm::finish): the one
+/// place the compiled ABI reads a failed call's code and message from,
+/// whichever kind of call it made.
+Status &threadLastFailure();
+
 /// Records `st` as the thread's last error and returns its code.
 inline moecommResult_t failNoComm(const Status &st) {
   threadLastError() = st.message;
+  threadLastFailure() = st;
   return st.code;
 }
 

@@ -1,6 +1,7 @@
 //===- Comm.cpp - The communicator behind moecommComm_t -------------------===//
 #include "Comm.h"
 
+#include "ApiBoundary.h"
 #include "Fp8.h"
 #include "RowKernels.h"
 #include "ThreadsTransport.h"
@@ -73,6 +74,7 @@ moecommResult_t Comm::finish(const Status &st) {
   if (st.ok())
     return moecommSuccess;
   lastError_ = st.message.empty() ? moecommGetErrorString(st.code) : st.message;
+  threadLastFailure() = Status::error(st.code, lastError_);
   if ((st.code == moecommSystemError || st.code == moecommInternalError) &&
       sticky_.ok())
     sticky_ = st;
@@ -184,6 +186,8 @@ void Comm::release(std::unique_ptr<uint8_t[]> mem, int64_t capacity) {
 RowBuffer RowBuffer::make(Comm &comm, int64_t n, int64_t hidden,
                           moecommDataType_t type) {
   RowBuffer b;
+  // Fits in int64: dispatch and combine agree on Sizes.h's blockFits for
+  // every stage's rows before they start (checkStageBlocks in Ops.cpp).
   int64_t dataBytes = n * hidden * elementSize(type);
   int64_t padded = (dataBytes + 63) / 64 * 64;
   int64_t scaleBytes =

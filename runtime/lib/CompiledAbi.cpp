@@ -7,7 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ApiBoundary.h"
 #include "RowKernels.h"
+#include "Sizes.h"
 #include "moecomm/moecomm_compiled.h"
 
 #include <string>
@@ -32,11 +34,14 @@ void fail(moecommResult_t code, const std::string &message) {
   firstMessage = message;
 }
 
-/// Records a failed local API call with the communicator's message.
+/// Records a failed runtime call with its message. Calls with a
+/// communicator keep their message on it, calls without one (layout
+/// queries, FP8 helpers) on the thread; both also record it as the thread's
+/// last failure, which is where it is read from, whichever kind failed.
 bool ok(moecommResult_t result) {
   if (result == moecommSuccess)
     return true;
-  fail(result, moecommCommGetLastError(boundComm));
+  fail(result, moecomm::threadLastFailure().message);
   return false;
 }
 
@@ -105,6 +110,30 @@ bool contiguous1D(const moecommMemRef1D *m) {
   if (m->sizes[0] <= 1 || m->strides[0] == 1)
     return true;
   fail(moecommInvalidArgument, "compiled code passed a strided vector");
+  return false;
+}
+
+std::string shapeOf(const moecommMemRef1D *m) {
+  return "[" + std::to_string(m->sizes[0]) + "]";
+}
+std::string shapeOf(const moecommMemRef2D *m) {
+  return "[" + std::to_string(m->sizes[0]) + "][" +
+         std::to_string(m->sizes[1]) + "]";
+}
+
+/// Compiled code allocates the buffers it writes (memref.alloc, i.e.
+/// malloc) and passes them on unchecked, so an output buffer without
+/// memory but with elements is an allocation that failed: a system error,
+/// not a malformed argument. `what` names the buffer.
+template <typename MemRef> bool allocated(const MemRef *m, const char *what) {
+  if (!m || m->aligned)
+    return true;
+  for (int64_t size : m->sizes)
+    if (size == 0)
+      return true;
+  fail(moecommSystemError, std::string("out of memory: compiled code could "
+                                       "not allocate ") +
+                               what + " " + shapeOf(m));
   return false;
 }
 
@@ -179,6 +208,20 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
     shareError(rejectLayout);
     return nullptr;
   }
+  // The runtime reads [T][K] weights for [T][K] ids, with K as int32.
+  if (weightRows.rows != idxRows.rows || weightRows.hidden != idxRows.hidden) {
+    fail(moecommInvalidArgument, "compiled code passed topk_weights " +
+                                     shapeOf(weights) + " for topk_idx " +
+                                     shapeOf(idx));
+    shareError(rejectLayout);
+    return nullptr;
+  }
+  if (idxRows.hidden > INT32_MAX) {
+    fail(moecommInvalidArgument,
+         "topk_idx " + shapeOf(idx) + " has more than 2^31 - 1 columns (top-k)");
+    shareError(rejectLayout);
+    return nullptr;
+  }
   moecommLayoutDesc_t desc = {};
   desc.numTokens = idxRows.rows;
   desc.topk = static_cast<int32_t>(idxRows.hidden);
@@ -211,7 +254,8 @@ void gather(void *layout, int32_t direction, int64_t step, int32_t weighted,
   if (stopped() || !layout)
     return;
   moecommRows_t src, dst;
-  if (!rowsOf(in, inType, inScales, &src) ||
+  if (!allocated(out, "gather rows") || !allocated(outScales, "gather scales") ||
+      !rowsOf(in, inType, inScales, &src) ||
       !rowsOf(out, outType, outScales, &dst))
     return;
   auto dir = static_cast<moecommDirection_t>(direction);
@@ -247,7 +291,9 @@ void *exchange(bool start, void *layout, int32_t direction, int64_t stage,
   if (!layout || (stopped() && shareError(reject)))
     return nullptr;
   moecommRows_t src, dst;
-  if (!rowsOf(send, type, sendScales, &src) ||
+  if (!allocated(recv, "exchange rows") ||
+      !allocated(recvScales, "exchange scales") ||
+      !rowsOf(send, type, sendScales, &src) ||
       !rowsOf(recv, type, recvScales, &dst)) {
     shareError(reject);
     return nullptr;
@@ -260,19 +306,17 @@ void convertFp8(bool quantize, moecommMemRef2D *rows, moecommDataType_t type,
                 moecommMemRef2D *q, moecommMemRef2D *scales) {
   if (stopped())
     return;
+  const bool outOk = quantize ? allocated(q, "quantized rows") &&
+                                    allocated(scales, "quantization scales")
+                              : allocated(rows, "dequantized rows");
   moecommRows_t wide, narrow;
-  if (!rowsOf(rows, type, nullptr, &wide) ||
+  if (!outOk || !rowsOf(rows, type, nullptr, &wide) ||
       !rowsOf(q, moecommFloat8E4M3, scales, &narrow))
     return;
-  if (quantize) {
-    moecommResult_t r = moecommQuantizeFp8(&wide, &narrow);
-    if (r != moecommSuccess)
-      fail(r, "moecomm_rt_quantize: rows do not match");
-  } else {
-    moecommResult_t r = moecommDequantizeFp8(&narrow, &wide);
-    if (r != moecommSuccess)
-      fail(r, "moecomm_rt_dequantize: rows do not match");
-  }
+  if (quantize)
+    ok(moecommQuantizeFp8(&wide, &narrow));
+  else
+    ok(moecommDequantizeFp8(&narrow, &wide));
 }
 
 /// All-to-all counts as int64, whatever the IR's count type.
@@ -325,16 +369,23 @@ int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
     return 0;
   std::vector<int64_t> send;
   if (!a2aTopology(ranks, ranksPerNode) ||
-      !countsOf(sendCounts, type, ranks, send) || !contiguous1D(recvCounts)) {
+      !countsOf(sendCounts, type, ranks, send) ||
+      !allocated(recvCounts, "all_to_all recv counts") ||
+      !contiguous1D(recvCounts)) {
     shareError(rejectCounts);
     return 0;
   }
   auto *recv = static_cast<int64_t *>(base(recvCounts, moecommInt64));
   if (!collective(moecommAllToAllCounts(boundComm, send.data(), recv)))
     return 0;
+  // Each source's count is checked by its sender; their sum is this rank's.
   int64_t total = 0;
   for (int64_t i = 0; i < ranks; ++i)
-    total += recv[i];
+    if (!moecomm::checkedAdd(total, recv[i], total)) {
+      fail(moecommInvalidArgument, "all_to_all receives more than 2^63 - 1 "
+                                   "rows in total");
+      return 0;
+    }
   return total;
 }
 
@@ -354,7 +405,8 @@ void allToAll(int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,
     return;
   std::vector<int64_t> sendN, recvN;
   moecommRows_t src, dst;
-  if (!a2aTopology(ranks, ranksPerNode) ||
+  if (!allocated(recv, "all_to_all rows") ||
+      !a2aTopology(ranks, ranksPerNode) ||
       !countsOf(sendCounts, countType, ranks, sendN) ||
       !countsOf(recvCounts, moecommInt64, ranks, recvN) ||
       !rowsOf(send, type, nullptr, &src) ||
@@ -377,7 +429,8 @@ void oneShot(void *layout, moecommMemRef2D *in, moecommMemRef2D *out,
   if (!layout || (stopped() && shareError(reject)))
     return;
   moecommRows_t src, dst;
-  if (!rowsOf(in, type, nullptr, &src) || !rowsOf(out, type, nullptr, &dst)) {
+  if (!allocated(out, "output rows") || !rowsOf(in, type, nullptr, &src) ||
+      !rowsOf(out, type, nullptr, &dst)) {
     shareError(reject);
     return;
   }
@@ -455,7 +508,8 @@ int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
 }
 
 void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
-  if (stopped() || !layout || !contiguous1D(out))
+  if (stopped() || !layout || !allocated(out, "recv_weights") ||
+      !contiguous1D(out))
     return;
   ok(moecommLayoutRecvWeights(asLayout(layout),
                               static_cast<float *>(base(out, moecommFloat32))));
@@ -463,7 +517,8 @@ void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
 
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out) {
-  if (stopped() || !layout || !contiguous1D(out))
+  if (stopped() || !layout || !allocated(out, "tokens_per_expert") ||
+      !contiguous1D(out))
     return;
   ok(moecommLayoutTokensPerExpert(
       asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));

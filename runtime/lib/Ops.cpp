@@ -11,8 +11,10 @@
 #include "Fp8.h"
 #include "Routing.h"
 #include "RowKernels.h"
+#include "Sizes.h"
 #include "moecomm/CostModel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <numeric>
@@ -188,6 +190,9 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
     else if (desc->hidden < 0)
       local = invalidArgument(
           cat("rank ", me, ": hidden must be >= 0, got ", desc->hidden));
+    else if (!blockFits(1, desc->hidden)) // auto's cost model sizes its rows
+      local = invalidArgument(cat("rank ", me, ": hidden ", desc->hidden,
+                                  " is more bytes per row than memory holds"));
     else if (copied.ok()) // never read device memory on the host
       local = validateRouting(topo, me, view, desc->capacity);
   }
@@ -542,6 +547,25 @@ Status postDevice(std::unique_ptr<DeviceOperation> devOp,
   return Status::success();
 }
 
+/// The staged operation allocates a block per stage (rows from several
+/// sources, a relay's rows for others): each must be addressable, like the
+/// caller's blocks, and every rank must know before anything moves.
+Status checkStageBlocks(const moecommLayout &layout, moecommDirection_t dir,
+                        int64_t H) {
+  const DirectionPlan &dp =
+      dir == moecommDirectionDispatch ? layout.plan.dispatch
+                                      : layout.plan.combine;
+  for (size_t s = 0; s < dp.stages.size(); ++s) {
+    const int64_t n =
+        std::max(dp.stages[s].sendRows(), dp.stages[s].recvRows());
+    if (!blockFits(n, H))
+      return invalidArgument(cat("stage ", s, " of ", directionName(dir),
+                                 " moves ", n, " rows of hidden size ", H,
+                                 ": more bytes than memory holds"));
+  }
+  return Status::success();
+}
+
 const char *const kDispatchFields[] = {"the layout", "hidden", "the data type",
                                        "the wire type"};
 const char *const kCombineFields[] = {"the layout", "hidden", "the data type",
@@ -575,6 +599,9 @@ Status startDispatch(Comm &comm, const moecommLayout *layout,
     local = onRank(comm.rank(),
                    invalidArgument(cat("recv has type ", (int)recv->type,
                                        ", expected x's type ", (int)x->type)));
+  if (local.ok())
+    local = onRank(comm.rank(),
+                   checkStageBlocks(*layout, moecommDirectionDispatch, H));
   DeviceEngine *dev = comm.transport().deviceEngine();
   std::unique_ptr<DeviceOperation> devOp;
   if (local.ok() && dev)
@@ -621,6 +648,9 @@ Status startCombine(Comm &comm, const moecommLayout *layout,
     local = onRank(comm.rank(),
                    invalidArgument(cat("out has type ", (int)out->type,
                                        ", expected y's type ", (int)y->type)));
+  if (local.ok())
+    local = onRank(comm.rank(),
+                   checkStageBlocks(*layout, moecommDirectionCombine, H));
   DeviceEngine *dev = comm.transport().deviceEngine();
   std::unique_ptr<DeviceOperation> devOp;
   if (local.ok() && dev)
@@ -657,7 +687,7 @@ Status checkCounts(const Comm &comm, const int64_t *counts, const char *what) {
       return invalidArgument(cat("rank ", comm.rank(), ": ", what, "[", r,
                                  "] is negative (", counts[r], ")"));
     // A wrapped sum could match the buffer's row count.
-    if (__builtin_add_overflow(total, counts[r], &total))
+    if (!checkedAdd(total, counts[r], total))
       return invalidArgument(cat("rank ", comm.rank(), ": the sum of ", what,
                                  " overflows int64"));
   }

@@ -45,7 +45,8 @@ std::vector<int> scopeGroup(const Topology &topo, moecommScope_t scope,
     for (int n = 0; n < topo.nodes(); ++n)
       g.push_back(n * G + topo.localRank(rank));
     break;
-  case moecommScopeMaxEnum: // not a scope: no group
+  case moecommScopeMinEnum: // not a scope: no group
+  case moecommScopeMaxEnum:
     break;
   }
   return g;

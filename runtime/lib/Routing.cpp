@@ -1,6 +1,8 @@
 //===- Routing.cpp - Routing validation -----------------------------------===//
 #include "Routing.h"
 
+#include "Sizes.h"
+
 #include <cstdint>
 
 namespace moecomm {
@@ -20,6 +22,12 @@ Status validateRouting(const Topology &topo, int rank,
   if (routing.numTokens < 0)
     return invalidArgument(cat("rank ", rank, ": num_tokens must be >= 0, got ",
                                routing.numTokens));
+  // Before any id is read: a [T][K] array whose size overflows cannot be
+  // the caller's buffer, and T * K would wrap while indexing it.
+  if (!blockFits(routing.numTokens, K))
+    return invalidArgument(cat("rank ", rank, ": num_tokens ",
+                               routing.numTokens, " x topk ", K,
+                               " ids are more bytes than memory holds"));
   if (capacity < 0)
     return invalidArgument(
         cat("rank ", rank, ": capacity must be >= 0, got ", capacity));

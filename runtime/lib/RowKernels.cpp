@@ -1,6 +1,7 @@
 //===- RowKernels.cpp - CPU row gather / reduce / conversion --------------===//
 #include "RowKernels.h"
 #include "Fp8.h"
+#include "Sizes.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +24,8 @@ int64_t elementSize(moecommDataType_t type) {
     return 1;
   case moecommInt64:
     return 8;
-  case moecommDataTypeMaxEnum: // not a type
+  case moecommDataTypeMinEnum: // not a type
+  case moecommDataTypeMaxEnum:
     break;
   }
   return 0;
@@ -40,10 +42,9 @@ Status checkRows(const moecommRows_t *rows, const char *what,
   if (rows->rows < 0 || rows->hidden < 0)
     return invalidArgument(cat(what, " has ", rows->rows, " rows of hidden size ",
                                rows->hidden, "; both must be >= 0"));
-  if (rows->hidden > 0 &&
-      rows->rows > INT64_MAX / rows->hidden / int64_t(sizeof(double)))
+  if (!blockFits(rows->rows, rows->hidden))
     return invalidArgument(cat(what, " has ", rows->rows, " rows of hidden size ",
-                               rows->hidden, ": more elements than memory holds"));
+                               rows->hidden, ": more bytes than memory holds"));
   if (rows->hidden != hidden)
     return invalidArgument(
         cat(what, " has hidden size ", rows->hidden, ", expected ", hidden));

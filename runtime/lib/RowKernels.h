@@ -38,7 +38,8 @@ inline bool isFloatData(moecommDataType_t t) {
 }
 
 /// Checks that `rows` is a well-formed block of `expectRows` rows of
-/// `hidden` elements (null data only when empty; FP8 needs scales).
+/// `hidden` elements (null data only when empty; FP8 needs scales; the
+/// block within Sizes.h's blockFits, so its byte counts fit in int64).
 /// `what` names the argument in the message.
 Status checkRows(const moecommRows_t *rows, const char *what,
                  int64_t expectRows, int64_t hidden);

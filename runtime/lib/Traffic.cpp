@@ -1,6 +1,8 @@
 //===- Traffic.cpp - Exact traffic of each strategy from routing ----------===//
 #include "moecomm/Traffic.h"
 
+#include "Sizes.h"
+
 #include <algorithm>
 
 namespace moecomm {
@@ -15,7 +17,8 @@ const char *strategyName(moecommStrategy_t strategy) {
     return "hierarchical";
   case moecommAuto:
     return "auto";
-  case moecommStrategyMaxEnum: // not a strategy
+  case moecommStrategyMinEnum: // not a strategy
+  case moecommStrategyMaxEnum:
     break;
   }
   return "unknown";
@@ -29,7 +32,8 @@ const char *scopeName(moecommScope_t scope) {
     return "intra_node";
   case moecommScopeInterNode:
     return "inter_node";
-  case moecommScopeMaxEnum: // not a scope
+  case moecommScopeMinEnum: // not a scope
+  case moecommScopeMaxEnum:
     break;
   }
   return "unknown";
@@ -43,7 +47,8 @@ const char *directionName(moecommDirection_t direction) {
     return "combine";
   case moecommDirectionAllToAll:
     return "all_to_all";
-  case moecommDirectionMaxEnum: // not a direction
+  case moecommDirectionMinEnum: // not a direction
+  case moecommDirectionMaxEnum:
     break;
   }
   return "unknown";
@@ -69,14 +74,18 @@ int64_t wireRowBytes(moecommDataType_t type, int64_t hidden) {
   switch (type) {
   case moecommFloat32:
   case moecommInt32:
-    return 4 * hidden;
+    return saturatingMul(4, hidden);
   case moecommBfloat16:
-    return 2 * hidden;
+    return saturatingMul(2, hidden);
   case moecommFloat8E4M3:
-    return hidden + 4 * ((hidden + MOECOMM_FP8_BLOCK - 1) / MOECOMM_FP8_BLOCK);
+    // ceil(H / 128) without forming H + 127.
+    return saturatingAdd(hidden,
+                         saturatingMul(4, hidden / MOECOMM_FP8_BLOCK +
+                                              (hidden % MOECOMM_FP8_BLOCK != 0)));
   case moecommInt64:
-    return 8 * hidden;
-  case moecommDataTypeMaxEnum: // not a type
+    return saturatingMul(8, hidden);
+  case moecommDataTypeMinEnum: // not a type
+  case moecommDataTypeMaxEnum:
     break;
   }
   return 0;
@@ -206,9 +215,12 @@ StageTraffic stageFromMatrix(const Topology &topo, moecommScope_t scope,
       if (a == b)
         continue;
       int link = topo.link(a, b);
-      st.ranks[a].bytesSent[link] += n * rowBytes;
+      const int64_t bytes = saturatingMul(n, rowBytes);
+      st.ranks[a].bytesSent[link] =
+          saturatingAdd(st.ranks[a].bytesSent[link], bytes);
       st.ranks[a].messagesSent[link] += 1;
-      st.ranks[b].bytesRecv[link] += n * rowBytes;
+      st.ranks[b].bytesRecv[link] =
+          saturatingAdd(st.ranks[b].bytesRecv[link], bytes);
       st.ranks[b].messagesRecv[link] += 1;
     }
   return st;
@@ -271,7 +283,7 @@ int64_t StrategyTraffic::totalBytes(moecommDirection_t direction,
   int64_t total = 0;
   for (const StageTraffic &st : stages)
     for (const RankStageTraffic &r : st.ranks)
-      total += r.bytesSent[link];
+      total = saturatingAdd(total, r.bytesSent[link]);
   return total;
 }
 

@@ -50,6 +50,16 @@ std::string validate(const Problem &p, moecommResult_t *code) {
     if (rr.numTokens < 0)
       return fail(rankPrefix(r) + ": num_tokens must be >= 0, got " +
                   std::to_string(rr.numTokens));
+    // The runtime's size rule (runtime/lib/Sizes.h, same message): the
+    // [T][K] ids as 8-byte elements fit in int64, so T * K below does too.
+    int64_t ids = 0;
+    if (__builtin_mul_overflow(std::max<int64_t>(rr.numTokens, 1), p.topk,
+                               &ids) ||
+        ids > INT64_MAX / 8)
+      return fail(rankPrefix(r) + ": num_tokens " +
+                  std::to_string(rr.numTokens) + " x topk " +
+                  std::to_string(p.topk) +
+                  " ids are more bytes than memory holds");
     if (p.capacity < 0)
       return fail(rankPrefix(r) + ": capacity must be >= 0, got " +
                   std::to_string(p.capacity));
@@ -354,7 +364,8 @@ int64_t rowBytes(moecommDataType_t type, int64_t hidden) {
     return hidden + 4 * ((hidden + 127) / 128);
   case moecommInt64:
     return 8 * hidden;
-  case moecommDataTypeMaxEnum: // not a type
+  case moecommDataTypeMinEnum: // not a type
+  case moecommDataTypeMaxEnum:
     break;
   }
   return 0;

@@ -13,12 +13,14 @@
 // tests then check the kernels that run it.
 //
 //===----------------------------------------------------------------------===//
+#include "Layout.h"
 #include "RoutingLogic.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <numeric>
 
@@ -268,6 +270,29 @@ TEST(CapacityLogic, BadAndRepeatedIdsAreMasked) {
   want.capacity = 1000;
   runAndCheck(p, 1000, defaultP(want, 1000), want,
               MOECOMM_CAPACITY_BAD_EXPERT | MOECOMM_CAPACITY_DUPLICATE);
+}
+
+// The device's int sizes are checked with int64 arithmetic that itself
+// cannot overflow (T comes from the caller: T = 2^62 with K = 2 wrapped).
+TEST(CapacityLogic, RoutingSizesBeyondTheDeviceAreRejected) {
+  EXPECT_TRUE(checkRoutingLayoutSizes(1024, 8, 256, 8).ok());
+  EXPECT_TRUE(checkRoutingLayoutSizes(INT_MAX / 2, 2, 2, 2).ok());
+  struct Case {
+    int64_t T;
+    int K;
+    int64_t E;
+    int W;
+  } cases[] = {{int64_t(1) << 62, 2, 4, 1},      // T * K wraps
+               {INT64_MAX, 1, 4, 4},              // W * T wraps
+               {INT_MAX / 2 + 1, 2, 2, 2},        // T * K = 2^31
+               {int64_t(1) << 30, 1, 2, 2},       // W * T + 1 > INT_MAX
+               {1, 1, INT64_MAX - 1, 2},          // E + 1 wraps
+               {1, 1, INT_MAX, 1}};               // E + 1 > INT_MAX
+  for (const Case &c : cases) {
+    Status st = checkRoutingLayoutSizes(c.T, c.K, c.E, c.W);
+    EXPECT_EQ(st.code, moecommInvalidArgument) << c.T << " " << c.K;
+    EXPECT_NE(st.message.find("below 2^31"), std::string::npos) << st.message;
+  }
 }
 
 } // namespace

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstring>
 
 using namespace moecomm;
@@ -262,6 +263,21 @@ TEST_F(Capacity, ArgumentErrors) {
   d.wireType = F32;
   EXPECT_EQ(moecommCapacityPlanCreate(comm_, &d, &plan),
             moecommInvalidArgument);
+  // Sizes whose products overflow int64 are errors, not wrapped sizes.
+  d.wireType = BF16;
+  d.hidden = INT64_MAX;
+  EXPECT_EQ(moecommCapacityPlanCreate(comm_, &d, &plan),
+            moecommInvalidArgument);
+  EXPECT_EQ(std::string(moecommCommGetLastError(comm_)),
+            "rank 0: hidden 9223372036854775807 is more bytes per row than "
+            "memory holds");
+  d.hidden = 16;
+  d.numTokens = int64_t(1) << 62;
+  EXPECT_EQ(moecommCapacityPlanCreate(comm_, &d, &plan),
+            moecommInvalidArgument);
+  EXPECT_NE(std::string(moecommCommGetLastError(comm_)).find("below 2^31"),
+            std::string::npos);
+  d.numTokens = 4;
   d.wireType = FP8;
   ASSERT_EQ(moecommCapacityPlanCreate(comm_, &d, &plan), moecommSuccess);
   // Host x, wrong row counts and types are refused before anything moves.

@@ -142,6 +142,11 @@ TEST(Reference, ValidationMessages) {
   p.routing[1].topkIdx[0] = -2;
   EXPECT_EQ(ref::validate(p),
             "rank 1 token 0 slot 0: expert id -2 out of range [-1, 8)");
+  // T * K wraps int64 (the runtime's message for the same routing).
+  p = designExample();
+  p.routing[1].numTokens = int64_t(1) << 62;
+  EXPECT_EQ(ref::validate(p), "rank 1: num_tokens 4611686018427387904 x topk "
+                              "2 ids are more bytes than memory holds");
 }
 
 TEST(Reference, Fp8RoundTripIsPerRowAndBlock) {

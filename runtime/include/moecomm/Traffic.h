@@ -91,7 +91,8 @@ const char *scopeName(moecommScope_t scope);
 const char *directionName(moecommDirection_t direction);
 
 
-/// Bytes of one row on the wire: H * sizeof(type); FP8: H + 4*ceil(H/128).
+/// Bytes of one row on the wire: H * sizeof(type); FP8: H + 4*ceil(H/128);
+/// INT64_MAX when that does not fit in int64; 0 for a type outside the enum.
 int64_t wireRowBytes(moecommDataType_t type, int64_t hidden);
 
 /// [W] non-masked (token, expert) pairs of one (valid) rank per destination
@@ -135,7 +136,8 @@ RoutingSummary summarizeRouting(const Topology &topo, int64_t capacity,
 
 /// One rank's traffic in one stage. rows* include the copy to self; bytes
 /// and messages exclude it and are split by link class
-/// (moecommLinkClass_t).
+/// (moecommLinkClass_t). Bytes are exact, or INT64_MAX when they do not fit
+/// in int64 (a row size from a hint, not from memory).
 struct RankStageTraffic {
   int64_t rowsSent = 0, rowsRecv = 0;
   int64_t bytesSent[2] = {0, 0}, bytesRecv[2] = {0, 0};

@@ -59,8 +59,12 @@ typedef enum {
   /** A bug in moecomm; the message says where. */
   moecommInternalError = 5,
   moecommNumResults = 6,
-  /* Makes the enum int-sized, so that any int a caller passes is a valid
-   * value to check (C++ would make an out-of-range value undefined). */
+  /* Every enum of this header has a MinEnum and a MaxEnum enumerator (not
+   * values to pass): together they make the enum's range all of int, so any
+   * int a caller passes, negative or huge, is a value the runtime can check
+   * and reject (InvalidArgument). Without them C++ would make a value outside
+   * the enumerators' bit range (e.g. -1) undefined behaviour. */
+  moecommResultMinEnum = -0x7fffffff - 1,
   moecommResultMaxEnum = 0x7fffffff
 } moecommResult_t;
 
@@ -71,6 +75,7 @@ typedef enum {
   moecommFloat8E4M3 = 2,
   moecommInt32 = 3,
   moecommInt64 = 4,
+  moecommDataTypeMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommDataTypeMaxEnum = 0x7fffffff
 } moecommDataType_t;
 
@@ -87,6 +92,7 @@ typedef enum {
   moecommHierarchical = 2,
   /** Chosen per layout by the cost model from the actual routing. */
   moecommAuto = 3,
+  moecommStrategyMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommStrategyMaxEnum = 0x7fffffff
 } moecommStrategy_t;
 
@@ -98,6 +104,7 @@ typedef enum {
   moecommScopeIntraNode = 1,
   /** The W/G peers: ranks with this rank's local_rank, one per node. */
   moecommScopeInterNode = 2,
+  moecommScopeMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommScopeMaxEnum = 0x7fffffff
 } moecommScope_t;
 
@@ -106,6 +113,7 @@ typedef enum {
   moecommDirectionCombine = 1,
   /** Raw ragged all_to_all (traffic accounting only). */
   moecommDirectionAllToAll = 2,
+  moecommDirectionMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommDirectionMaxEnum = 0x7fffffff
 } moecommDirection_t;
 
@@ -113,12 +121,14 @@ typedef enum {
   moecommBackendThreads = 0,
   moecommBackendMpi = 1,
   moecommBackendNccl = 2,
+  moecommBackendMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommBackendMaxEnum = 0x7fffffff
 } moecommBackend_t;
 
 typedef enum {
   moecommLinkIntraNode = 0,
   moecommLinkInterNode = 1,
+  moecommLinkClassMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommLinkClassMaxEnum = 0x7fffffff
 } moecommLinkClass_t;
 
@@ -204,7 +214,9 @@ moecommResult_t moecommCommGetTraffic(moecommComm_t comm, int global,
                                       moecommTraffic_t *traffic);
 moecommResult_t moecommCommResetTraffic(moecommComm_t comm);
 
-/** Collective sum of `count` int64 values over all ranks, in place. */
+/** Collective sum of `count` int64 values over all ranks, in place.
+ *  InvalidArgument (on every rank, values unchanged) when count < 0, count >
+ *  2^24, values is NULL with count > 0, or a sum overflows int64. */
 moecommResult_t moecommAllReduceSum(moecommComm_t comm, int64_t *values,
                                     int64_t count);
 /** Collective barrier. */

@@ -19,7 +19,13 @@
  * Errors: compiled code cannot branch on a status, so the first failure on a
  * thread is recorded (code + message, see moecommCompiledLastError) and every
  * later call on that thread returns without doing anything (row queries
- * return 0, layout calls NULL). Collective failures (bad routing, count
+ * return 0, layout calls NULL). The message is the failing runtime call's
+ * own (moecommCommGetLastError's), for calls with and without a
+ * communicator alike. Compiled code allocates the buffers it writes with
+ * malloc and does not check them: an output buffer that is NULL but has
+ * elements is recorded as moecommSystemError "out of memory: ...", not as
+ * a bad argument. Malformed descriptors (strided rows, topk_weights not of
+ * topk_idx's shape, top-k beyond 2^31 - 1) are moecommInvalidArgument. Collective failures (bad routing, count
  * mismatches) are agreed by all ranks, so all ranks stop at the same call. A
  * local failure (e.g. malformed rows) is shared at the next collective call:
  * the stopped rank takes part with input the runtime rejects, so the other

@@ -14,6 +14,7 @@
 #include "NcclBackend.h"
 #include "NcclTransport.h"
 #include "RowKernels.h"
+#include "Sizes.h"
 
 #include <algorithm>
 #include <climits>
@@ -43,6 +44,9 @@ Status checkDesc(const moecommCapacityDesc_t &d, int W, int me) {
     return bad(cat("pair capacity must be >= 0, got ", d.pairCapacity));
   if (d.hidden < 1)
     return bad(cat("hidden must be >= 1, got ", d.hidden));
+  if (!blockFits(1, d.hidden)) // before its rows' bytes and scale count
+    return bad(cat("hidden ", d.hidden,
+                   " is more bytes per row than memory holds"));
   if (d.idxType != moecommInt32 && d.idxType != moecommInt64)
     return bad(
         cat("topk_idx must be int32 or int64, got type ", (int)d.idxType));

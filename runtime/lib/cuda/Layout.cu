@@ -10,6 +10,7 @@
 #include "CudaCheck.h"
 #include "KernelUtil.cuh"
 #include "RoutingLogic.h"
+#include "Sizes.h"
 #include "moecomm/moecomm_nccl.h"
 
 #include <cub/device/device_histogram.cuh>
@@ -80,11 +81,15 @@ Status checkRoutingLayoutSizes(int64_t numTokens, int topk, int64_t numExperts,
       numExperts % ranks != 0)
     return invalidArgument(cat("bad routing sizes: T ", numTokens, ", K ", topk,
                                ", E ", numExperts, ", W ", ranks));
-  if (numTokens * topk > INT_MAX || numTokens * ranks + 1 > INT_MAX ||
-      numExperts + 1 > INT_MAX)
-    return invalidArgument(cat("T*K (", numTokens * topk, ") and W*T + 1 (",
-                               numTokens * ranks + 1,
-                               ") must be below 2^31 on the device"));
+  // Checked: T comes from the caller, so the products may overflow int64.
+  int64_t slots = 0, rankTokens = 0;
+  if (!checkedMul(numTokens, topk, slots) || slots > INT_MAX ||
+      !checkedMul(numTokens, ranks, rankTokens) || rankTokens >= INT_MAX ||
+      numExperts >= INT_MAX)
+    return invalidArgument(cat("T*K and W*T + 1 must be below 2^31 and E "
+                               "below 2^31 - 1 on the device (T ",
+                               numTokens, ", K ", topk, ", W ", ranks, ", E ",
+                               numExperts, ")"));
   return Status::success();
 }
 
