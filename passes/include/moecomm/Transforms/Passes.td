@@ -149,10 +149,14 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     are pipelined against each other the same way.
 
     Legality comes from SSA use-def chains and memory effects: dependent ops
-    are never reordered, and a block is left alone when ops with other
-    memory effects sit among the layers. A layer that cannot be chunked
-    (non-row-wise computation, a dispatch result used outside the layer)
-    gets a remark saying why and is only made asynchronous.
+    are never reordered, and no collective moves across an op with other
+    memory effects. A layer that cannot be chunked (non-row-wise
+    computation, a dispatch result used outside the layer, an op with other
+    memory effects between its dispatch and its combine, a combine output
+    used before another combine's input is computed) gets a remark saying
+    why and is only made asynchronous. A layer that is already scheduled
+    (its exchanges are asynchronous) gets a remark and is left as it is, so
+    running the pass twice changes nothing.
   }];
   let options = [
     Option<"chunks", "chunks", "int64_t", /*default=*/"2",
