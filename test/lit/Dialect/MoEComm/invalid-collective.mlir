@@ -118,8 +118,42 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x5xi32>, %w: tensor<?x5xf32>) {
 // -----
 
 func.func @f(%x: tensor<4x8xbf16>, %i: tensor<4x2xi32>, %w: tensor<4x3xf32>) {
-  // expected-error @+1 {{'moecomm.dispatch' op topk_weights shape [4,3] must match topk_idx shape [4,2]}}
+  // expected-error @+1 {{'moecomm.dispatch' op topk_weights must have topk_idx's 2 columns (a static K), got topk_weights [4,3]}}
   %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<4x8xbf16>, tensor<4x2xi32>, tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// A dynamic K in the weights hides a column count the passes would read.
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x?xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op topk_weights must have topk_idx's 2 columns (a static K), got topk_weights [?,?]}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x?xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op topk_weights must have topk_idx's 2 columns (a static K), got topk_weights [?,?]}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> strategy<flat> : tensor<?x2xi32>, tensor<?x?xf32>
+  return
+}
+
+// -----
+
+// Token counts agree wherever they are static, also when topk_idx's is not.
+func.func @f(%x: tensor<4x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<3x2xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op x has 4 tokens but topk_weights has 3}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<4x8xbf16>, tensor<?x2xi32>, tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<5x2xi32>, %w: tensor<4x2xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op topk_weights has 4 tokens but topk_idx has 5}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<5x2xi32>, tensor<4x2xf32>
   return
 }
 
@@ -217,7 +251,17 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>, %y:
 
 func.func @f(%x: tensor<3x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<3x2xf32>) {
   %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<3x8xbf16>, tensor<3x2xi32>, tensor<3x2xf32>
-  // expected-error @+1 {{'moecomm.combine' op result has 4 rows but the dispatch's x has 3 tokens}}
+  // expected-error @+1 {{'moecomm.combine' op result has 4 rows but the dispatch has 3 tokens}}
+  %0 = moecomm.combine %r, %h : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// The dispatch's T may be static in its routing only.
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<?x2xf32>) {
+  %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<3x2xi32>, tensor<?x2xf32>
+  // expected-error @+1 {{'moecomm.combine' op result has 4 rows but the dispatch has 3 tokens}}
   %0 = moecomm.combine %r, %h : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<4x8xbf16>
   return
 }
@@ -251,7 +295,16 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>, %g:
 
 func.func @f(%x: tensor<3x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<3x2xf32>, %g: tensor<5x8xbf16>) {
   %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<3x8xbf16>, tensor<3x2xi32>, tensor<3x2xf32>
-  // expected-error @+1 {{'moecomm.cached_dispatch' op x has 5 rows but the dispatch's x has 3 tokens}}
+  // expected-error @+1 {{'moecomm.cached_dispatch' op x has 5 rows but the dispatch has 3 tokens}}
+  %0 = moecomm.cached_dispatch %g, %h : tensor<5x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<3x2xf32>, %g: tensor<5x8xbf16>) {
+  %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<?x2xi32>, tensor<3x2xf32>
+  // expected-error @+1 {{'moecomm.cached_dispatch' op x has 5 rows but the dispatch has 3 tokens}}
   %0 = moecomm.cached_dispatch %g, %h : tensor<5x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
   return
 }

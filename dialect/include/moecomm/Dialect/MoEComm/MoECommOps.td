@@ -38,7 +38,8 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     tokens of this rank; T may differ per rank and may be 0), `topk_idx` is
     `tensor<T x K x i32|i64>` (expert ids in [-1, E), -1 = masked slot, no id
     twice in a row) and `topk_weights` is `tensor<T x K x f32>`. H and K are
-    static, K >= 1.
+    static, K >= 1, and K is the same in `topk_idx` and `topk_weights`; T may
+    be dynamic in any of the three, and where it is static it must agree.
 
     Results:
     * `recv`: `tensor<? x H x elt(x)>`, one row per (token, local expert) pair
