@@ -109,8 +109,8 @@ static LogicalResult verifyScales(Operation *op, StringRef name,
   return success();
 }
 
-/// topk_idx [T, K] and topk_weights [T, K] with the same static K >= 1,
-/// K <= E, and one token count T wherever it is static: in topk_idx,
+/// topk_idx [T, K] and topk_weights [T, K] with the same static K in
+/// [1, min(E, kMaxTopk)], and one token count T wherever it is static: in topk_idx,
 /// topk_weights and (when given) the rows x. Passes slice all three by the
 /// tokens of topk_idx, so a weight column or token count that only a
 /// dynamic dimension hides would be read out of bounds.
@@ -132,6 +132,9 @@ static LogicalResult verifyRouting(Operation *op, TopologyAttr topology,
   if (ShapedType::isDynamic(k) || k < 1)
     return op->emitOpError() << "topk must be static and >= 1, got topk_idx "
                              << shapeStr(idx);
+  if (k > kMaxTopk)
+    return op->emitOpError() << "topk (" << k << ") exceeds the limit of "
+                             << kMaxTopk;
   if (k > topology.getExperts())
     return op->emitOpError() << "topk (" << k << ") exceeds the number of experts ("
                              << topology.getExperts() << ")";

@@ -117,6 +117,23 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x5xi32>, %w: tensor<?x5xf32>) {
 
 // -----
 
+// Compile time grows with a static K: it is bounded (4096), whatever E is.
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x4097xi32>, %w: tensor<?x4097xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op topk (4097) exceeds the limit of 4096}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 2147483646> : tensor<?x8xbf16>, tensor<?x4097xi32>, tensor<?x4097xf32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2147483646xi32>, %w: tensor<?x2147483646xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op topk (2147483646) exceeds the limit of 4096}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 2147483646> strategy<flat> : tensor<?x2147483646xi32>, tensor<?x2147483646xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<4x8xbf16>, %i: tensor<4x2xi32>, %w: tensor<4x3xf32>) {
   // expected-error @+1 {{'moecomm.dispatch' op topk_weights must have topk_idx's 2 columns (a static K), got topk_weights [4,3]}}
   %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<4x8xbf16>, tensor<4x2xi32>, tensor<4x3xf32>

@@ -38,8 +38,10 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     tokens of this rank; T may differ per rank and may be 0), `topk_idx` is
     `tensor<T x K x i32|i64>` (expert ids in [-1, E), -1 = masked slot, no id
     twice in a row) and `topk_weights` is `tensor<T x K x f32>`. H and K are
-    static, K >= 1, and K is the same in `topk_idx` and `topk_weights`; T may
-    be dynamic in any of the three, and where it is static it must agree.
+    static, 1 <= K <= min(E, 4096) (compile time grows with K; no model
+    routes to more than a few dozen experts), and K is the same in
+    `topk_idx` and `topk_weights`; T may be dynamic in any of the three, and
+    where it is static it must agree.
 
     Results:
     * `recv`: `tensor<? x H x elt(x)>`, one row per (token, local expert) pair
@@ -196,7 +198,8 @@ def MoEComm_LayoutOp : MoEComm_Op<"layout", [
   let summary = "compute a dispatch's routing layout once";
   let description = [{
     The first step of a staged dispatch: validates `topk_idx`
-    (`tensor<T x K x i32|i64>`) and `topk_weights` (`tensor<T x K x f32>`),
+    (`tensor<T x K x i32|i64>`) and `topk_weights` (`tensor<T x K x f32>`;
+    K static as for `moecomm.dispatch`, 1 <= K <= min(E, 4096)),
     computes the rows every rank receives, capacity drops and the plan of
     every exchange stage of `strategy` (per_expert, flat or hierarchical;
     `auto` is resolved before this level), exchanging only routing metadata.
