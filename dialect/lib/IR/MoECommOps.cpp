@@ -73,15 +73,6 @@ static LogicalResult verifyHidden(Operation *op, StringRef name,
   return success();
 }
 
-/// `rows` must be bf16 or f32 (not FP8).
-static LogicalResult verifyFloatRows(Operation *op, StringRef name,
-                                     RankedTensorType rows) {
-  if (!isRowFloat(rows.getElementType()))
-    return op->emitOpError() << name << " must be bf16 or f32, got "
-                             << rows.getElementType();
-  return verifyHidden(op, name, rows);
-}
-
 /// FP8 rows come with scales [N, ceil(H/128)] and only FP8 rows do.
 static LogicalResult verifyScales(Operation *op, StringRef name,
                                   RankedTensorType rows, Value scales) {
@@ -310,7 +301,7 @@ LogicalResult DispatchOp::inferReturnTypes(
 
 LogicalResult DispatchOp::verify() {
   RankedTensorType x = getX().getType();
-  if (failed(verifyFloatRows(*this, "x", x)) ||
+  if (failed(verifyHidden(*this, "x", x)) ||
       failed(verifyRouting(*this, getTopology(), getTopkIdx().getType(),
                            getTopkWeights().getType(), x)) ||
       failed(verifyCapacity(*this, getCapacity())))
@@ -336,7 +327,7 @@ static int64_t dispatchTokens(DispatchOp dispatch) {
 
 LogicalResult CombineOp::verify() {
   RankedTensorType y = getY().getType(), out = getOut().getType();
-  if (failed(verifyFloatRows(*this, "y", y)))
+  if (failed(verifyHidden(*this, "y", y)))
     return failure();
   if (out.getElementType() != y.getElementType())
     return emitOpError() << "result dtype " << out.getElementType()
@@ -379,7 +370,7 @@ LogicalResult CachedDispatchOp::inferReturnTypes(
 
 LogicalResult CachedDispatchOp::verify() {
   RankedTensorType x = getX().getType();
-  if (failed(verifyFloatRows(*this, "x", x)) ||
+  if (failed(verifyHidden(*this, "x", x)) ||
       failed(verifyWire(*this, x, getWire())))
     return failure();
   auto dispatch = getHandle().getDefiningOp<DispatchOp>();
@@ -414,7 +405,7 @@ LogicalResult AllToAllOp::inferReturnTypes(
 }
 
 LogicalResult AllToAllOp::verify() {
-  if (failed(verifyFloatRows(*this, "send rows", getSend().getType())))
+  if (failed(verifyHidden(*this, "send rows", getSend().getType())))
     return failure();
   auto counts = cast<RankedTensorType>(getSendCounts().getType());
   int64_t ranks = getTopology().getRanks();
@@ -575,7 +566,7 @@ LogicalResult UnpackOp::verify() {
   RankedTensorType in = getIn().getType(), out = getOut().getType();
   if (failed(verifyStagedRows(*this, in, getScales(), getDirection(),
                               getWeighted())) ||
-      failed(verifyFloatRows(*this, "result", out)))
+      failed(verifyHidden(*this, "result", out)))
     return failure();
   if (out.getDimSize(1) != in.getDimSize(1))
     return emitOpError() << "result hidden size " << out.getDimSize(1)

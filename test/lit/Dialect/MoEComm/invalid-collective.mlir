@@ -53,8 +53,10 @@ func.func @f(%x: tensor<?x?xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
 
 // -----
 
+// The ODS type constraint (the docs' operand table) is the rule: FP8 rows
+// exist only on the wire, inside the staged level.
 func.func @f(%x: tensor<?x8xf8E4M3FN>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
-  // expected-error @+1 {{'moecomm.dispatch' op x must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.dispatch' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xf8E4M3FN>, tensor<?x2xi32>, tensor<?x2xf32>
   return
 }
@@ -234,7 +236,7 @@ func.func @f(%y: tensor<?x?xbf16>, %h: !moecomm.handle<ranks = 2, ranks_per_node
 // -----
 
 func.func @f(%y: tensor<?x8xf8E4M3FN>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
-  // expected-error @+1 {{'moecomm.combine' op y must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.combine' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0 = moecomm.combine %y, %h : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x8xf8E4M3FN>
   return
 }
@@ -286,7 +288,7 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<?x2xf32>) {
 // -----
 
 func.func @f(%s: tensor<?x8xf8E4M3FN>, %c: tensor<2xi64>) {
-  // expected-error @+1 {{'moecomm.all_to_all' op send rows must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.all_to_all' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0:2 = moecomm.all_to_all %s, %c topology<ranks = 2, ranks_per_node = 1> : tensor<?x8xf8E4M3FN>, tensor<2xi64>
   return
 }
@@ -337,7 +339,7 @@ func.func @f(%g: tensor<?x8xf32>, %h: !moecomm.handle<ranks = 2, ranks_per_node 
 // -----
 
 func.func @f(%g: tensor<?x8xf8E4M3FN>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
-  // expected-error @+1 {{'moecomm.cached_dispatch' op x must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.cached_dispatch' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0 = moecomm.cached_dispatch %g, %h : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
   return
 }

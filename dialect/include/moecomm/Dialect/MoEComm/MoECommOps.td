@@ -23,6 +23,10 @@ defvar CollectiveEffects = MemoryEffects<[MemRead<MoEComm_CollectiveResource>,
 
 def MoEComm_Rows : RankedTensorOf<[BF16, F32, F8E4M3FN], [HasAnyRankOfPred<[2]>],
                                   "2-D tensor of rows">;
+// Rows a framework exchanges: FP8 exists only on the wire, inside the staged
+// level (quantized by the passes, with its scales).
+def MoEComm_FloatRows : RankedTensorOf<[BF16, F32], [HasAnyRankOfPred<[2]>],
+                                       "2-D tensor of rows">;
 def MoEComm_Scales : RankedTensorOf<[F32], [HasAnyRankOfPred<[2]>],
                                     "2-D tensor of f32 FP8 block scales">;
 
@@ -68,14 +72,14 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
         : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$x,
+  let arguments = (ins MoEComm_FloatRows:$x,
                        RankedTensorOf<[I32, I64]>:$topk_idx,
                        RankedTensorOf<[F32]>:$topk_weights,
                        MoEComm_TopologyAttr:$topology,
                        OptionalAttr<MoEComm_WireDtypeAttr>:$wire,
                        OptionalAttr<MoEComm_StrategyAttr>:$strategy,
                        OptionalAttr<I64Attr>:$capacity);
-  let results = (outs MoEComm_Rows:$recv,
+  let results = (outs MoEComm_FloatRows:$recv,
                       RankedTensorOf<[F32]>:$recv_weights,
                       RankedTensorOf<[I64]>:$tokens_per_expert,
                       MoEComm_HandleType:$handle);
@@ -116,9 +120,9 @@ def MoEComm_CombineOp : MoEComm_Op<"combine", [CollectiveEffects]> {
         -> tensor<?x7168xbf16>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$y, MoEComm_HandleType:$handle,
+  let arguments = (ins MoEComm_FloatRows:$y, MoEComm_HandleType:$handle,
                        UnitAttr:$weighted);
-  let results = (outs MoEComm_Rows:$out);
+  let results = (outs MoEComm_FloatRows:$out);
   let assemblyFormat = [{
     $y `,` $handle (`weighted` $weighted^)? attr-dict
     `:` type($y) `,` qualified(type($handle)) `->` type($out)
@@ -146,9 +150,9 @@ def MoEComm_CachedDispatchOp : MoEComm_Op<"cached_dispatch", [
         : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$x, MoEComm_HandleType:$handle,
+  let arguments = (ins MoEComm_FloatRows:$x, MoEComm_HandleType:$handle,
                        OptionalAttr<MoEComm_WireDtypeAttr>:$wire);
-  let results = (outs MoEComm_Rows:$recv);
+  let results = (outs MoEComm_FloatRows:$recv);
   let assemblyFormat = [{
     $x `,` $handle (`wire` `` $wire^)? attr-dict
     `:` type($x) `,` qualified(type($handle))
@@ -178,10 +182,11 @@ def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
         topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$send,
+  let arguments = (ins MoEComm_FloatRows:$send,
                        RankedTensorOf<[I32, I64]>:$send_counts,
                        MoEComm_TopologyAttr:$topology);
-  let results = (outs MoEComm_Rows:$recv, RankedTensorOf<[I64]>:$recv_counts);
+  let results = (outs MoEComm_FloatRows:$recv,
+                      RankedTensorOf<[I64]>:$recv_counts);
   let assemblyFormat = [{
     $send `,` $send_counts `topology` `` $topology attr-dict
     `:` type($send) `,` type($send_counts)
@@ -332,7 +337,7 @@ def MoEComm_UnpackOp : MoEComm_Op<"unpack", [Pure]> {
   let arguments = (ins MoEComm_Rows:$in, Optional<MoEComm_Scales>:$scales,
                        MoEComm_HandleType:$handle,
                        MoEComm_DirectionAttr:$direction, UnitAttr:$weighted);
-  let results = (outs MoEComm_Rows:$out);
+  let results = (outs MoEComm_FloatRows:$out);
   let assemblyFormat = [{
     $in (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction)
     (`weighted` $weighted^)? attr-dict
