@@ -57,6 +57,10 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
+  // Math ops without an LLVM intrinsic (erf, an expert's GELU) become libm
+  // calls, which the JIT and AOT libraries resolve like those of the
+  // intrinsics (expf, tanhf).
+  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertFuncToLLVMPass());
