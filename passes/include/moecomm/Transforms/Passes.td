@@ -189,6 +189,12 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
     the end of a many-layer training step; other functions get MLIR's
     buffer-deallocation pipeline.
 
+    Attributes that hold moecomm attributes or types elsewhere (a function
+    attribute naming a topology, an argument attribute with a handle type)
+    are dropped: nothing below the runtime level reads them, and the
+    result must translate with `mlir-translate`, which has no moecomm
+    dialect. Other attributes stay.
+
     Errors: moecomm ops whose types the runtime ABI does not cover.
   }];
   let options = [
