@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Deallocation.h"
+#include "OptionErrors.h"
 #include "RuntimeAbi.h"
 #include "moecomm/Transforms/Passes.h"
 
@@ -281,9 +282,9 @@ void stripMoECommAttributes(ModuleOp module) {
 }
 
 struct ConvertMoECommToRuntimePass
-    : public mlir::moecomm::impl::ConvertMoECommToRuntimeBase<
-          ConvertMoECommToRuntimePass> {
-  using Base::Base;
+    : public WithOptionErrors<
+          mlir::moecomm::impl::ConvertMoECommToRuntimeBase<ConvertMoECommToRuntimePass>> {
+  using WithOptionErrors::WithOptionErrors;
 
   void getDependentDialects(DialectRegistry &registry) const override {
     Base::getDependentDialects(registry);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -103,7 +104,8 @@ struct PermuteToUnpack : OpRewritePattern<PermuteOp> {
   }
 };
 
-struct FusePermutePass : public mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass> {
+struct FusePermutePass
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass>> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<PermuteToPack, PermuteToUnpack>(&getContext());

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -97,7 +98,8 @@ struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
   }
 };
 
-struct FuseQuantPass : public mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass> {
+struct FuseQuantPass
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass>> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(

@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - moecomm-pipeline: collective level -> LLVM dialect ---===//
 
+#include "OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -69,10 +70,26 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
 }
 
 void mlir::moecomm::registerMoECommPipeline() {
-  PassPipelineRegistration<PipelineOptions>(
+  // PassPipelineRegistration<PipelineOptions>, with the option parser's
+  // errors as one line in the form of the passes' (OptionErrors.h).
+  registerPassPipeline(
       "moecomm-pipeline",
       "moecomm: collective-level dispatch/combine -> staged exchanges -> "
       "runtime calls -> LLVM dialect (translate with mlir-translate "
       "--mlir-to-llvmir)",
-      buildMoECommPipeline);
+      [](OpPassManager &pm, StringRef optionsStr,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineOptions options;
+        std::string message;
+        llvm::raw_string_ostream os(message);
+        if (failed(options.parseFromString(optionsStr, os))) {
+          std::string text = optionParserError("moecomm-pipeline", message);
+          return text.empty() ? failure() : errorHandler(text);
+        }
+        buildMoECommPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(PipelineOptions());
+      });
 }

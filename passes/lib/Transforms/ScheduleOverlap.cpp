@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -485,18 +486,18 @@ void scheduleBlock(Block &block) {
 }
 
 struct ScheduleOverlapPass
-    : public mlir::moecomm::impl::MoECommScheduleOverlapBase<
-          ScheduleOverlapPass> {
-  using Base::Base;
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommScheduleOverlapBase<ScheduleOverlapPass>> {
+  using WithOptionErrors::WithOptionErrors;
 
-  // An option error is checked once here, not per function: one line, with
-  // no function to point at.
+  // Options are checked once, before any IR is touched (OptionErrors.h), not
+  // per function.
   LogicalResult initialize(MLIRContext *context) override {
     if (chunks >= 1 && chunks <= kMaxOverlapChunks)
       return success();
-    return emitError(UnknownLoc::get(context))
-           << "moecomm-schedule-overlap: chunks must be in [1, "
-           << kMaxOverlapChunks << "], got " << static_cast<int64_t>(chunks);
+    return emitOptionError(context, getArgument())
+           << "chunks must be in [1, " << kMaxOverlapChunks << "], got "
+           << static_cast<int64_t>(chunks);
   }
 
   void runOnOperation() override {
