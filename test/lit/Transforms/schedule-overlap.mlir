@@ -1,4 +1,6 @@
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=1 | FileCheck %s --check-prefix=C1
+// The default is chunks=1, as moecomm-pipeline's.
+// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap | FileCheck %s --check-prefix=C1
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=2 | FileCheck %s --check-prefix=C2
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=4 | FileCheck %s --check-prefix=C4
 

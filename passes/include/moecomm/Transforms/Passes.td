@@ -159,9 +159,9 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     running the pass twice changes nothing.
   }];
   let options = [
-    Option<"chunks", "chunks", "int64_t", /*default=*/"2",
-           "token chunks per MoE layer, 1 to 64 (default 2; 1: no "
-           "chunking, only async exchanges)">
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1",
+           "token chunks per MoE layer, 1 to 64 (default 1, as "
+           "moecomm-pipeline's: no chunking, only async exchanges)">
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect",
