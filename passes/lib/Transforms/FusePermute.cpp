@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OptionErrors.h"
+#include "Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -107,6 +108,7 @@ struct PermuteToUnpack : OpRewritePattern<PermuteOp> {
 struct FusePermutePass
     : public WithOptionErrors<mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass>> {
   void runOnOperation() override {
+    remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());
     patterns.add<PermuteToPack, PermuteToUnpack>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

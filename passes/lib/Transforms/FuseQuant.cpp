@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OptionErrors.h"
+#include "Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -101,6 +102,7 @@ struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
 struct FuseQuantPass
     : public WithOptionErrors<mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass>> {
   void runOnOperation() override {
+    remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());
     patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(
         &getContext());

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OptionErrors.h"
+#include "Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -502,6 +503,7 @@ struct ScheduleOverlapPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    remarkUnstaged(func, getArgument());
     SmallVector<LayoutOp> layouts;
     func.walk([&](LayoutOp op) { layouts.push_back(op); });
     for (LayoutOp layout : layouts) {

@@ -112,6 +112,9 @@ def MoECommFuseQuant : Pass<"moecomm-fuse-quant"> {
     rows again (`quantize(dequantize(q, s))`, e.g. an FP8 expert GEMM), the
     FP8 rows and scales are handed over directly. DeepSeek-V3/DeepEP send
     dispatch payloads as FP8 with 1x128 scales the same way.
+
+    Collective-level ops (not split yet) are left as they are, with a
+    remark saying so.
   }];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -127,6 +130,9 @@ def MoECommFusePermute : Pass<"moecomm-fuse-permute"> {
     `moecomm.unpack`. So no separately permuted or quantized buffer goes
     through memory (the fused dispatch/combine kernels of DeepEP and
     Hybrid-EP, versus Megatron-LM's separate permute + all-to-all).
+
+    Collective-level ops (not split yet) are left as they are, with a
+    remark saying so.
   }];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -156,7 +162,8 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     used before another combine's input is computed) gets a remark saying
     why and is only made asynchronous. A layer that is already scheduled
     (its exchanges are asynchronous) gets a remark and is left as it is, so
-    running the pass twice changes nothing.
+    running the pass twice changes nothing. Collective-level ops (not split
+    yet) are left as they are, with a remark per function saying so.
   }];
   let options = [
     Option<"chunks", "chunks", "int64_t", /*default=*/"1",
