@@ -61,7 +61,10 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     dequantized rows. Without `wire`, rows travel in x's dtype. `capacity(N)`
     bounds the rows received per rank; overflow drops rows deterministically
     (latest source rank, then latest token first). `strategy<...>` overrides
-    the pipeline's strategy for this op.
+    the pipeline's strategy for this op and, when concrete (not `auto`), is
+    part of the `handle` result's type: with `strategy<flat>` the handle is
+    `!moecomm.handle<..., strategy = flat>`, and the combine (and any
+    function argument or result carrying the handle) must spell that type.
 
     Runtime errors (reported by the runtime, collectively): ids out of range,
     duplicate ids in a row, ranks disagreeing on K or E.
