@@ -101,9 +101,9 @@ static LogicalResult verifyScales(Operation *op, StringRef name,
 }
 
 /// topk_idx [T, K] and topk_weights [T, K] with the same static K in
-/// [1, min(E, kMaxTopk)], and one token count T wherever it is static: in topk_idx,
-/// topk_weights and (when given) the rows x. Passes slice all three by the
-/// tokens of topk_idx, so a weight column or token count that only a
+/// [1, min(E, kMaxTopk)], and one token count T wherever it is static: in
+/// topk_idx, topk_weights and (when given) the rows x. Passes slice all three
+/// by the tokens of topk_idx, so a weight column or token count that only a
 /// dynamic dimension hides would be read out of bounds.
 static LogicalResult verifyRouting(Operation *op, TopologyAttr topology,
                                    Type idxType, Type weightsType,
@@ -134,10 +134,10 @@ static LogicalResult verifyRouting(Operation *op, TopologyAttr topology,
                              << " columns (a static K), got topk_weights "
                              << shapeStr(weights);
   // The first static token count is the reference for the others.
-  std::pair<StringRef, int64_t> tokens[] = {{"topk_idx", idx.getDimSize(0)},
-                                            {"topk_weights", weights.getDimSize(0)},
-                                            {"x", x ? x.getDimSize(0)
-                                                    : ShapedType::kDynamic}};
+  std::pair<StringRef, int64_t> tokens[] = {
+      {"topk_idx", idx.getDimSize(0)},
+      {"topk_weights", weights.getDimSize(0)},
+      {"x", x ? x.getDimSize(0) : ShapedType::kDynamic}};
   std::optional<std::pair<StringRef, int64_t>> reference;
   for (auto [name, t] : tokens) {
     if (ShapedType::isDynamic(t))

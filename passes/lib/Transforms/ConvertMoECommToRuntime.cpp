@@ -282,8 +282,8 @@ void stripMoECommAttributes(ModuleOp module) {
 }
 
 struct ConvertMoECommToRuntimePass
-    : public WithOptionErrors<
-          mlir::moecomm::impl::ConvertMoECommToRuntimeBase<ConvertMoECommToRuntimePass>> {
+    : public WithOptionErrors<mlir::moecomm::impl::ConvertMoECommToRuntimeBase<
+          ConvertMoECommToRuntimePass>> {
   using WithOptionErrors::WithOptionErrors;
 
   void getDependentDialects(DialectRegistry &registry) const override {

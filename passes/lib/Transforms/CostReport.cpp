@@ -30,7 +30,8 @@ moecommDataType_t dataTypeOf(Type elt) {
 }
 
 struct CostReportPass
-    : public WithOptionErrors<mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
   using WithOptionErrors::WithOptionErrors;
 
   // Options are checked once, before any IR is touched (OptionErrors.h).

@@ -106,7 +106,8 @@ struct PermuteToUnpack : OpRewritePattern<PermuteOp> {
 };
 
 struct FusePermutePass
-    : public WithOptionErrors<mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass>> {
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass>> {
   void runOnOperation() override {
     remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());

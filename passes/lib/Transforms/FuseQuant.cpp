@@ -100,7 +100,8 @@ struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
 };
 
 struct FuseQuantPass
-    : public WithOptionErrors<mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass>> {
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass>> {
   void runOnOperation() override {
     remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());

@@ -1,9 +1,9 @@
 //===- OptionErrors.h - one form for the passes' option errors --*- C++ -*-===//
 //
 // A bad option of a moecomm pass is reported once, before any IR is touched,
-// as one line without a location (an option belongs to no op):
+// as one line without a location (an option belongs to no op), e.g.
 //
-//   <unknown>:0: error: moecomm-schedule-overlap: chunks must be in [1, 64], got 0
+//   <unknown>:0: error: moecomm-schedule-overlap: chunks must be in [1, 64]...
 //
 // Passes check their options' values in initialize() with emitOptionError;
 // WithOptionErrors gives the option parser's own errors (an unknown option)
@@ -32,8 +32,7 @@ InFlightDiagnostic emitOptionError(MLIRContext *context, StringRef pass);
 std::string optionParserError(StringRef pass, const Twine &message);
 
 /// A moecomm pass whose option parser errors are one line in the form above.
-template <typename BaseT>
-struct WithOptionErrors : public BaseT {
+template <typename BaseT> struct WithOptionErrors : public BaseT {
   using BaseT::BaseT;
 
   LogicalResult initializeOptions(

@@ -487,8 +487,8 @@ void scheduleBlock(Block &block) {
 }
 
 struct ScheduleOverlapPass
-    : public WithOptionErrors<
-          mlir::moecomm::impl::MoECommScheduleOverlapBase<ScheduleOverlapPass>> {
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommScheduleOverlapBase<
+          ScheduleOverlapPass>> {
   using WithOptionErrors::WithOptionErrors;
 
   // Options are checked once, before any IR is touched (OptionErrors.h), not

@@ -195,8 +195,8 @@ LogicalResult checkSignatures(ModuleOp module, SymbolTableCollection &symbols) {
 }
 
 struct SplitHierarchicalPass
-    : public WithOptionErrors<
-          mlir::moecomm::impl::MoECommSplitHierarchicalBase<SplitHierarchicalPass>> {
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommSplitHierarchicalBase<
+          SplitHierarchicalPass>> {
   using WithOptionErrors::WithOptionErrors;
 
   LogicalResult initialize(MLIRContext *context) override;
