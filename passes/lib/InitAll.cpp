@@ -11,6 +11,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
@@ -24,9 +25,9 @@
 
 void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
   registry.insert<MoECommDialect, func::FuncDialect, arith::ArithDialect,
-                  tensor::TensorDialect, memref::MemRefDialect,
-                  bufferization::BufferizationDialect, scf::SCFDialect,
-                  linalg::LinalgDialect, LLVM::LLVMDialect,
+                  math::MathDialect, tensor::TensorDialect,
+                  memref::MemRefDialect, bufferization::BufferizationDialect,
+                  scf::SCFDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
                   shard::ShardDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

@@ -73,15 +73,6 @@ static LogicalResult verifyHidden(Operation *op, StringRef name,
   return success();
 }
 
-/// `rows` must be bf16 or f32 (not FP8).
-static LogicalResult verifyFloatRows(Operation *op, StringRef name,
-                                     RankedTensorType rows) {
-  if (!isRowFloat(rows.getElementType()))
-    return op->emitOpError() << name << " must be bf16 or f32, got "
-                             << rows.getElementType();
-  return verifyHidden(op, name, rows);
-}
-
 /// FP8 rows come with scales [N, ceil(H/128)] and only FP8 rows do.
 static LogicalResult verifyScales(Operation *op, StringRef name,
                                   RankedTensorType rows, Value scales) {
@@ -109,8 +100,11 @@ static LogicalResult verifyScales(Operation *op, StringRef name,
   return success();
 }
 
-/// topk_idx [T, K] and topk_weights [T, K] with static K >= 1, K <= E, and
-/// (when given) the same T as the rows x.
+/// topk_idx [T, K] and topk_weights [T, K] with the same static K in
+/// [1, min(E, kMaxTopk)], and one token count T wherever it is static: in
+/// topk_idx, topk_weights and (when given) the rows x. Passes slice all three
+/// by the tokens of topk_idx, so a weight column or token count that only a
+/// dynamic dimension hides would be read out of bounds.
 static LogicalResult verifyRouting(Operation *op, TopologyAttr topology,
                                    Type idxType, Type weightsType,
                                    RankedTensorType x = {}) {
@@ -129,17 +123,31 @@ static LogicalResult verifyRouting(Operation *op, TopologyAttr topology,
   if (ShapedType::isDynamic(k) || k < 1)
     return op->emitOpError() << "topk must be static and >= 1, got topk_idx "
                              << shapeStr(idx);
+  if (k > kMaxTopk)
+    return op->emitOpError() << "topk (" << k << ") exceeds the limit of "
+                             << kMaxTopk;
   if (k > topology.getExperts())
     return op->emitOpError() << "topk (" << k << ") exceeds the number of experts ("
                              << topology.getExperts() << ")";
-  if (failed(verifyCompatibleShape(idx.getShape(), weights.getShape())))
-    return op->emitOpError() << "topk_weights shape " << shapeStr(weights)
-                             << " must match topk_idx shape " << shapeStr(idx);
-  if (x) {
-    int64_t tx = x.getDimSize(0), ti = idx.getDimSize(0);
-    if (!ShapedType::isDynamic(tx) && !ShapedType::isDynamic(ti) && tx != ti)
-      return op->emitOpError() << "x has " << tx << " tokens but topk_idx has "
-                               << ti;
+  if (weights.getDimSize(1) != k)
+    return op->emitOpError() << "topk_weights must have topk_idx's " << k
+                             << " columns (a static K), got topk_weights "
+                             << shapeStr(weights);
+  // The first static token count is the reference for the others.
+  std::pair<StringRef, int64_t> tokens[] = {
+      {"topk_idx", idx.getDimSize(0)},
+      {"topk_weights", weights.getDimSize(0)},
+      {"x", x ? x.getDimSize(0) : ShapedType::kDynamic}};
+  std::optional<std::pair<StringRef, int64_t>> reference;
+  for (auto [name, t] : tokens) {
+    if (ShapedType::isDynamic(t))
+      continue;
+    if (!reference)
+      reference = {name, t};
+    else if (t != reference->second)
+      return op->emitOpError() << name << " has " << t << " tokens but "
+                               << reference->first << " has "
+                               << reference->second;
   }
   return success();
 }
@@ -293,12 +301,24 @@ LogicalResult DispatchOp::inferReturnTypes(
 
 LogicalResult DispatchOp::verify() {
   RankedTensorType x = getX().getType();
-  if (failed(verifyFloatRows(*this, "x", x)) ||
+  if (failed(verifyHidden(*this, "x", x)) ||
       failed(verifyRouting(*this, getTopology(), getTopkIdx().getType(),
                            getTopkWeights().getType(), x)) ||
       failed(verifyCapacity(*this, getCapacity())))
     return failure();
   return verifyWire(*this, x, getWire());
+}
+
+/// The token count T of `dispatch`: static in any of topk_idx, topk_weights
+/// and x (its verifier makes those agree), else dynamic.
+static int64_t dispatchTokens(DispatchOp dispatch) {
+  for (Value v :
+       {dispatch.getTopkIdx(), dispatch.getTopkWeights(), dispatch.getX()}) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getRank() >= 1 && !type.isDynamicDim(0))
+      return type.getDimSize(0);
+  }
+  return ShapedType::kDynamic;
 }
 
 //===----------------------------------------------------------------------===//
@@ -307,7 +327,7 @@ LogicalResult DispatchOp::verify() {
 
 LogicalResult CombineOp::verify() {
   RankedTensorType y = getY().getType(), out = getOut().getType();
-  if (failed(verifyFloatRows(*this, "y", y)))
+  if (failed(verifyHidden(*this, "y", y)))
     return failure();
   if (out.getElementType() != y.getElementType())
     return emitOpError() << "result dtype " << out.getElementType()
@@ -323,10 +343,10 @@ LogicalResult CombineOp::verify() {
     return emitOpError() << "y hidden size " << y.getDimSize(1)
                          << " differs from the dispatch's x hidden size "
                          << x.getDimSize(1);
-  int64_t t = x.getDimSize(0), tOut = out.getDimSize(0);
+  int64_t t = dispatchTokens(dispatch), tOut = out.getDimSize(0);
   if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tOut) && t != tOut)
     return emitOpError() << "result has " << tOut
-                         << " rows but the dispatch's x has " << t << " tokens";
+                         << " rows but the dispatch has " << t << " tokens";
   return success();
 }
 
@@ -350,7 +370,7 @@ LogicalResult CachedDispatchOp::inferReturnTypes(
 
 LogicalResult CachedDispatchOp::verify() {
   RankedTensorType x = getX().getType();
-  if (failed(verifyFloatRows(*this, "x", x)) ||
+  if (failed(verifyHidden(*this, "x", x)) ||
       failed(verifyWire(*this, x, getWire())))
     return failure();
   auto dispatch = getHandle().getDefiningOp<DispatchOp>();
@@ -361,10 +381,10 @@ LogicalResult CachedDispatchOp::verify() {
     return emitOpError() << "x hidden size " << x.getDimSize(1)
                          << " differs from the dispatch's x hidden size "
                          << fwd.getDimSize(1);
-  int64_t t = fwd.getDimSize(0), tx = x.getDimSize(0);
+  int64_t t = dispatchTokens(dispatch), tx = x.getDimSize(0);
   if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tx) && t != tx)
-    return emitOpError() << "x has " << tx
-                         << " rows but the dispatch's x has " << t << " tokens";
+    return emitOpError() << "x has " << tx << " rows but the dispatch has "
+                         << t << " tokens";
   return success();
 }
 
@@ -385,7 +405,7 @@ LogicalResult AllToAllOp::inferReturnTypes(
 }
 
 LogicalResult AllToAllOp::verify() {
-  if (failed(verifyFloatRows(*this, "send rows", getSend().getType())))
+  if (failed(verifyHidden(*this, "send rows", getSend().getType())))
     return failure();
   auto counts = cast<RankedTensorType>(getSendCounts().getType());
   int64_t ranks = getTopology().getRanks();
@@ -546,7 +566,7 @@ LogicalResult UnpackOp::verify() {
   RankedTensorType in = getIn().getType(), out = getOut().getType();
   if (failed(verifyStagedRows(*this, in, getScales(), getDirection(),
                               getWeighted())) ||
-      failed(verifyFloatRows(*this, "result", out)))
+      failed(verifyHidden(*this, "result", out)))
     return failure();
   if (out.getDimSize(1) != in.getDimSize(1))
     return emitOpError() << "result hidden size " << out.getDimSize(1)

@@ -11,9 +11,12 @@ namespace mlir {
 class DialectRegistry;
 namespace moecomm {
 
-/// Registers the moecomm dialect and the upstream dialects its passes produce
-/// or consume (func, arith, tensor, memref, bufferization, scf, linalg, llvm,
-/// shard), with the bufferization and conversion interfaces they need.
+/// Registers the moecomm dialect, the upstream dialects its passes produce or
+/// consume (func, arith, tensor, memref, bufferization, scf, linalg, llvm)
+/// and those expert computations are written in (math, plus linalg and
+/// arith), with the bufferization and conversion interfaces they need, and
+/// shard, so graphs that shard their dense layers parse. moecomm-opt,
+/// moecomm-run (and so moecomm-aot) all register this one list.
 void registerAllDialects(DialectRegistry &registry);
 
 /// Registers moecomm's passes and `moecomm-pipeline`, plus the upstream

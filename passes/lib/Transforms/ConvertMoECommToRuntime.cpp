@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Deallocation.h"
+#include "OptionErrors.h"
 #include "RuntimeAbi.h"
 #include "moecomm/Transforms/Passes.h"
 
@@ -234,10 +235,56 @@ void releaseLayouts(ModuleOp module, ArrayRef<Value> ownedCallResults) {
   }
 }
 
+/// Whether `attr` is or holds a moecomm attribute or type.
+bool mentionsMoEComm(Attribute attr) {
+  auto inMoEComm = [](auto element) {
+    return isa<MoECommDialect>(element.getDialect()) ? WalkResult::interrupt()
+                                                     : WalkResult::advance();
+  };
+  return attr.walk([&](Attribute a) { return inMoEComm(a); },
+                   [&](Type t) { return inMoEComm(t); })
+      .wasInterrupted();
+}
+
+/// `attrs` (per-argument or per-result dictionaries) without the entries
+/// that mention moecomm; null when nothing is left.
+ArrayAttr withoutMoEComm(ArrayAttr attrs) {
+  if (!attrs || !mentionsMoEComm(attrs))
+    return attrs;
+  SmallVector<Attribute> dicts;
+  bool any = false;
+  for (auto dict : attrs.getAsRange<DictionaryAttr>()) {
+    SmallVector<NamedAttribute> kept;
+    llvm::copy_if(dict, std::back_inserter(kept), [](NamedAttribute entry) {
+      return !mentionsMoEComm(entry.getValue());
+    });
+    any |= !kept.empty();
+    dicts.push_back(DictionaryAttr::get(attrs.getContext(), kept));
+  }
+  return any ? ArrayAttr::get(attrs.getContext(), dicts) : ArrayAttr();
+}
+
+/// Drops the moecomm attributes and types that the ops left in other ops'
+/// attributes (a function attribute naming a topology, an argument
+/// attribute holding a handle type): nothing below the runtime level reads
+/// them, and mlir-translate, which has no moecomm dialect, cannot parse the
+/// lowered module while they are there.
+void stripMoECommAttributes(ModuleOp module) {
+  module.walk([](Operation *op) {
+    for (NamedAttribute attr : llvm::to_vector(op->getDiscardableAttrs()))
+      if (mentionsMoEComm(attr.getValue()))
+        op->removeDiscardableAttr(attr.getName());
+    if (auto withArgs = dyn_cast<ArgAndResultAttrsOpInterface>(op)) {
+      withArgs.setArgAttrsAttr(withoutMoEComm(withArgs.getArgAttrsAttr()));
+      withArgs.setResAttrsAttr(withoutMoEComm(withArgs.getResAttrsAttr()));
+    }
+  });
+}
+
 struct ConvertMoECommToRuntimePass
-    : public mlir::moecomm::impl::ConvertMoECommToRuntimeBase<
-          ConvertMoECommToRuntimePass> {
-  using Base::Base;
+    : public WithOptionErrors<mlir::moecomm::impl::ConvertMoECommToRuntimeBase<
+          ConvertMoECommToRuntimePass>> {
+  using WithOptionErrors::WithOptionErrors;
 
   void getDependentDialects(DialectRegistry &registry) const override {
     Base::getDependentDialects(registry);
@@ -274,6 +321,7 @@ struct ConvertMoECommToRuntimePass
         failed(lowerRuntimeObjectTypes(module, ownedHandles)))
       return signalPassFailure();
     releaseLayouts(module, ownedHandles);
+    stripMoECommAttributes(module);
     if (deallocate &&
         failed(deallocateBuffers(module, [&](OpPassManager &pm, Operation *op) {
           return runPipeline(pm, op);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "moecomm/CostModel.h"
@@ -29,28 +30,32 @@ moecommDataType_t dataTypeOf(Type elt) {
 }
 
 struct CostReportPass
-    : public mlir::moecomm::impl::MoECommCostReportBase<CostReportPass> {
-  using Base::Base;
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
+  using WithOptionErrors::WithOptionErrors;
+
+  // Options are checked once, before any IR is touched (OptionErrors.h).
+  LogicalResult initialize(MLIRContext *context) override {
+    link = ::moecomm::findLinkPreset(preset);
+    if (!link)
+      return emitOptionError(context, getArgument())
+             << "unknown preset '" << preset
+             << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
+    if (tokensPerRank < 1)
+      return emitOptionError(context, getArgument())
+             << "tokens-per-rank must be >= 1, got "
+             << static_cast<int64_t>(tokensPerRank);
+    return success();
+  }
 
   void runOnOperation() override {
-    const ::moecomm::LinkPreset *link = ::moecomm::findLinkPreset(preset);
-    if (!link) {
-      emitError(getOperation().getLoc())
-          << "moecomm-cost-report: unknown preset '" << preset
-          << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
-      return signalPassFailure();
-    }
-    if (tokensPerRank < 1) {
-      emitError(getOperation().getLoc())
-          << "moecomm-cost-report: tokens-per-rank must be >= 1, got "
-          << static_cast<int64_t>(tokensPerRank);
-      return signalPassFailure();
-    }
     // stderr, like --print-op-stats: the IR on stdout stays pipeable.
     llvm::raw_ostream &os = llvm::errs();
     getOperation().walk([&](DispatchOp op) { report(op, *link, os); });
     os.flush();
   }
+
+  const ::moecomm::LinkPreset *link = nullptr;
 
   void report(DispatchOp op, const ::moecomm::LinkPreset &link,
               llvm::raw_ostream &os) {

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
+#include "Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -103,8 +105,11 @@ struct PermuteToUnpack : OpRewritePattern<PermuteOp> {
   }
 };
 
-struct FusePermutePass : public mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass> {
+struct FusePermutePass
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass>> {
   void runOnOperation() override {
+    remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());
     patterns.add<PermuteToPack, PermuteToUnpack>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

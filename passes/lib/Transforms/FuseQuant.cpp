@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
+#include "Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -97,8 +99,11 @@ struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
   }
 };
 
-struct FuseQuantPass : public mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass> {
+struct FuseQuantPass
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass>> {
   void runOnOperation() override {
+    remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());
     patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(
         &getContext());

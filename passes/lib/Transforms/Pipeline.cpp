@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - moecomm-pipeline: collective level -> LLVM dialect ---===//
 
+#include "OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -57,6 +58,10 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
+  // Math ops without an LLVM intrinsic (erf, an expert's GELU) become libm
+  // calls, which the JIT and AOT libraries resolve like those of the
+  // intrinsics (expf, tanhf).
+  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertFuncToLLVMPass());
@@ -65,10 +70,26 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
 }
 
 void mlir::moecomm::registerMoECommPipeline() {
-  PassPipelineRegistration<PipelineOptions>(
+  // PassPipelineRegistration<PipelineOptions>, with the option parser's
+  // errors as one line in the form of the passes' (OptionErrors.h).
+  registerPassPipeline(
       "moecomm-pipeline",
       "moecomm: collective-level dispatch/combine -> staged exchanges -> "
       "runtime calls -> LLVM dialect (translate with mlir-translate "
       "--mlir-to-llvmir)",
-      buildMoECommPipeline);
+      [](OpPassManager &pm, StringRef optionsStr,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineOptions options;
+        std::string message;
+        llvm::raw_string_ostream os(message);
+        if (failed(options.parseFromString(optionsStr, os))) {
+          std::string text = optionParserError("moecomm-pipeline", message);
+          return text.empty() ? failure() : errorHandler(text);
+        }
+        buildMoECommPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(PipelineOptions());
+      });
 }

@@ -19,6 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
+#include "Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -100,6 +102,9 @@ struct Layer {
   llvm::SetVector<Operation *> ops; ///< in program order, layout first
   SmallVector<Value> tokenInputs;   ///< the routing, x, grad_out, scales
   SmallVector<Value> outputs;
+  /// The chunks go right after this op: the last op of the block that
+  /// defines a value the layer reads (or the layout when there is none).
+  Operation *insertAfter = nullptr;
 };
 
 /// The combine output steps among the users of `handle`.
@@ -214,6 +219,16 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
     if (fwd.contains(&op) && bwd.contains(&op))
       layer.ops.insert(&op);
 
+  // The chunks replace the layer in one place, so its collectives would move
+  // across an op with other memory effects among them, which keeps its order
+  // relative to every collective (scheduleBlock's rule).
+  for (Operation *op = layout->getNextNode(); op != layer.ops.back();
+       op = op->getNextNode())
+    if (!layer.ops.contains(op) && !isMoEComm(op) && !isMemoryEffectFree(op)) {
+      why = "'" + op->getName().getStringRef().str() +
+            "' has memory effects and sits among its ops";
+      return failure();
+    }
   for (Operation *op : layer.ops) {
     if (op == layout.getOperation())
       continue;
@@ -263,6 +278,32 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
             "' depends on the layout but does not lead to its combine";
       return failure();
     }
+  // The clones read every value the layer reads from outside, so they go
+  // after the last of those; the reassembled outputs replace the combine
+  // outputs there, so no use of an output may come earlier. A layer whose
+  // second combine reads a value computed from its first combine's output
+  // (the loss gradient of a training step) cannot be one unit.
+  layer.insertAfter = layout;
+  for (Operation *op : layer.ops)
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *owner = inBlock(block, def))
+            if (!layer.ops.contains(owner) &&
+                layer.insertAfter->isBeforeInBlock(owner))
+              layer.insertAfter = owner;
+    });
+  for (Value out : layer.outputs)
+    for (Operation *user : out.getUsers())
+      if (Operation *owner = inBlock(block, user);
+          owner && !layer.insertAfter->isBeforeInBlock(owner)) {
+        why = "the output of one of its combines is used ('" +
+              owner->getName().getStringRef().str() +
+              "') before a value the layer reads ('" +
+              layer.insertAfter->getName().getStringRef().str() +
+              "') is computed";
+        return failure();
+      }
   layer.tokenInputs.insert(layer.tokenInputs.begin(),
                            {layout.getTopkIdx(), layout.getTopkWeights()});
   // Bufferized, a chunk's first row becomes an element offset (row * width)
@@ -285,12 +326,8 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
 
 /// Clones `layer` once per chunk of tokens and reassembles its outputs.
 void chunkLayer(Layer &layer, int64_t chunks) {
-  // After the last output, so every input of the layer dominates the clones.
-  Operation *last = layer.outputs.front().getDefiningOp();
-  for (Value out : layer.outputs)
-    if (last->isBeforeInBlock(out.getDefiningOp()))
-      last = out.getDefiningOp();
-  OpBuilder b(last);
+  OpBuilder b(layer.insertAfter->getContext());
+  b.setInsertionPointAfter(layer.insertAfter);
   Location loc = layer.layout.getLoc();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value tokens = tensor::DimOp::create(b, loc, layer.tokenInputs[0], zero);
@@ -450,35 +487,42 @@ void scheduleBlock(Block &block) {
 }
 
 struct ScheduleOverlapPass
-    : public mlir::moecomm::impl::MoECommScheduleOverlapBase<
-          ScheduleOverlapPass> {
-  using Base::Base;
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommScheduleOverlapBase<
+          ScheduleOverlapPass>> {
+  using WithOptionErrors::WithOptionErrors;
 
-  // An option error is checked once here, not per function: one line, with
-  // no function to point at.
+  // Options are checked once, before any IR is touched (OptionErrors.h), not
+  // per function.
   LogicalResult initialize(MLIRContext *context) override {
     if (chunks >= 1 && chunks <= kMaxOverlapChunks)
       return success();
-    return emitError(UnknownLoc::get(context))
-           << "moecomm-schedule-overlap: chunks must be in [1, "
-           << kMaxOverlapChunks << "], got " << static_cast<int64_t>(chunks);
+    return emitOptionError(context, getArgument())
+           << "chunks must be in [1, " << kMaxOverlapChunks << "], got "
+           << static_cast<int64_t>(chunks);
   }
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (chunks > 1) {
-      SmallVector<LayoutOp> layouts;
-      func.walk([&](LayoutOp op) { layouts.push_back(op); });
-      for (LayoutOp layout : layouts) {
-        std::string why;
-        FailureOr<Layer> layer = collectLayer(layout, why);
-        if (failed(layer)) {
-          layout.emitRemark() << "moecomm-schedule-overlap: not chunked: "
-                              << why;
-          continue;
-        }
-        chunkLayer(*layer, chunks);
+    remarkUnstaged(func, getArgument());
+    SmallVector<LayoutOp> layouts;
+    func.walk([&](LayoutOp op) { layouts.push_back(op); });
+    for (LayoutOp layout : layouts) {
+      // Scheduling twice would chunk the chunks; the first schedule stands.
+      if (llvm::any_of(layout.getHandle().getUsers(),
+                       llvm::IsaPred<ExchangeStartOp>)) {
+        layout.emitRemark() << "moecomm-schedule-overlap: already scheduled "
+                               "(its exchanges are asynchronous); left as is";
+        continue;
       }
+      if (chunks == 1)
+        continue;
+      std::string why;
+      FailureOr<Layer> layer = collectLayer(layout, why);
+      if (failed(layer)) {
+        layout.emitRemark() << "moecomm-schedule-overlap: not chunked: " << why;
+        continue;
+      }
+      chunkLayer(*layer, chunks);
     }
     SmallVector<ExchangeOp> exchanges;
     func.walk([&](ExchangeOp op) { exchanges.push_back(op); });

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/AttrTypeSubElements.h"
@@ -194,13 +195,15 @@ LogicalResult checkSignatures(ModuleOp module, SymbolTableCollection &symbols) {
 }
 
 struct SplitHierarchicalPass
-    : public mlir::moecomm::impl::MoECommSplitHierarchicalBase<SplitHierarchicalPass> {
-  using Base::Base;
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommSplitHierarchicalBase<
+          SplitHierarchicalPass>> {
+  using WithOptionErrors::WithOptionErrors;
 
+  LogicalResult initialize(MLIRContext *context) override;
   void runOnOperation() override;
 
 private:
-  LogicalResult configureCollectives(ModuleOp module);
+  void configureCollectives(ModuleOp module);
   LogicalResult retargetTopology(ModuleOp module,
                                  SymbolTableCollection &symbols);
   LogicalResult resolveStrategies(ModuleOp module,
@@ -213,27 +216,48 @@ private:
   FailureOr<Strategy> handleStrategy(Operation *op, Value handle);
 
   std::optional<Strategy> optionStrategy;
+  std::optional<WireDtype> optionWire;
+  const ::moecomm::LinkPreset *linkPreset = nullptr;
 };
+
+// Options are checked once, before any IR is touched (OptionErrors.h).
+LogicalResult SplitHierarchicalPass::initialize(MLIRContext *context) {
+  auto error = [&] { return emitOptionError(context, getArgument()); };
+  optionStrategy = symbolizeStrategy(strategy);
+  if (!optionStrategy)
+    return error() << "unknown strategy '" << strategy
+                   << "'; expected per_expert, flat, hierarchical or auto";
+  linkPreset = ::moecomm::findLinkPreset(preset);
+  if (!linkPreset)
+    return error() << "unknown preset '" << preset
+                   << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
+  if (tokensPerRank < 1)
+    return error() << "tokens-per-rank must be >= 1, got "
+                   << static_cast<int64_t>(tokensPerRank);
+  if (ranks < 0 || ranksPerNode < 0)
+    return error() << "ranks and ranks-per-node must be >= 0 (0: keep the "
+                      "IR's), got "
+                   << static_cast<int64_t>(ranks) << " and "
+                   << static_cast<int64_t>(ranksPerNode);
+  if (!wireDtype.empty()) {
+    // "fp8" is the tools' spelling (moecomm-run, moecomm-bench).
+    optionWire = symbolizeWireDtype(
+        wireDtype == "fp8" ? StringRef("fp8_e4m3") : StringRef(wireDtype));
+    if (!optionWire)
+      return error() << "unknown wire-dtype '" << wireDtype
+                     << "'; expected f32, bf16 or fp8_e4m3 (or fp8)";
+  }
+  if (capacity < 0)
+    return error() << "capacity must be >= 0 rows, got "
+                   << static_cast<int64_t>(capacity);
+  return success();
+}
 
 void SplitHierarchicalPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (tokensPerRank < 1) {
-    emitError(module.getLoc())
-        << "moecomm-split-hierarchical: tokens-per-rank must be "
-           ">= 1, got "
-        << static_cast<int64_t>(tokensPerRank);
-    return signalPassFailure();
-  }
-  optionStrategy = symbolizeStrategy(strategy);
-  if (!optionStrategy) {
-    emitError(module.getLoc())
-        << "moecomm-split-hierarchical: unknown strategy '" << strategy
-        << "'; expected per_expert, flat, hierarchical or auto";
-    return signalPassFailure();
-  }
   SymbolTableCollection symbols;
-  if (failed(configureCollectives(module)) ||
-      failed(retargetTopology(module, symbols)) ||
+  configureCollectives(module);
+  if (failed(retargetTopology(module, symbols)) ||
       failed(resolveStrategies(module, symbols)) ||
       failed(checkSignatures(module, symbols)))
     return signalPassFailure();
@@ -260,28 +284,14 @@ void SplitHierarchicalPass::runOnOperation() {
 }
 
 /// Applies the `wire-dtype` and `capacity` overrides.
-LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
-  std::optional<WireDtype> wire;
-  if (!wireDtype.empty()) {
-    // "fp8" is the tools' spelling (moecomm-run, moecomm-bench).
-    wire = symbolizeWireDtype(wireDtype == "fp8" ? StringRef("fp8_e4m3")
-                                                 : StringRef(wireDtype));
-    if (!wire)
-      return emitError(module.getLoc())
-             << "moecomm-split-hierarchical: unknown wire-dtype '" << wireDtype
-             << "'; expected f32, bf16 or fp8_e4m3 (or fp8)";
-  }
-  if (capacity < 0)
-    return emitError(module.getLoc())
-           << "moecomm-split-hierarchical: capacity must "
-              "be >= 0 rows, got "
-           << static_cast<int64_t>(capacity);
+void SplitHierarchicalPass::configureCollectives(ModuleOp module) {
   // A bf16/f32 override applies to the dispatches of that dtype only; fp8
   // applies to all (cached dispatches included).
   auto setWire = [&](Operation *op, RankedTensorType x) {
-    if (wire && (*wire == WireDtype::fp8_e4m3 ||
-                 (*wire == WireDtype::f32) == x.getElementType().isF32()))
-      op->setAttr("wire", WireDtypeAttr::get(op->getContext(), *wire));
+    if (optionWire &&
+        (*optionWire == WireDtype::fp8_e4m3 ||
+         (*optionWire == WireDtype::f32) == x.getElementType().isF32()))
+      op->setAttr("wire", WireDtypeAttr::get(op->getContext(), *optionWire));
   };
   module.walk([&](Operation *op) {
     if (auto cached = dyn_cast<CachedDispatchOp>(op))
@@ -293,7 +303,6 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
     if (capacity > 0)
       dispatch.setCapacityAttr(Builder(op).getI64IntegerAttr(capacity));
   });
-  return success();
 }
 
 /// Retargets every topology and handle type of the module to `ranks` ranks
@@ -303,12 +312,6 @@ LogicalResult SplitHierarchicalPass::configureCollectives(ModuleOp module) {
 LogicalResult
 SplitHierarchicalPass::retargetTopology(ModuleOp module,
                                         SymbolTableCollection &symbols) {
-  if (ranks < 0 || ranksPerNode < 0)
-    return emitError(module.getLoc())
-           << "moecomm-split-hierarchical: ranks and ranks-per-node must be "
-              ">= 0 (0: keep the IR's), got "
-           << static_cast<int64_t>(ranks) << " and "
-           << static_cast<int64_t>(ranksPerNode);
   if (ranks == 0 && ranksPerNode == 0)
     return success();
   int64_t newRanks = ranks, newPerNode = ranksPerNode;
@@ -458,11 +461,6 @@ SplitHierarchicalPass::retargetTopology(ModuleOp module,
 LogicalResult
 SplitHierarchicalPass::resolveStrategies(ModuleOp module,
                                          SymbolTableCollection &symbols) {
-  const ::moecomm::LinkPreset *linkPreset = ::moecomm::findLinkPreset(preset);
-  if (!linkPreset)
-    return emitError(module.getLoc())
-           << "moecomm-split-hierarchical: unknown preset '" << preset
-           << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
   WalkResult result = module.walk([&](DispatchOp op) {
     Strategy chosen = *optionStrategy;
     if (auto attr = op.getStrategy())

@@ -75,3 +75,30 @@ func.func @huge_static_tokens(%x: tensor<9223372036854775806x64xf32>, %idx: tens
   %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
+
+// -----
+
+// The backward half reads a gradient computed from the forward's combine
+// output: the chunks cannot replace both combines in one place.
+func.func @grad_from_output(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: the output of one of its combines is used ('arith.mulf') before a value the layer reads ('arith.mulf') is computed}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  %grad = arith.mulf %out, %out : tensor<?x64xf32>
+  %grad_recv = moecomm.cached_dispatch %grad, %h : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  %gx = moecomm.combine %grad_recv, %h : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out, %gx : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// An op with unknown effects between the dispatch and the combine keeps its
+// place relative to both, so the layer cannot move as a whole.
+func.func private @sync()
+func.func @barrier_inside(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: 'func.call' has memory effects and sits among its ops}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  call @sync() : () -> ()
+  %out = moecomm.combine %recv, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}

@@ -1,4 +1,6 @@
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=1 | FileCheck %s --check-prefix=C1
+// The default is chunks=1, as moecomm-pipeline's.
+// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap | FileCheck %s --check-prefix=C1
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=2 | FileCheck %s --check-prefix=C2
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=4 | FileCheck %s --check-prefix=C4
 
@@ -116,4 +118,35 @@ func.func @barrier(%xa: tensor<?x64xbf16>, %ia: tensor<?x2xi32>, %wa: tensor<?x2
   %rb, %rwb, %tb, %hb = moecomm.dispatch %xb, %ib, %wb topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
   %ob = moecomm.combine %rb, %hb weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
   return %oa, %ob : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
+// -----
+
+// One handle feeds two combines (forward out and backward grad_x) with W = 1
+// (no exchange) and a static T: every chunk's outputs are reassembled where
+// all the layer's inputs are available and before either output is used.
+// C2-LABEL: func.func @two_combines_one_rank
+// C2: %[[T:.*]] = tensor.dim %arg1, %c0 : tensor<1x1xi32>
+// C2-DAG: %[[E0:.*]] = tensor.empty(%[[T]]) : tensor<?x8xf32>
+// C2-DAG: %[[E1:.*]] = tensor.empty(%[[T]]) : tensor<?x8xf32>
+// C2: %[[H0:.*]], %{{.*}}, %{{.*}} = moecomm.layout
+// C2: %[[R0:.*]] = moecomm.unpack %{{.*}}, %[[H0]] dispatch
+// C2: %[[O0:.*]] = moecomm.unpack %[[R0]], %[[H0]] combine weighted
+// C2: %[[G0:.*]] = moecomm.unpack %[[R0]], %[[H0]] combine :
+// C2: %[[AO:.*]] = tensor.insert_slice %[[O0]] into %[[E0]]
+// C2: %[[AG:.*]] = tensor.insert_slice %[[G0]] into %[[E1]]
+// C2: %[[H1:.*]], %{{.*}}, %{{.*}} = moecomm.layout
+// C2: %[[R1:.*]] = moecomm.unpack %{{.*}}, %[[H1]] dispatch
+// C2: %[[O1:.*]] = moecomm.unpack %[[R1]], %[[H1]] combine weighted
+// C2: %[[G1:.*]] = moecomm.unpack %[[R1]], %[[H1]] combine :
+// C2: %[[OUT:.*]] = tensor.insert_slice %[[O1]] into %[[AO]]
+// C2: %[[GX:.*]] = tensor.insert_slice %[[G1]] into %[[AG]]
+// C2: %[[OUTC:.*]] = tensor.cast %[[OUT]] : tensor<?x8xf32> to tensor<1x8xf32>
+// C2: %[[GXC:.*]] = tensor.cast %[[GX]] : tensor<?x8xf32> to tensor<1x8xf32>
+// C2: return %[[OUTC]], %[[GXC]]
+func.func @two_combines_one_rank(%x: tensor<1x8xf32>, %idx: tensor<1x1xi32>, %w: tensor<1x1xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 1, ranks_per_node = 1, experts = 4> : tensor<1x8xf32>, tensor<1x1xi32>, tensor<1x1xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x8xf32>, !moecomm.handle<ranks = 1, ranks_per_node = 1, experts = 4> -> tensor<1x8xf32>
+  %gx = moecomm.combine %recv, %h : tensor<?x8xf32>, !moecomm.handle<ranks = 1, ranks_per_node = 1, experts = 4> -> tensor<1x8xf32>
+  return %out, %gx : tensor<1x8xf32>, tensor<1x8xf32>
 }

@@ -79,7 +79,7 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 };
 
 /// Builds `moecomm-pipeline`: configure collectives (ranks, wire dtype,
-/// capacity), split, fuse-quant, fuse-permute, schedule-overlap (chunks > 1),
+/// capacity), split, fuse-quant, fuse-permute, schedule-overlap (`chunks`),
 /// convert-moecomm-to-runtime, buffer deallocation, and the upstream
 /// conversions to the LLVM dialect. The result translates with
 /// `mlir-translate --mlir-to-llvmir`.

@@ -112,6 +112,9 @@ def MoECommFuseQuant : Pass<"moecomm-fuse-quant"> {
     rows again (`quantize(dequantize(q, s))`, e.g. an FP8 expert GEMM), the
     FP8 rows and scales are handed over directly. DeepSeek-V3/DeepEP send
     dispatch payloads as FP8 with 1x128 scales the same way.
+
+    Collective-level ops (not split yet) are left as they are, with a
+    remark saying so.
   }];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -127,6 +130,9 @@ def MoECommFusePermute : Pass<"moecomm-fuse-permute"> {
     `moecomm.unpack`. So no separately permuted or quantized buffer goes
     through memory (the fused dispatch/combine kernels of DeepEP and
     Hybrid-EP, versus Megatron-LM's separate permute + all-to-all).
+
+    Collective-level ops (not split yet) are left as they are, with a
+    remark saying so.
   }];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -149,15 +155,20 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     are pipelined against each other the same way.
 
     Legality comes from SSA use-def chains and memory effects: dependent ops
-    are never reordered, and a block is left alone when ops with other
-    memory effects sit among the layers. A layer that cannot be chunked
-    (non-row-wise computation, a dispatch result used outside the layer)
-    gets a remark saying why and is only made asynchronous.
+    are never reordered, and no collective moves across an op with other
+    memory effects. A layer that cannot be chunked (non-row-wise
+    computation, a dispatch result used outside the layer, an op with other
+    memory effects between its dispatch and its combine, a combine output
+    used before another combine's input is computed) gets a remark saying
+    why and is only made asynchronous. A layer that is already scheduled
+    (its exchanges are asynchronous) gets a remark and is left as it is, so
+    running the pass twice changes nothing. Collective-level ops (not split
+    yet) are left as they are, with a remark per function saying so.
   }];
   let options = [
-    Option<"chunks", "chunks", "int64_t", /*default=*/"2",
-           "token chunks per MoE layer, 1 to 64 (default 2; 1: no "
-           "chunking, only async exchanges)">
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1",
+           "token chunks per MoE layer, 1 to 64 (default 1, as "
+           "moecomm-pipeline's: no chunking, only async exchanges)">
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect",
@@ -184,6 +195,12 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
     exchange after its wait), so intermediate buffers do not pile up until
     the end of a many-layer training step; other functions get MLIR's
     buffer-deallocation pipeline.
+
+    Attributes that hold moecomm attributes or types elsewhere (a function
+    attribute naming a topology, an argument attribute with a handle type)
+    are dropped: nothing below the runtime level reads them, and the
+    result must translate with `mlir-translate`, which has no moecomm
+    dialect. Other attributes stay.
 
     Errors: moecomm ops whose types the runtime ABI does not cover.
   }];

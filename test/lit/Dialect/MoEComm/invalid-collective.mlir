@@ -53,8 +53,10 @@ func.func @f(%x: tensor<?x?xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
 
 // -----
 
+// The ODS type constraint (the docs' operand table) is the rule: FP8 rows
+// exist only on the wire, inside the staged level.
 func.func @f(%x: tensor<?x8xf8E4M3FN>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
-  // expected-error @+1 {{'moecomm.dispatch' op x must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.dispatch' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xf8E4M3FN>, tensor<?x2xi32>, tensor<?x2xf32>
   return
 }
@@ -117,9 +119,60 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x5xi32>, %w: tensor<?x5xf32>) {
 
 // -----
 
+// Compile time grows with a static K: it is bounded (4096), whatever E is.
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x4097xi32>, %w: tensor<?x4097xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op topk (4097) exceeds the limit of 4096}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 2147483646> : tensor<?x8xbf16>, tensor<?x4097xi32>, tensor<?x4097xf32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2147483646xi32>, %w: tensor<?x2147483646xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op topk (2147483646) exceeds the limit of 4096}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 2147483646> strategy<flat> : tensor<?x2147483646xi32>, tensor<?x2147483646xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<4x8xbf16>, %i: tensor<4x2xi32>, %w: tensor<4x3xf32>) {
-  // expected-error @+1 {{'moecomm.dispatch' op topk_weights shape [4,3] must match topk_idx shape [4,2]}}
+  // expected-error @+1 {{'moecomm.dispatch' op topk_weights must have topk_idx's 2 columns (a static K), got topk_weights [4,3]}}
   %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<4x8xbf16>, tensor<4x2xi32>, tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// A dynamic K in the weights hides a column count the passes would read.
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x?xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op topk_weights must have topk_idx's 2 columns (a static K), got topk_weights [?,?]}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x?xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op topk_weights must have topk_idx's 2 columns (a static K), got topk_weights [?,?]}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> strategy<flat> : tensor<?x2xi32>, tensor<?x?xf32>
+  return
+}
+
+// -----
+
+// Token counts agree wherever they are static, also when topk_idx's is not.
+func.func @f(%x: tensor<4x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<3x2xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op x has 4 tokens but topk_weights has 3}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<4x8xbf16>, tensor<?x2xi32>, tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<5x2xi32>, %w: tensor<4x2xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op topk_weights has 4 tokens but topk_idx has 5}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<5x2xi32>, tensor<4x2xf32>
   return
 }
 
@@ -183,7 +236,7 @@ func.func @f(%y: tensor<?x?xbf16>, %h: !moecomm.handle<ranks = 2, ranks_per_node
 // -----
 
 func.func @f(%y: tensor<?x8xf8E4M3FN>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
-  // expected-error @+1 {{'moecomm.combine' op y must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.combine' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0 = moecomm.combine %y, %h : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x8xf8E4M3FN>
   return
 }
@@ -217,7 +270,17 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>, %y:
 
 func.func @f(%x: tensor<3x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<3x2xf32>) {
   %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<3x8xbf16>, tensor<3x2xi32>, tensor<3x2xf32>
-  // expected-error @+1 {{'moecomm.combine' op result has 4 rows but the dispatch's x has 3 tokens}}
+  // expected-error @+1 {{'moecomm.combine' op result has 4 rows but the dispatch has 3 tokens}}
+  %0 = moecomm.combine %r, %h : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// The dispatch's T may be static in its routing only.
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<?x2xf32>) {
+  %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<3x2xi32>, tensor<?x2xf32>
+  // expected-error @+1 {{'moecomm.combine' op result has 4 rows but the dispatch has 3 tokens}}
   %0 = moecomm.combine %r, %h : tensor<?x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<4x8xbf16>
   return
 }
@@ -225,7 +288,7 @@ func.func @f(%x: tensor<3x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<3x2xf32>) {
 // -----
 
 func.func @f(%s: tensor<?x8xf8E4M3FN>, %c: tensor<2xi64>) {
-  // expected-error @+1 {{'moecomm.all_to_all' op send rows must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.all_to_all' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0:2 = moecomm.all_to_all %s, %c topology<ranks = 2, ranks_per_node = 1> : tensor<?x8xf8E4M3FN>, tensor<2xi64>
   return
 }
@@ -251,7 +314,16 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>, %g:
 
 func.func @f(%x: tensor<3x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<3x2xf32>, %g: tensor<5x8xbf16>) {
   %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<3x8xbf16>, tensor<3x2xi32>, tensor<3x2xf32>
-  // expected-error @+1 {{'moecomm.cached_dispatch' op x has 5 rows but the dispatch's x has 3 tokens}}
+  // expected-error @+1 {{'moecomm.cached_dispatch' op x has 5 rows but the dispatch has 3 tokens}}
+  %0 = moecomm.cached_dispatch %g, %h : tensor<5x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<3x2xf32>, %g: tensor<5x8xbf16>) {
+  %r, %rw, %tpe, %h = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x8xbf16>, tensor<?x2xi32>, tensor<3x2xf32>
+  // expected-error @+1 {{'moecomm.cached_dispatch' op x has 5 rows but the dispatch has 3 tokens}}
   %0 = moecomm.cached_dispatch %g, %h : tensor<5x8xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
   return
 }
@@ -267,7 +339,7 @@ func.func @f(%g: tensor<?x8xf32>, %h: !moecomm.handle<ranks = 2, ranks_per_node 
 // -----
 
 func.func @f(%g: tensor<?x8xf8E4M3FN>, %h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>) {
-  // expected-error @+1 {{'moecomm.cached_dispatch' op x must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.cached_dispatch' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0 = moecomm.cached_dispatch %g, %h : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
   return
 }

@@ -163,7 +163,7 @@ func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node
 // -----
 
 func.func @f(%x: tensor<?x8xf8E4M3FN>, %s: tensor<?x1xf32>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
-  // expected-error @+1 {{'moecomm.unpack' op result must be bf16 or f32, got 'f8E4M3FN'}}
+  // expected-error @+1 {{'moecomm.unpack' op result #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0 = moecomm.unpack %x scales(%s : tensor<?x1xf32>), %h dispatch : tensor<?x8xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>
   return
 }

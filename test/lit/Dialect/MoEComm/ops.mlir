@@ -106,3 +106,11 @@ func.func @attributes(%h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts
     attributes {topo = #moecomm.topology<ranks = 8, ranks_per_node = 8>, wire = #moecomm.wire<f32>, strategy = #moecomm.strategy<per_expert>, scope = #moecomm.scope<global>, dir = #moecomm.direction<combine>} {
   return %h : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 2>
 }
+
+// The largest top-k the verifier accepts.
+// CHECK-LABEL: func.func @largest_topk
+// CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 2, ranks_per_node = 1, experts = 8192> : tensor<?x8xf32>, tensor<?x4096xi32>, tensor<?x4096xf32>
+func.func @largest_topk(%x: tensor<?x8xf32>, %idx: tensor<?x4096xi32>, %w: tensor<?x4096xf32>) -> tensor<?x8xf32> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 8192> : tensor<?x8xf32>, tensor<?x4096xi32>, tensor<?x4096xf32>
+  return %recv : tensor<?x8xf32>
+}

@@ -38,6 +38,12 @@ constexpr int64_t kMaxRanks = int64_t(1) << 20;
 constexpr int64_t kMaxExperts = (int64_t(1) << 31) - 1;
 constexpr int64_t kMaxHidden = (int64_t(1) << 31) - 1;
 
+/// The largest top-k the verifier accepts. Compiling a layer takes time
+/// linear in a static K (the cost model sums over the K slots), a minute
+/// near 2^31; models route to at most a few dozen experts. The same bound
+/// as moecomm-run's routing files.
+constexpr int64_t kMaxTopk = 4096;
+
 /// Parses an integer topology parameter (MoEComm_CountParameter), rejecting
 /// `true` and `false`.
 FailureOr<int64_t> parseCount(AsmParser &parser);

@@ -136,7 +136,14 @@ def MoEComm_TopologyAttr : AttrDef<MoEComm_Dialect, "Topology"> {
     experts `[r*E/W, (r+1)*E/W)`. `experts` is omitted for a plain
     `all_to_all`.
 
+    In an op's custom form it follows the op's `topology` keyword, without
+    the `#moecomm.` prefix; elsewhere (the generic op form, a function
+    attribute) it is written in full:
+
     ```mlir
+    %recv, %w, %tpe, %h = moecomm.dispatch %x, %idx, %wts
+        topology<ranks = 16, ranks_per_node = 8, experts = 256>
+        : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
     #moecomm.topology<ranks = 16, ranks_per_node = 8, experts = 256>
     ```
   }];

@@ -23,6 +23,10 @@ defvar CollectiveEffects = MemoryEffects<[MemRead<MoEComm_CollectiveResource>,
 
 def MoEComm_Rows : RankedTensorOf<[BF16, F32, F8E4M3FN], [HasAnyRankOfPred<[2]>],
                                   "2-D tensor of rows">;
+// Rows a framework exchanges: FP8 exists only on the wire, inside the staged
+// level (quantized by the passes, with its scales).
+def MoEComm_FloatRows : RankedTensorOf<[BF16, F32], [HasAnyRankOfPred<[2]>],
+                                       "2-D tensor of rows">;
 def MoEComm_Scales : RankedTensorOf<[F32], [HasAnyRankOfPred<[2]>],
                                     "2-D tensor of f32 FP8 block scales">;
 
@@ -38,7 +42,10 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     tokens of this rank; T may differ per rank and may be 0), `topk_idx` is
     `tensor<T x K x i32|i64>` (expert ids in [-1, E), -1 = masked slot, no id
     twice in a row) and `topk_weights` is `tensor<T x K x f32>`. H and K are
-    static, K >= 1.
+    static, 1 <= K <= min(E, 4096) (compile time grows with K; no model
+    routes to more than a few dozen experts), and K is the same in
+    `topk_idx` and `topk_weights`; T may be dynamic in any of the three, and
+    where it is static it must agree.
 
     Results:
     * `recv`: `tensor<? x H x elt(x)>`, one row per (token, local expert) pair
@@ -54,7 +61,10 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     dequantized rows. Without `wire`, rows travel in x's dtype. `capacity(N)`
     bounds the rows received per rank; overflow drops rows deterministically
     (latest source rank, then latest token first). `strategy<...>` overrides
-    the pipeline's strategy for this op.
+    the pipeline's strategy for this op and, when concrete (not `auto`), is
+    part of the `handle` result's type: with `strategy<flat>` the handle is
+    `!moecomm.handle<..., strategy = flat>`, and the combine (and any
+    function argument or result carrying the handle) must spell that type.
 
     Runtime errors (reported by the runtime, collectively): ids out of range,
     duplicate ids in a row, ranks disagreeing on K or E.
@@ -65,14 +75,14 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
         : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$x,
+  let arguments = (ins MoEComm_FloatRows:$x,
                        RankedTensorOf<[I32, I64]>:$topk_idx,
                        RankedTensorOf<[F32]>:$topk_weights,
                        MoEComm_TopologyAttr:$topology,
                        OptionalAttr<MoEComm_WireDtypeAttr>:$wire,
                        OptionalAttr<MoEComm_StrategyAttr>:$strategy,
                        OptionalAttr<I64Attr>:$capacity);
-  let results = (outs MoEComm_Rows:$recv,
+  let results = (outs MoEComm_FloatRows:$recv,
                       RankedTensorOf<[F32]>:$recv_weights,
                       RankedTensorOf<[I64]>:$tokens_per_expert,
                       MoEComm_HandleType:$handle);
@@ -113,9 +123,9 @@ def MoEComm_CombineOp : MoEComm_Op<"combine", [CollectiveEffects]> {
         -> tensor<?x7168xbf16>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$y, MoEComm_HandleType:$handle,
+  let arguments = (ins MoEComm_FloatRows:$y, MoEComm_HandleType:$handle,
                        UnitAttr:$weighted);
-  let results = (outs MoEComm_Rows:$out);
+  let results = (outs MoEComm_FloatRows:$out);
   let assemblyFormat = [{
     $y `,` $handle (`weighted` $weighted^)? attr-dict
     `:` type($y) `,` qualified(type($handle)) `->` type($out)
@@ -143,9 +153,9 @@ def MoEComm_CachedDispatchOp : MoEComm_Op<"cached_dispatch", [
         : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$x, MoEComm_HandleType:$handle,
+  let arguments = (ins MoEComm_FloatRows:$x, MoEComm_HandleType:$handle,
                        OptionalAttr<MoEComm_WireDtypeAttr>:$wire);
-  let results = (outs MoEComm_Rows:$recv);
+  let results = (outs MoEComm_FloatRows:$recv);
   let assemblyFormat = [{
     $x `,` $handle (`wire` `` $wire^)? attr-dict
     `:` type($x) `,` qualified(type($handle))
@@ -175,10 +185,11 @@ def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
         topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
     ```
   }];
-  let arguments = (ins MoEComm_Rows:$send,
+  let arguments = (ins MoEComm_FloatRows:$send,
                        RankedTensorOf<[I32, I64]>:$send_counts,
                        MoEComm_TopologyAttr:$topology);
-  let results = (outs MoEComm_Rows:$recv, RankedTensorOf<[I64]>:$recv_counts);
+  let results = (outs MoEComm_FloatRows:$recv,
+                      RankedTensorOf<[I64]>:$recv_counts);
   let assemblyFormat = [{
     $send `,` $send_counts `topology` `` $topology attr-dict
     `:` type($send) `,` type($send_counts)
@@ -195,7 +206,8 @@ def MoEComm_LayoutOp : MoEComm_Op<"layout", [
   let summary = "compute a dispatch's routing layout once";
   let description = [{
     The first step of a staged dispatch: validates `topk_idx`
-    (`tensor<T x K x i32|i64>`) and `topk_weights` (`tensor<T x K x f32>`),
+    (`tensor<T x K x i32|i64>`) and `topk_weights` (`tensor<T x K x f32>`;
+    K static as for `moecomm.dispatch`, 1 <= K <= min(E, 4096)),
     computes the rows every rank receives, capacity drops and the plan of
     every exchange stage of `strategy` (per_expert, flat or hierarchical;
     `auto` is resolved before this level), exchanging only routing metadata.
@@ -328,7 +340,7 @@ def MoEComm_UnpackOp : MoEComm_Op<"unpack", [Pure]> {
   let arguments = (ins MoEComm_Rows:$in, Optional<MoEComm_Scales>:$scales,
                        MoEComm_HandleType:$handle,
                        MoEComm_DirectionAttr:$direction, UnitAttr:$weighted);
-  let results = (outs MoEComm_Rows:$out);
+  let results = (outs MoEComm_FloatRows:$out);
   let assemblyFormat = [{
     $in (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction)
     (`weighted` $weighted^)? attr-dict

@@ -15,9 +15,11 @@ def MoEComm_HandleType : TypeDef<MoEComm_Dialect, "Handle"> {
     `moecomm.layout`; parameterized by the topology it was computed for, so a
     combine can only consume a handle of the same topology, and, once known,
     by the strategy its exchange stages were planned with (per_expert, flat
-    or hierarchical; `moecomm-split-hierarchical` sets it, also on function
-    arguments and results that carry the handle between a forward and a
-    backward function).
+    or hierarchical). A dispatch with a concrete `strategy<S>` produces a
+    handle of type `!moecomm.handle<..., strategy = S>`, which its consumers
+    must spell; otherwise `moecomm-split-hierarchical` sets the strategy once
+    it has chosen it, also on function arguments and results that carry the
+    handle between a forward and a backward function.
 
     ```mlir
     !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
