@@ -31,11 +31,11 @@
 //   cmake --preset fuzz && cmake --build build-fuzz --target fuzz_c_abi
 //   mkdir -p build-fuzz/corpus-c-abi
 //   build-fuzz/bin/fuzz_c_abi build-fuzz/corpus-c-abi \
-//       test/fuzz/seeds/fuzz_c_abi -max_total_time=300 -timeout=10 \
+//       test/fuzz/seeds/c_abi -max_total_time=300 -timeout=10 \
 //       -rss_limit_mb=4096 -print_final_stats=1
 // Reproduce a finding:  build-fuzz/bin/fuzz_c_abi crash-<sha1>
 // The seeds (short programs for each topology) are written by the target:
-//   build-fuzz/bin/fuzz_c_abi -write_seeds=test/fuzz/seeds/fuzz_c_abi
+//   build-fuzz/bin/fuzz_c_abi -write_seeds=test/fuzz/seeds/c_abi
 //
 //===----------------------------------------------------------------------===//
 #include "moecomm/moecomm.h"
