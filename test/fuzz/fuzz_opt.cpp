@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 namespace {
 
@@ -80,7 +81,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
   const char *pipeline = kPipelines[data[0] % kNumPipelines];
-  llvm::StringRef text(reinterpret_cast<const char *>(data + 1), size - 1);
+  // MLIR's lexer reads up to a NUL after the text (moecomm-opt's input is a
+  // NUL-terminated MemoryBuffer), so the bytes are copied into a string;
+  // parsing libFuzzer's exact-size buffer reads past it (StringRef::find in
+  // parseAsmSourceFile).
+  const std::string text(reinterpret_cast<const char *>(data + 1), size - 1);
 
   mlir::MLIRContext context(registry.registry,
                             mlir::MLIRContext::Threading::DISABLED);
