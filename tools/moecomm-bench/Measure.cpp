@@ -1,6 +1,7 @@
 //===- Measure.cpp - measured dispatch + combine on the CPU backends ------===//
 
 #include "Measure.h"
+#include "RankThreads.h"
 
 #include "moecomm/Reference.h"
 
@@ -13,7 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <thread>
 
 #ifdef MOECOMM_HAVE_MPI
 #include "moecomm/moecomm_mpi.h"
@@ -293,45 +293,40 @@ public:
                                       moecommCommGetLastError(nullptr)));
     std::vector<RankRecord> records(W);
     std::vector<std::string> errors(W);
-    {
-      std::vector<std::thread> threads;
-      for (int r = 0; r < W; ++r)
-        threads.emplace_back([&, r] {
-          moecommComm_t comm = nullptr;
-          if (moecommCommInitThreadRank(&comm, group, r) != moecommSuccess) {
-            errors[r] = formatv("rank {0}: moecommCommInitThreadRank: {1}", r,
-                                moecommCommGetLastError(nullptr));
-            return;
-          }
-          moecommCommSetLinkModel(comm, &opt.autoLink);
-          const int64_t H = g.problem().hidden;
-          AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sc,
-                               uint16_t *recv, const int64_t *rc) -> Error {
-            int64_t ns = 0, nr = 0;
-            for (int q = 0; q < W; ++q) {
-              ns += sc[q];
-              nr += rc[q];
-            }
-            moecommRows_t s{const_cast<uint16_t *>(send), nullptr, ns, H,
-                            moecommBfloat16};
-            moecommRows_t d{recv, nullptr, nr, H, moecommBfloat16};
-            moecommResult_t res =
-                moecommAllToAll(comm, &s, sc, &d, rc, nullptr);
-            if (res != moecommSuccess)
-              return runtimeFailure(comm, res, r, "moecommAllToAll");
-            return Error::success();
-          };
-          Expected<RankRecord> rec = rankProgram(comm, r, g, ops, opt, a2a);
-          if (!rec)
-            errors[r] = toString(rec.takeError());
-          else
-            records[r] = std::move(*rec);
-          moecommCommDestroy(comm);
-        });
-      for (std::thread &t : threads)
-        t.join();
-    }
+    Error started = run::runOnRankThreads(W, [&](int r) {
+      moecommComm_t comm = nullptr;
+      if (moecommCommInitThreadRank(&comm, group, r) != moecommSuccess) {
+        errors[r] = formatv("rank {0}: moecommCommInitThreadRank: {1}", r,
+                            moecommCommGetLastError(nullptr));
+        return;
+      }
+      moecommCommSetLinkModel(comm, &opt.autoLink);
+      const int64_t H = g.problem().hidden;
+      AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sc,
+                           uint16_t *recv, const int64_t *rc) -> Error {
+        int64_t ns = 0, nr = 0;
+        for (int q = 0; q < W; ++q) {
+          ns += sc[q];
+          nr += rc[q];
+        }
+        moecommRows_t s{const_cast<uint16_t *>(send), nullptr, ns, H,
+                        moecommBfloat16};
+        moecommRows_t d{recv, nullptr, nr, H, moecommBfloat16};
+        moecommResult_t res = moecommAllToAll(comm, &s, sc, &d, rc, nullptr);
+        if (res != moecommSuccess)
+          return runtimeFailure(comm, res, r, "moecommAllToAll");
+        return Error::success();
+      };
+      Expected<RankRecord> rec = rankProgram(comm, r, g, ops, opt, a2a);
+      if (!rec)
+        errors[r] = toString(rec.takeError());
+      else
+        records[r] = std::move(*rec);
+      moecommCommDestroy(comm);
+    });
     moecommThreadGroupDestroy(group);
+    if (started)
+      return std::move(started);
     for (const std::string &e : errors)
       if (!e.empty())
         return run::systemError(e);

@@ -3,6 +3,7 @@
 #include "Backend.h"
 #include "Dump.h"
 #include "Progress.h"
+#include "RankThreads.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -11,7 +12,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #ifdef MOECOMM_RUN_HAVE_MPI
 #include "moecomm/moecomm_mpi.h"
@@ -137,30 +137,24 @@ Expected<RunSummary> runThreads(const BackendOptions &options,
   FlagBarrier barrier(p.ranks);
   Progress progress("moecomm-run", options.progress);
   const auto start = Clock::now();
-  {
-    std::vector<std::thread> threads;
-    threads.reserve(p.ranks);
-    for (int r = 0; r < p.ranks; ++r)
-      threads.emplace_back([&, r] {
-        moecommComm_t comm = nullptr;
-        if (Error e = runtimeError(moecommCommInitThreadRank(&comm, group, r),
-                                   nullptr, "moecommCommInitThreadRank")) {
-          failures[r] = toFailure(std::move(e));
-          return;
-        }
-        failures[r] = rankLoop(
-            comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
-            [&](bool failed) { return barrier.arrive(failed); },
-            summary.ranks[r]);
-        moecommCommDestroy(comm);
-      });
-    for (std::thread &t : threads)
-      t.join();
-  }
+  Error started = runOnRankThreads(p.ranks, [&](int r) {
+    moecommComm_t comm = nullptr;
+    if (Error e = runtimeError(moecommCommInitThreadRank(&comm, group, r),
+                               nullptr, "moecommCommInitThreadRank")) {
+      failures[r] = toFailure(std::move(e));
+      return;
+    }
+    failures[r] = rankLoop(
+        comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
+        [&](bool failed) { return barrier.arrive(failed); }, summary.ranks[r]);
+    moecommCommDestroy(comm);
+  });
   summary.wallSeconds =
       std::chrono::duration<double>(Clock::now() - start).count();
   progress.finish();
   moecommThreadGroupDestroy(group);
+  if (started)
+    return std::move(started);
   for (const std::optional<Failure> &f : failures)
     if (f)
       return fromFailure(*f);
