@@ -200,7 +200,9 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
     returned is freed right after its last use (a buffer of an asynchronous
     exchange after its wait), so intermediate buffers do not pile up until
     the end of a many-layer training step; other functions get MLIR's
-    buffer-deallocation pipeline.
+    buffer-deallocation pipeline, its dealloc lowering run on the module so
+    that a dealloc of several buffers can call the library function it adds
+    there (`dealloc_helper`).
 
     Attributes that hold moecomm attributes or types elsewhere (a function
     attribute naming a topology, an argument attribute with a handle type)
