@@ -8,19 +8,22 @@
 // straight-line code where buffers flow only through views, runtime calls,
 // linalg ops and copies. For such functions each buffer that does not escape
 // is freed right after its last use; any other function goes through the
-// upstream buffer-deallocation pipeline unchanged.
+// upstream buffer-deallocation pipeline, whose dealloc lowering runs on the
+// module (it may add a library function there).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Deallocation.h"
 
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -199,6 +202,13 @@ LogicalResult mlir::moecomm::deallocateBuffers(
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && isStraightLine(func))
       copyBorrowedResults(func, symbols);
+  // The other functions get bufferization::buildBufferDeallocationPipeline,
+  // in three parts: its lowering of bufferization.dealloc runs on the module,
+  // where it can add the library function (dealloc_helper) that a dealloc of
+  // several buffers with retained values lowers to (a loop that carries a
+  // buffer and a handle-dependent one, e.g. combine + cached_dispatch);
+  // nested on a function it can only fail.
+  SmallVector<func::FuncOp> upstream;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
@@ -207,7 +217,27 @@ LogicalResult mlir::moecomm::deallocateBuffers(
       continue;
     }
     OpPassManager pm(func::FuncOp::getOperationName());
-    bufferization::buildBufferDeallocationPipeline(pm);
+    memref::ExpandReallocPassOptions expandRealloc;
+    expandRealloc.emitDeallocs = false;
+    pm.addPass(memref::createExpandReallocPass(expandRealloc));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+    if (failed(runPipeline(pm, func)))
+      return failure();
+    upstream.push_back(func);
+  }
+  if (upstream.empty())
+    return success();
+  OpPassManager lower(ModuleOp::getOperationName());
+  lower.addPass(bufferization::createLowerDeallocationsPass());
+  if (failed(runPipeline(lower, module)))
+    return failure();
+  for (func::FuncOp func : upstream) {
+    OpPassManager pm(func::FuncOp::getOperationName());
+    pm.addPass(createCSEPass());
+    pm.addPass(createCanonicalizerPass());
     if (failed(runPipeline(pm, func)))
       return failure();
   }

@@ -344,9 +344,62 @@ SplitHierarchicalPass::retargetTopology(ModuleOp module,
         retargetError(type.getRanks(), type.getRanksPerNode()), w, g,
         type.getExperts(), type.getStrategy()));
   });
+  // Staged IR (layout, permute, pack, exchange, unpack) was planned for its
+  // topology: its stage numbers and scopes follow getNumStages and
+  // getStageScope there. It can follow a retarget only when that plan is the
+  // same on the new topology (then the staged IR is what splitting the
+  // collective IR there would give); otherwise the stages are stale.
+  auto checkStagedPlan = [&](Operation *op) -> LogicalResult {
+    if (!isa<LayoutOp, PermuteOp, PackOp, UnpackOp, ExchangeOp,
+             ExchangeStartOp>(op))
+      return success();
+    SmallVector<Type> types(op->getOperandTypes());
+    llvm::append_range(types, op->getResultTypes());
+    for (Type t : types) {
+      auto type = dyn_cast<HandleType>(t);
+      if (!type || !type.getStrategy())
+        continue;
+      Strategy s = *type.getStrategy();
+      int64_t w = type.getRanks(), g = type.getRanksPerNode();
+      auto [nw, ng] = target(w, g);
+      if (nw == w && ng == g)
+        continue;
+      auto plan = [&](int64_t ranks, int64_t perNode) {
+        SmallVector<Scope> scopes;
+        for (Direction d : {Direction::dispatch, Direction::combine})
+          for (int64_t i = 0, e = getNumStages(s, ranks, perNode); i < e; ++i)
+            scopes.push_back(getStageScope(s, ranks, perNode, d, i));
+        return scopes;
+      };
+      SmallVector<Scope> before = plan(w, g), after = plan(nw, ng);
+      if (before == after)
+        continue;
+      InFlightDiagnostic diag = op->emitError();
+      diag << "cannot retarget staged IR planned for "
+           << stringifyStrategy(s) << " on " << w << " ranks x " << g
+           << " per node to " << nw << " ranks x " << ng << " per node: its ";
+      auto describe = [&](ArrayRef<Scope> scopes) -> InFlightDiagnostic & {
+        if (scopes.empty())
+          return diag << "no exchange stage";
+        diag << scopes.size() / 2 << " exchange stage(s) (";
+        llvm::interleaveComma(scopes.take_front(scopes.size() / 2), diag,
+                              [&](Scope sc) { diag << stringifyScope(sc); });
+        return diag << ")";
+      };
+      describe(before) << " would become ";
+      describe(after)
+          << "; retarget the collective IR (dispatch/combine, before "
+             "moecomm-split-hierarchical) instead";
+      return failure();
+    }
+    return success();
+  };
+
   SmallVector<std::pair<AllToAllOp, int64_t>> allToAlls;
   WalkResult bad = module.walk([&](Operation *op) {
     current = op;
+    if (failed(checkStagedPlan(op)))
+      return WalkResult::interrupt();
     if (auto a2a = dyn_cast<AllToAllOp>(op))
       allToAlls.push_back({a2a, a2a.getTopology().getRanks()});
     SmallVector<Type> types(op->getResultTypes());

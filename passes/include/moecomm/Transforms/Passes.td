@@ -55,13 +55,19 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     (`tokens_per_expert`, `tensor<E/W x i64>`; `all_to_all`'s
     `recv_counts`, `tensor<W x i64>`) take their new types, which follow
     them into function results and arguments as the strategy does.
+    Already staged IR (`layout`, `permute`, `pack`, `exchange`, `unpack`)
+    follows a retarget only when its plan, the exchange stages and their
+    scopes, is the same on the new topology; `strategy` does not replan it
+    (its layouts keep their strategy, like a dispatch with its own).
     `wire-dtype` and `capacity` override the dispatches' settings (the
     pipeline passes its options here).
 
     Errors: a retarget that a topology or handle type anywhere in the module
     (function signatures included) would not verify with (ranks-per-node
     not dividing the ranks, experts not dividing over the ranks, ranks
-    beyond the dialect's limit); a result whose type changes with the ranks
+    beyond the dialect's limit); staged IR whose plan would change with
+    the retarget ("cannot retarget staged IR planned for ...": retarget
+    the collective IR instead); a result whose type changes with the ranks
     reaching an op that does not accept its new type or that indexes into
     it (`tensor.extract` and the like: positions written for the old
     shape), or an `all_to_all`
@@ -194,7 +200,9 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
     returned is freed right after its last use (a buffer of an asynchronous
     exchange after its wait), so intermediate buffers do not pile up until
     the end of a many-layer training step; other functions get MLIR's
-    buffer-deallocation pipeline.
+    buffer-deallocation pipeline, its dealloc lowering run on the module so
+    that a dealloc of several buffers can call the library function it adds
+    there (`dealloc_helper`).
 
     Attributes that hold moecomm attributes or types elsewhere (a function
     attribute naming a topology, an argument attribute with a handle type)
