@@ -303,10 +303,18 @@ void writeStderr(StringRef text) {
 }
 
 void printErrorLine(StringRef tool, StringRef message) {
-  std::string line = (tool + ": error: " + message).str();
-  for (char &c : line)
+  // Newlines fold to spaces; any other control character (a NUL or an
+  // escape sequence from an input file) is escaped, never written raw.
+  std::string line;
+  for (char c : (tool + ": error: " + message).str()) {
+    const unsigned char u = static_cast<unsigned char>(c);
     if (c == '\n' || c == '\r')
-      c = ' ';
+      line.push_back(' ');
+    else if (u < 0x20 || u == 0x7f)
+      line += formatv("\\x{0:x-2}", static_cast<unsigned>(u)).str();
+    else
+      line.push_back(c);
+  }
   line.push_back('\n');
   writeStderr(line);
 }

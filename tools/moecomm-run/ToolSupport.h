@@ -112,7 +112,8 @@ llvm::Error checkOutputsSpareInputs(llvm::ArrayRef<InputFile> inputs,
 /// `<<` separately.
 void writeStderr(llvm::StringRef text);
 
-/// Prints "<tool>: error: <message>" as one line (newlines folded) with
+/// Prints "<tool>: error: <message>" as one line (newlines folded to spaces,
+/// other control characters such as NUL escaped as \xNN) with
 /// writeStderr.
 void printErrorLine(llvm::StringRef tool, llvm::StringRef message);
 
