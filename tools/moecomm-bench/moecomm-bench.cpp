@@ -233,7 +233,9 @@ Error buildSetup(const char *argv0, Setup &s) {
     return run::inputError(formatv("--tokens must be in [0, 16777216], got {0}",
                                    (long long)tokensOpt));
   if (Error e = run::checkDistinctOutputs(
-          {{"--csv", csvFile}, {"--json", jsonFile}, {"--plots", plotsDir}}))
+          {{"--csv", csvFile},
+           {"--json", jsonFile},
+           {"--plots", plotsDir, isPlotFileName}}))
     return e;
 
   // Backend.

@@ -154,30 +154,50 @@ Error checkOutputFile(StringRef option, StringRef path) {
   return writeOutputFile(option, path, [](raw_ostream &) {});
 }
 
-Error checkDistinctOutputs(ArrayRef<std::pair<StringRef, StringRef>> outputs) {
+Error checkDistinctOutputs(ArrayRef<OutputPath> outputs) {
   auto normalized = [](StringRef path) {
     SmallString<256> full(path);
     if (path != "-") {
       sys::fs::make_absolute(full);
       sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+      while (full.size() > 1 && sys::path::is_separator(full.back()))
+        full.pop_back();
     }
     return full;
   };
+  auto sameFile = [&](StringRef first, StringRef second) {
+    if (normalized(first) == normalized(second))
+      return true;
+    bool equivalent = false;
+    return first != "-" && second != "-" &&
+           !sys::fs::equivalent(first, second, equivalent) && equivalent;
+  };
+  // Whether the file output `file` is one the directory output `dir` writes.
+  auto writtenInto = [&](const OutputPath &dir, StringRef file) {
+    if (!dir.writesName || dir.path == "-" || file == "-")
+      return false;
+    SmallString<256> full = normalized(file);
+    StringRef parent = sys::path::parent_path(full);
+    return dir.writesName(sys::path::filename(full)) &&
+           !parent.empty() && sameFile(parent, dir.path);
+  };
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t j = i + 1; j < outputs.size(); ++j) {
-      auto [firstOption, first] = outputs[i];
-      auto [secondOption, second] = outputs[j];
-      if (first.empty() || second.empty())
+      const OutputPath &first = outputs[i], &second = outputs[j];
+      if (first.path.empty() || second.path.empty())
         continue;
-      bool same = normalized(first) == normalized(second);
-      bool equivalent = false;
-      if (!same && first != "-" && second != "-" &&
-          !sys::fs::equivalent(first, second, equivalent))
-        same = equivalent;
-      if (same)
-        return inputError(formatv("{0} and {1} both write {2}", firstOption,
-                                  secondOption,
-                                  first == "-" ? StringRef("stdout") : first));
+      StringRef written;
+      if (sameFile(first.path, second.path))
+        written = first.path;
+      else if (!second.writesName && writtenInto(first, second.path))
+        written = second.path;
+      else if (!first.writesName && writtenInto(second, first.path))
+        written = first.path;
+      if (!written.empty())
+        return inputError(formatv("{0} and {1} both write {2}", first.option,
+                                  second.option,
+                                  written == "-" ? StringRef("stdout")
+                                                 : written));
     }
   return Error::success();
 }

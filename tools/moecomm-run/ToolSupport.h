@@ -11,6 +11,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,12 +58,6 @@ writeOutputFile(llvm::StringRef option, llvm::StringRef path,
 /// writeOutputFile.
 llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 
-/// Checks that no two of the (option, path) outputs write the same file or
-/// both stdout ("-"); an empty path is an output not asked for. Paths are
-/// compared made absolute without "." and "..", and by file identity when
-/// both exist (links). invalid_argument naming both options otherwise.
-llvm::Error checkDistinctOutputs(
-    llvm::ArrayRef<std::pair<llvm::StringRef, llvm::StringRef>> outputs);
 
 /// The largest input file the tools read (routing files, graphs, model
 /// configs, expert-load traces): 1 GiB. Far above any real input (a routing
@@ -92,8 +87,16 @@ struct InputFile {
 struct OutputPath {
   llvm::StringRef option; ///< e.g. "--json"
   llvm::StringRef path;
-  bool (*writesName)(llvm::StringRef fileName) = nullptr;
+  std::function<bool(llvm::StringRef fileName)> writesName = nullptr;
 };
+
+/// Checks that no two of the outputs write the same file or both stdout
+/// ("-"); an empty path is an output not asked for. A file output that is a
+/// file a directory output writes (its parent is that directory and
+/// `writesName` accepts its name) counts as the same file. Paths are
+/// compared made absolute without "." and "..", and by file identity when
+/// both exist (links). invalid_argument naming both options otherwise.
+llvm::Error checkDistinctOutputs(llvm::ArrayRef<OutputPath> outputs);
 
 /// invalid_argument (one line naming the option and the input) when an
 /// output would replace an input: a file output that is the same file as an

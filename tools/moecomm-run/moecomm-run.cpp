@@ -492,9 +492,16 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      kMaxThreadRanks, p.ranks)),
                   printer);
 
+  // --dump writes rank<r>.*.npy for the ranks r of this run.
+  auto dumpWrites = [ranks = p.ranks](StringRef name) {
+    StringRef rank = name.drop_front(4).split('.').first;
+    unsigned r;
+    return isDumpFileName(name) && !rank.getAsInteger(10, r) &&
+           r < static_cast<unsigned>(ranks) && std::to_string(r) == rank;
+  };
   if (Error e = checkDistinctOutputs({{"--save-routing", saveRouting},
                                       {"--json", jsonFile},
-                                      {"--dump", dumpDir}}))
+                                      {"--dump", dumpDir, dumpWrites}}))
     return report(std::move(e), printer);
   // Before anything is written (and on every MPI rank, before any rank
   // writes): an output must not replace a file this run reads, some of
