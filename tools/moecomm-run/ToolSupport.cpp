@@ -126,32 +126,88 @@ Expected<json::Value> parseUserJson(StringRef text, int maxDepth) {
   return json::parse(text);
 }
 
+std::error_code replaceFile(StringRef path,
+                            function_ref<void(raw_ostream &)> write) {
+  // A link is followed: the file it names is replaced, as writing through
+  // the link would. A target that is not a regular file (/dev/null,
+  // /dev/full, a FIFO) is written in place: it cannot be renamed over.
+  SmallString<256> target(path);
+  sys::fs::file_status status;
+  if (!sys::fs::status(path, status)) {
+    if (status.type() != sys::fs::file_type::regular_file) {
+      std::error_code ec;
+      raw_fd_ostream os(path, ec);
+      if (ec)
+        return ec;
+      write(os);
+      os.close();
+      ec = os.error();
+      os.clear_error();
+      return ec;
+    }
+    if (std::error_code ec = sys::fs::real_path(path, target))
+      return ec;
+  }
+  SmallString<256> model(target);
+  model += ".tmp-%%%%%%%%";
+  int fd = -1;
+  SmallString<256> temp;
+  if (std::error_code ec = sys::fs::createUniqueFile(model, fd, temp))
+    return ec;
+  std::error_code ec;
+  {
+    raw_fd_ostream os(fd, /*shouldClose=*/true);
+    write(os);
+    os.close();
+    ec = os.error();
+    os.clear_error();
+  }
+  if (!ec)
+    ec = sys::fs::rename(temp, target);
+  if (ec)
+    sys::fs::remove(temp);
+  return ec;
+}
+
 Error writeOutputFile(StringRef option, StringRef path,
                       function_ref<void(raw_ostream &)> write) {
-  raw_ostream *os = &outs();
-  std::optional<raw_fd_ostream> file;
-  std::error_code ec;
   if (path != "-") {
-    file.emplace(path, ec);
-    if (ec)
+    if (std::error_code ec = replaceFile(path, write))
       return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
-    os = &*file;
-  }
-  write(*os);
-  if (file)
-    file->close();
-  else
-    os->flush();
-  raw_fd_ostream &stream = file ? *file : outs();
-  if (!stream.has_error())
     return Error::success();
-  ec = stream.error();
-  stream.clear_error();
+  }
+  write(outs());
+  outs().flush();
+  if (!outs().has_error())
+    return Error::success();
+  std::error_code ec = outs().error();
+  outs().clear_error();
   return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
 }
 
 Error checkOutputFile(StringRef option, StringRef path) {
-  return writeOutputFile(option, path, [](raw_ostream &) {});
+  if (path == "-")
+    return Error::success();
+  auto fail = [&](std::error_code ec) {
+    return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
+  };
+  int fd = -1;
+  if (sys::fs::exists(path)) {
+    // Opened for appending: nothing of the file is lost if the run fails.
+    if (std::error_code ec = sys::fs::openFileForWrite(
+            path, fd, sys::fs::CD_OpenExisting, sys::fs::OF_Append))
+      return fail(ec);
+    ::close(fd);
+    return Error::success();
+  }
+  // A file that does not exist yet: the directory must take a new file.
+  SmallString<256> temp;
+  if (std::error_code ec =
+          sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
+    return fail(ec);
+  ::close(fd);
+  sys::fs::remove(temp);
+  return Error::success();
 }
 
 Error checkDistinctOutputs(ArrayRef<OutputPath> outputs) {

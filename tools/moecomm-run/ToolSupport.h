@@ -45,7 +45,16 @@ llvm::Expected<std::string> findTraceFile(const char *argv0,
 bool parseCommandLine(int argc, char **argv, llvm::StringRef overview,
                       std::string &error);
 
-/// Writes an output file (`path` "-": stdout) with `write`. Every failure,
+/// Writes the file `path` with `write` into a new temporary file next to it
+/// (next to the file a link names) and renames it over `path`, so that an
+/// existing file is replaced whole or not at all; a `path` that exists and
+/// is not a regular file (a device, a FIFO) is written in place. The
+/// temporary file is removed on failure.
+std::error_code replaceFile(llvm::StringRef path,
+                            llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+/// Writes an output file (`path` "-": stdout) with `write` (replaceFile: an
+/// existing file is left alone if this fails). Every failure,
 /// opening it or writing and closing it (where a full disk shows), is one
 /// io_error naming `option` and `path` (exit status 3), never LLVM's fatal
 /// error on a stream with an unchecked error.
@@ -53,9 +62,11 @@ llvm::Error
 writeOutputFile(llvm::StringRef option, llvm::StringRef path,
                 llvm::function_ref<void(llvm::raw_ostream &)> write);
 
-/// Creates (or truncates) the output file `path` now, so that a run does not
-/// end in an unwritable path after its work; "-" is stdout. io_error as
-/// writeOutputFile.
+/// Checks now that the output file `path` can be written, so that a run does
+/// not end in an unwritable path after its work; "-" is stdout. An existing
+/// file is opened for appending (never truncated: it stays as it is if the
+/// run fails), for a new one a file is created in its directory and
+/// removed. io_error as writeOutputFile.
 llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 
 
