@@ -258,6 +258,16 @@ Error checkDistinctOutputs(ArrayRef<OutputPath> outputs) {
   return Error::success();
 }
 
+Error checkPathsNotEmpty(ArrayRef<const cl::opt<std::string> *> options) {
+  for (const cl::opt<std::string> *o : options)
+    if (o->getNumOccurrences() && o->getValue().empty())
+      return inputError(o->isPositional()
+                            ? std::string("the graph's path is empty")
+                            : formatv("--{0}: the path is empty", o->ArgStr)
+                                  .str());
+  return Error::success();
+}
+
 Expected<std::string>
 readInputFile(StringRef path, StringRef what, bool allowStdin) {
   auto fail = [&](const Twine &why) {

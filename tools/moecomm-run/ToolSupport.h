@@ -6,6 +6,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -69,6 +70,13 @@ writeOutputFile(llvm::StringRef option, llvm::StringRef path,
 /// removed. io_error as writeOutputFile.
 llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 
+
+/// invalid_argument "--<option>: the path is empty" (the positional one:
+/// "the graph's path is empty") for the first path option given with an
+/// empty value: an empty path names no file, and is never taken as "not
+/// given".
+llvm::Error
+checkPathsNotEmpty(llvm::ArrayRef<const llvm::cl::opt<std::string> *> options);
 
 /// The largest input file the tools read (routing files, graphs, model
 /// configs, expert-load traces): 1 GiB. Far above any real input (a routing

@@ -432,6 +432,13 @@ Error checkPathFlags() {
 int prepare(const char *argv0, const MpiWorld &world, bool mpi,
             RunState &state) {
   const bool printer = world.rank == 0;
+  if (Error e = checkPathsNotEmpty({&routingFile, &configName, &configDir,
+                                    &traceFile, &graphFile,
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+                                    &aotLibrary,
+#endif
+                                    &jsonFile, &dumpDir, &saveRouting}))
+    return report(std::move(e), printer);
   if (Error e = checkPathFlags())
     return report(std::move(e), printer);
   Expected<moecommStrategy_t> strategy = parseStrategy(strategyOpt);
@@ -641,6 +648,12 @@ int main(int argc, char **argv) {
           parseError))
     return report(inputError(parseError), printer);
   if (listConfigs) {
+    if (Error e = checkPathsNotEmpty({&configDir}))
+      return report(std::move(e), printer);
+    if (configDir.getNumOccurrences() && !sys::fs::is_directory(configDir))
+      return report(inputError(formatv("--config-dir {0}: not a directory",
+                                       configDir)),
+                    printer);
     std::vector<std::string> dirs = configDir.getNumOccurrences()
                                         ? std::vector<std::string>{configDir}
                                         : dataDirs(argv[0], "configs");
