@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <limits>
 
 using namespace llvm;
 
@@ -147,6 +148,16 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
                         p.topk, typeString(type.getInput(1))));
   sig.idxType =
       idx.getElementType().isInteger(32) ? moecommInt32 : moecommInt64;
+  // Ids are handed over as the graph's element type: one it cannot hold
+  // would be truncated into another id (4294967296 into 0).
+  if (sig.idxType == moecommInt32)
+    for (auto [rank, ids] : llvm::enumerate(p.topkIdx))
+      for (auto [i, id] : llvm::enumerate(ids))
+        if (id < std::numeric_limits<int32_t>::min() ||
+            id > std::numeric_limits<int32_t>::max())
+          return fail(formatv("rank {0} token {1} slot {2}: expert id {3} "
+                              "does not fit topk_idx's element type i32",
+                              rank, i / p.topk, i % p.topk, id));
   if (type.getInput(2) != idx.clone(mlir::Float32Type::get(func.getContext())))
     return fail(formatv("topk_weights must be {0}, got {1}",
                         typeString(idx.clone(mlir::Float32Type::get(
