@@ -310,6 +310,48 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
   return Error::success();
 }
 
+/// Checks an --aot library against the graph given with it, before it is
+/// called: the library's code has the static shapes (hidden size, K, T) of
+/// the graph it was built from, and a graph with other shapes makes the run
+/// pass descriptors the code reads out of bounds. Libraries built by
+/// moecomm-aot or moecomm_add_aot_graph export that graph's text
+/// (moecomm_aot_graph_source, cmake/EmbedGraphSource.cmake): its entry must
+/// have the signature of `entry`, which the run was checked against. A
+/// library without it (built otherwise) is taken on trust.
+Error checkAotSource(void *library, const GraphOptions &options,
+                     mlir::func::FuncOp entry, mlir::MLIRContext &context) {
+  const auto *text = static_cast<const char *>(
+      ::dlsym(library, "moecomm_aot_graph_source"));
+  const auto *size = static_cast<const int64_t *>(
+      ::dlsym(library, "moecomm_aot_graph_source_size"));
+  if (!text || !size)
+    return Error::success();
+  auto refuse = [&](const Twine &why) {
+    return inputError(formatv("--aot {0} was built from a graph {1}; rebuild "
+                              "it from {2} (moecomm-aot) or give the graph it "
+                              "was built from",
+                              options.aotLibrary, why.str(), options.file));
+  };
+  // Diagnostics of the recorded text are not the user's graph's.
+  mlir::ScopedDiagnosticHandler quiet(
+      &context, [](mlir::Diagnostic &) { return mlir::success(); });
+  mlir::OwningOpRef<mlir::ModuleOp> built =
+      mlir::parseSourceString<mlir::ModuleOp>(
+          StringRef(text, static_cast<size_t>(*size)), &context,
+          options.aotLibrary);
+  if (!built)
+    return refuse("this moecomm-run cannot parse");
+  auto builtEntry = built->lookupSymbol<mlir::func::FuncOp>(entry.getName());
+  if (!builtEntry)
+    return refuse(formatv("without @{0}", entry.getName()));
+  if (builtEntry.getFunctionType() != entry.getFunctionType())
+    return refuse(formatv("whose @{0} has type {1}, but {2} declares {3}",
+                          entry.getName(),
+                          typeString(builtEntry.getFunctionType()),
+                          options.file, typeString(entry.getFunctionType())));
+  return Error::success();
+}
+
 } // namespace
 
 /// A graph ready to call: its entry point and whatever keeps the code alive.
@@ -407,6 +449,8 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
                                 "with llvm.emit_c_interface on @{3}?",
                                 options.aotLibrary, symbol, graph->label,
                                 options.entry));
+    if (Error e = checkAotSource(graph->library, options, func, context))
+      return std::move(e);
     graph->label += " (AOT " + options.aotLibrary + ")";
     return graph;
   }
