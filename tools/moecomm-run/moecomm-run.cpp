@@ -317,6 +317,12 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
       return t.takeError();
     g.tokens = *t;
   }
+  // The per-rank range first: a value out of it is wrong whatever the
+  // memory (generateRouting checks it again).
+  for (int64_t t : g.tokens)
+    if (t < 0 || t > kMaxTokensPerRank)
+      return inputError(formatv("--tokens value {0} must be in [0, {1}]", t,
+                                kMaxTokensPerRank));
   if (g.dist.kind == RoutingDist::Trace) {
     Expected<std::string> file = findTraceFile(argv0, traceFile);
     if (!file)
