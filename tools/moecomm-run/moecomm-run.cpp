@@ -541,7 +541,10 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   if (printer && !jsonFile.empty() && jsonFile != "-")
     if (Error e = checkOutputFile("--json", jsonFile))
       return report(std::move(e), printer);
-  if (printer && !dumpDir.empty())
+  // Every rank writes its own dump files, so every rank checks the
+  // directory (under MPI it may be another one on another host), before
+  // the run rather than after it.
+  if (!dumpDir.empty())
     if (Error e = prepareDumpDir(dumpDir))
       return report(std::move(e), printer);
 
