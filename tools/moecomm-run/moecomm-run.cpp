@@ -377,8 +377,10 @@ struct RunState {
   /// False only with --skip-input-checks and a routing the reference rejects:
   /// the runtime must reject it too.
   bool valid = true;
-  /// A hash of the routing this rank prepared, compared across MPI ranks.
+  /// A hash of the routing this rank prepared, compared across MPI ranks;
+  /// inputHash: before a graph's wire dtype and capacity applied.
   uint64_t routingHash = 0;
+  uint64_t inputHash = 0;
 };
 
 /// Flags that cannot apply to the chosen path (or to this build) are errors,
@@ -548,6 +550,11 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     if (Error e = prepareDumpDir(dumpDir))
       return report(std::move(e), printer);
 
+  // The routing as the files and flags give it, before a graph's declared
+  // wire dtype and capacity apply: what tells the two causes of a mismatch
+  // between MPI ranks apart.
+  if (mpi)
+    state.inputHash = xxh3_64bits(formatv("{0}", routingToJson(p)).str());
 #ifdef MOECOMM_RUN_HAVE_COMPILER
   if (!directOpt) {
     GraphOptions go;
@@ -724,9 +731,14 @@ int main(int argc, char **argv) {
                            "from rank 0's; run it alone to see why",
                            code)
                        .str());
-  if (code == 0 && !mpiSameOnEveryRank(world, state.routingHash))
+  if (code == 0 && !mpiSameOnEveryRank(world, state.inputHash))
     code = report(inputError("the MPI ranks prepared different routings from "
-                             "the same flags (routing or trace files differ "
+                             "the same flags (routing, trace or model config "
+                             "files differ between hosts)"),
+                  printer);
+  if (code == 0 && !mpiSameOnEveryRank(world, state.routingHash))
+    code = report(inputError("the MPI ranks' graphs declare different wire "
+                             "dtypes or capacities (the graph files differ "
                              "between hosts)"),
                   printer);
   if (code == 0)
