@@ -131,20 +131,23 @@ std::error_code replaceFile(StringRef path,
   // A link is followed: the file it names is replaced, as writing through
   // the link would. A target that is not a regular file (/dev/null,
   // /dev/full, a FIFO) is written in place: it cannot be renamed over.
+  auto inPlace = [&]() {
+    std::error_code ec;
+    raw_fd_ostream os(path, ec);
+    if (ec)
+      return ec;
+    write(os);
+    os.close();
+    ec = os.error();
+    os.clear_error();
+    return ec;
+  };
   SmallString<256> target(path);
   sys::fs::file_status status;
-  if (!sys::fs::status(path, status)) {
-    if (status.type() != sys::fs::file_type::regular_file) {
-      std::error_code ec;
-      raw_fd_ostream os(path, ec);
-      if (ec)
-        return ec;
-      write(os);
-      os.close();
-      ec = os.error();
-      os.clear_error();
-      return ec;
-    }
+  const bool exists = !sys::fs::status(path, status);
+  if (exists) {
+    if (status.type() != sys::fs::file_type::regular_file)
+      return inPlace();
     if (std::error_code ec = sys::fs::real_path(path, target))
       return ec;
   }
@@ -152,8 +155,13 @@ std::error_code replaceFile(StringRef path,
   model += ".tmp-%%%%%%%%";
   int fd = -1;
   SmallString<256> temp;
-  if (std::error_code ec = sys::fs::createUniqueFile(model, fd, temp))
+  if (std::error_code ec = sys::fs::createUniqueFile(model, fd, temp)) {
+    // A writable file in a directory that takes no new file: written in
+    // place, as before.
+    if (exists && ec == std::errc::permission_denied)
+      return inPlace();
     return ec;
+  }
   std::error_code ec;
   {
     raw_fd_ostream os(fd, /*shouldClose=*/true);

@@ -49,8 +49,9 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef overview,
 /// Writes the file `path` with `write` into a new temporary file next to it
 /// (next to the file a link names) and renames it over `path`, so that an
 /// existing file is replaced whole or not at all; a `path` that exists and
-/// is not a regular file (a device, a FIFO) is written in place. The
-/// temporary file is removed on failure.
+/// is not a regular file (a device, a FIFO), or an existing file in a
+/// directory that refuses new files, is written in place. The temporary
+/// file is removed on failure.
 std::error_code replaceFile(llvm::StringRef path,
                             llvm::function_ref<void(llvm::raw_ostream &)> write);
 
