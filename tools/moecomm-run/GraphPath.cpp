@@ -166,13 +166,28 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
   if (sig.training && type.getInput(3) != x)
     return fail(formatv("grad_out must have x's type {0}, got {1}",
                         typeString(x), typeString(type.getInput(3))));
-  // Every rank passes its own token count.
-  if (!x.isDynamicDim(0))
+  // Every rank passes its own token count: a static one must be every
+  // rank's, in each argument and result with a token dimension (the code
+  // would read or write that many rows of the run's buffers).
+  auto checkTokens = [&](mlir::Type t, StringRef name) -> Error {
+    auto ranked = tensor(t);
+    if (!ranked || ranked.getRank() < 1 || ranked.isDynamicDim(0))
+      return Error::success();
     for (int64_t tokens : p.numTokens)
-      if (tokens != x.getDimSize(0))
-        return fail(formatv("x has a static token count {0} but a rank has "
-                            "{1} tokens; make the first dimension dynamic",
-                            x.getDimSize(0), tokens));
+      if (tokens != ranked.getDimSize(0))
+        return fail(formatv("{0} has a static token count {1} but a rank has "
+                            "{2} tokens; make the first dimension dynamic",
+                            name, ranked.getDimSize(0), tokens))
+            .takeError();
+    return Error::success();
+  };
+  const char *argNames[] = {"x", "topk_idx", "topk_weights", "grad_out"};
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    if (Error e = checkTokens(type.getInput(i), argNames[i]))
+      return std::move(e);
+  for (unsigned i = 0; i < outputs; ++i)
+    if (Error e = checkTokens(type.getResult(i), i == 0 ? "out" : "grad_x"))
+      return std::move(e);
 
   // The results are read through their descriptors: ranks and element types
   // must be what the contract says.
