@@ -60,5 +60,6 @@ install(FILES ${MOECOMM_BINARY_DIR}/MoECommConfig.cmake
 # moecomm_add_aot_graph, which MoECommConfig.cmake includes.
 if(MOECOMM_ENABLE_COMPILER)
   install(FILES ${MOECOMM_SOURCE_DIR}/cmake/AddMoECommGraph.cmake
+                ${MOECOMM_SOURCE_DIR}/cmake/EmbedGraphSource.cmake
           DESTINATION ${MOECOMM_INSTALL_CMAKEDIR})
 endif()

@@ -232,8 +232,13 @@ Error buildSetup(const char *argv0, Setup &s) {
   if (tokensOpt.getNumOccurrences() && (tokensOpt < 0 || tokensOpt > (1 << 24)))
     return run::inputError(formatv("--tokens must be in [0, 16777216], got {0}",
                                    (long long)tokensOpt));
+  if (Error e = run::checkPathsNotEmpty(
+          {&configDir, &traceFile, &csvFile, &jsonFile, &plotsDir}))
+    return e;
   if (Error e = run::checkDistinctOutputs(
-          {{"--csv", csvFile}, {"--json", jsonFile}, {"--plots", plotsDir}}))
+          {{"--csv", csvFile},
+           {"--json", jsonFile},
+           {"--plots", plotsDir, isPlotFileName}}))
     return e;
 
   // Backend.

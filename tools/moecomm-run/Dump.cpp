@@ -1,6 +1,7 @@
 //===- Dump.cpp - moecomm-run --dump: NumPy files per rank ----------------===//
 
 #include "Dump.h"
+#include "ToolSupport.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -48,15 +49,9 @@ Error writeNpy(StringRef dir, const Twine &name, const T *data, size_t count,
   const T *base = count ? data : &empty;
   auto view = xt::adapt(base, count, xt::no_ownership(), shape);
   std::string bytes = xt::dump_npy(view);
-  std::error_code ec;
-  raw_fd_ostream os(path, ec, sys::fs::OF_None);
-  if (ec)
+  if (std::error_code ec =
+          replaceFile(path, [&](raw_ostream &os) { os << bytes; }))
     return systemError(formatv("cannot write {0}: {1}", path, ec.message()));
-  os << bytes;
-  os.close();
-  if (os.has_error())
-    return systemError(
-        formatv("cannot write {0}: {1}", path, os.error().message()));
   return Error::success();
 }
 

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <limits>
 
 using namespace llvm;
 
@@ -147,6 +148,16 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
                         p.topk, typeString(type.getInput(1))));
   sig.idxType =
       idx.getElementType().isInteger(32) ? moecommInt32 : moecommInt64;
+  // Ids are handed over as the graph's element type: one it cannot hold
+  // would be truncated into another id (4294967296 into 0).
+  if (sig.idxType == moecommInt32)
+    for (auto [rank, ids] : llvm::enumerate(p.topkIdx))
+      for (auto [i, id] : llvm::enumerate(ids))
+        if (id < std::numeric_limits<int32_t>::min() ||
+            id > std::numeric_limits<int32_t>::max())
+          return fail(formatv("rank {0} token {1} slot {2}: expert id {3} "
+                              "does not fit topk_idx's element type i32",
+                              rank, i / p.topk, i % p.topk, id));
   if (type.getInput(2) != idx.clone(mlir::Float32Type::get(func.getContext())))
     return fail(formatv("topk_weights must be {0}, got {1}",
                         typeString(idx.clone(mlir::Float32Type::get(
@@ -155,13 +166,28 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
   if (sig.training && type.getInput(3) != x)
     return fail(formatv("grad_out must have x's type {0}, got {1}",
                         typeString(x), typeString(type.getInput(3))));
-  // Every rank passes its own token count.
-  if (!x.isDynamicDim(0))
+  // Every rank passes its own token count: a static one must be every
+  // rank's, in each argument and result with a token dimension (the code
+  // would read or write that many rows of the run's buffers).
+  auto checkTokens = [&](mlir::Type t, StringRef name) -> Error {
+    auto ranked = tensor(t);
+    if (!ranked || ranked.getRank() < 1 || ranked.isDynamicDim(0))
+      return Error::success();
     for (int64_t tokens : p.numTokens)
-      if (tokens != x.getDimSize(0))
-        return fail(formatv("x has a static token count {0} but a rank has "
-                            "{1} tokens; make the first dimension dynamic",
-                            x.getDimSize(0), tokens));
+      if (tokens != ranked.getDimSize(0))
+        return fail(formatv("{0} has a static token count {1} but a rank has "
+                            "{2} tokens; make the first dimension dynamic",
+                            name, ranked.getDimSize(0), tokens))
+            .takeError();
+    return Error::success();
+  };
+  const char *argNames[] = {"x", "topk_idx", "topk_weights", "grad_out"};
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    if (Error e = checkTokens(type.getInput(i), argNames[i]))
+      return std::move(e);
+  for (unsigned i = 0; i < outputs; ++i)
+    if (Error e = checkTokens(type.getResult(i), i == 0 ? "out" : "grad_x"))
+      return std::move(e);
 
   // The results are read through their descriptors: ranks and element types
   // must be what the contract says.
@@ -299,6 +325,48 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
   return Error::success();
 }
 
+/// Checks an --aot library against the graph given with it, before it is
+/// called: the library's code has the static shapes (hidden size, K, T) of
+/// the graph it was built from, and a graph with other shapes makes the run
+/// pass descriptors the code reads out of bounds. Libraries built by
+/// moecomm-aot or moecomm_add_aot_graph export that graph's text
+/// (moecomm_aot_graph_source, cmake/EmbedGraphSource.cmake): its entry must
+/// have the signature of `entry`, which the run was checked against. A
+/// library without it (built otherwise) is taken on trust.
+Error checkAotSource(void *library, const GraphOptions &options,
+                     mlir::func::FuncOp entry, mlir::MLIRContext &context) {
+  const auto *text = static_cast<const char *>(
+      ::dlsym(library, "moecomm_aot_graph_source"));
+  const auto *size = static_cast<const int64_t *>(
+      ::dlsym(library, "moecomm_aot_graph_source_size"));
+  if (!text || !size)
+    return Error::success();
+  auto refuse = [&](const Twine &why) {
+    return inputError(formatv("--aot {0} was built from a graph {1}; rebuild "
+                              "it from {2} (moecomm-aot) or give the graph it "
+                              "was built from",
+                              options.aotLibrary, why.str(), options.file));
+  };
+  // Diagnostics of the recorded text are not the user's graph's.
+  mlir::ScopedDiagnosticHandler quiet(
+      &context, [](mlir::Diagnostic &) { return mlir::success(); });
+  mlir::OwningOpRef<mlir::ModuleOp> built =
+      mlir::parseSourceString<mlir::ModuleOp>(
+          StringRef(text, static_cast<size_t>(*size)), &context,
+          options.aotLibrary);
+  if (!built)
+    return refuse("this moecomm-run cannot parse");
+  auto builtEntry = built->lookupSymbol<mlir::func::FuncOp>(entry.getName());
+  if (!builtEntry)
+    return refuse(formatv("without @{0}", entry.getName()));
+  if (builtEntry.getFunctionType() != entry.getFunctionType())
+    return refuse(formatv("whose @{0} has type {1}, but {2} declares {3}",
+                          entry.getName(),
+                          typeString(builtEntry.getFunctionType()),
+                          options.file, typeString(entry.getFunctionType())));
+  return Error::success();
+}
+
 } // namespace
 
 /// A graph ready to call: its entry point and whatever keeps the code alive.
@@ -396,6 +464,8 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
                                 "with llvm.emit_c_interface on @{3}?",
                                 options.aotLibrary, symbol, graph->label,
                                 options.entry));
+    if (Error e = checkAotSource(graph->library, options, func, context))
+      return std::move(e);
     graph->label += " (AOT " + options.aotLibrary + ")";
     return graph;
   }

@@ -112,6 +112,11 @@ Expected<RoutingDist> parseRoutingDist(StringRef spec) {
   }
   if (kind == "node-limited") {
     d.kind = RoutingDist::NodeLimited;
+    if (!rest.empty() && rest.find_first_not_of("0123456789") == StringRef::npos &&
+        rest.getAsInteger(10, d.groupLimit))
+      return inputError(formatv("bad --routing-dist '{0}': group count {1} is "
+                                "too large",
+                                spec, rest));
     if (rest.empty() || rest.getAsInteger(10, d.groupLimit) || d.groupLimit < 1)
       return inputError(
           formatv("bad --routing-dist '{0}': node-limited:M needs "
@@ -271,9 +276,9 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
                               "rank ({1})",
                               o.tokens.size(), o.ranks));
   for (int64_t t : o.tokens)
-    if (t < 0 || t > (int64_t(1) << 28))
-      return inputError(
-          formatv("--tokens value {0} must be in [0, 268435456]", t));
+    if (t < 0 || t > kMaxTokensPerRank)
+      return inputError(formatv("--tokens value {0} must be in [0, {1}]", t,
+                                kMaxTokensPerRank));
 
   RoutingProblem p;
   p.ranks = o.ranks;

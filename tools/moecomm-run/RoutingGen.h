@@ -29,6 +29,9 @@
 
 namespace moecomm::run {
 
+/// The most tokens one rank may have in a generated routing (--tokens).
+constexpr int64_t kMaxTokensPerRank = int64_t(1) << 28;
+
 struct RoutingDist {
   enum Kind { Uniform, Zipf, NodeLimited, Trace } kind = Uniform;
   double zipfExponent = 0.0; ///< S of zipf:S (>= 0)

@@ -126,59 +126,153 @@ Expected<json::Value> parseUserJson(StringRef text, int maxDepth) {
   return json::parse(text);
 }
 
+std::error_code replaceFile(StringRef path,
+                            function_ref<void(raw_ostream &)> write) {
+  // A link is followed: the file it names is replaced, as writing through
+  // the link would. A target that is not a regular file (/dev/null,
+  // /dev/full, a FIFO) is written in place: it cannot be renamed over.
+  auto inPlace = [&]() {
+    std::error_code ec;
+    raw_fd_ostream os(path, ec);
+    if (ec)
+      return ec;
+    write(os);
+    os.close();
+    ec = os.error();
+    os.clear_error();
+    return ec;
+  };
+  SmallString<256> target(path);
+  sys::fs::file_status status;
+  const bool exists = !sys::fs::status(path, status);
+  if (exists) {
+    if (status.type() != sys::fs::file_type::regular_file)
+      return inPlace();
+    if (std::error_code ec = sys::fs::real_path(path, target))
+      return ec;
+  }
+  SmallString<256> model(target);
+  model += ".tmp-%%%%%%%%";
+  int fd = -1;
+  SmallString<256> temp;
+  if (std::error_code ec = sys::fs::createUniqueFile(model, fd, temp)) {
+    // A writable file in a directory that takes no new file: written in
+    // place, as before.
+    if (exists && ec == std::errc::permission_denied)
+      return inPlace();
+    return ec;
+  }
+  std::error_code ec;
+  {
+    raw_fd_ostream os(fd, /*shouldClose=*/true);
+    write(os);
+    os.close();
+    ec = os.error();
+    os.clear_error();
+  }
+  if (!ec)
+    ec = sys::fs::rename(temp, target);
+  if (ec)
+    sys::fs::remove(temp);
+  return ec;
+}
+
 Error writeOutputFile(StringRef option, StringRef path,
                       function_ref<void(raw_ostream &)> write) {
-  raw_ostream *os = &outs();
-  std::optional<raw_fd_ostream> file;
-  std::error_code ec;
   if (path != "-") {
-    file.emplace(path, ec);
-    if (ec)
+    if (std::error_code ec = replaceFile(path, write))
       return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
-    os = &*file;
-  }
-  write(*os);
-  if (file)
-    file->close();
-  else
-    os->flush();
-  raw_fd_ostream &stream = file ? *file : outs();
-  if (!stream.has_error())
     return Error::success();
-  ec = stream.error();
-  stream.clear_error();
+  }
+  write(outs());
+  outs().flush();
+  if (!outs().has_error())
+    return Error::success();
+  std::error_code ec = outs().error();
+  outs().clear_error();
   return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
 }
 
 Error checkOutputFile(StringRef option, StringRef path) {
-  return writeOutputFile(option, path, [](raw_ostream &) {});
+  if (path == "-")
+    return Error::success();
+  auto fail = [&](std::error_code ec) {
+    return systemError(formatv("{0} {1}: {2}", option, path, ec.message()));
+  };
+  int fd = -1;
+  if (sys::fs::exists(path)) {
+    // Opened for appending: nothing of the file is lost if the run fails.
+    if (std::error_code ec = sys::fs::openFileForWrite(
+            path, fd, sys::fs::CD_OpenExisting, sys::fs::OF_Append))
+      return fail(ec);
+    ::close(fd);
+    return Error::success();
+  }
+  // A file that does not exist yet: the directory must take a new file.
+  SmallString<256> temp;
+  if (std::error_code ec =
+          sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
+    return fail(ec);
+  ::close(fd);
+  sys::fs::remove(temp);
+  return Error::success();
 }
 
-Error checkDistinctOutputs(ArrayRef<std::pair<StringRef, StringRef>> outputs) {
+Error checkDistinctOutputs(ArrayRef<OutputPath> outputs) {
   auto normalized = [](StringRef path) {
     SmallString<256> full(path);
     if (path != "-") {
       sys::fs::make_absolute(full);
       sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+      while (full.size() > 1 && sys::path::is_separator(full.back()))
+        full.pop_back();
     }
     return full;
   };
+  auto sameFile = [&](StringRef first, StringRef second) {
+    if (normalized(first) == normalized(second))
+      return true;
+    bool equivalent = false;
+    return first != "-" && second != "-" &&
+           !sys::fs::equivalent(first, second, equivalent) && equivalent;
+  };
+  // Whether the file output `file` is one the directory output `dir` writes.
+  auto writtenInto = [&](const OutputPath &dir, StringRef file) {
+    if (!dir.writesName || dir.path == "-" || file == "-")
+      return false;
+    SmallString<256> full = normalized(file);
+    StringRef parent = sys::path::parent_path(full);
+    return dir.writesName(sys::path::filename(full)) &&
+           !parent.empty() && sameFile(parent, dir.path);
+  };
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t j = i + 1; j < outputs.size(); ++j) {
-      auto [firstOption, first] = outputs[i];
-      auto [secondOption, second] = outputs[j];
-      if (first.empty() || second.empty())
+      const OutputPath &first = outputs[i], &second = outputs[j];
+      if (first.path.empty() || second.path.empty())
         continue;
-      bool same = normalized(first) == normalized(second);
-      bool equivalent = false;
-      if (!same && first != "-" && second != "-" &&
-          !sys::fs::equivalent(first, second, equivalent))
-        same = equivalent;
-      if (same)
-        return inputError(formatv("{0} and {1} both write {2}", firstOption,
-                                  secondOption,
-                                  first == "-" ? StringRef("stdout") : first));
+      StringRef written;
+      if (sameFile(first.path, second.path))
+        written = first.path;
+      else if (!second.writesName && writtenInto(first, second.path))
+        written = second.path;
+      else if (!first.writesName && writtenInto(second, first.path))
+        written = first.path;
+      if (!written.empty())
+        return inputError(formatv("{0} and {1} both write {2}", first.option,
+                                  second.option,
+                                  written == "-" ? StringRef("stdout")
+                                                 : written));
     }
+  return Error::success();
+}
+
+Error checkPathsNotEmpty(ArrayRef<const cl::opt<std::string> *> options) {
+  for (const cl::opt<std::string> *o : options)
+    if (o->getNumOccurrences() && o->getValue().empty())
+      return inputError(o->isPositional()
+                            ? std::string("the graph's path is empty")
+                            : formatv("--{0}: the path is empty", o->ArgStr)
+                                  .str());
   return Error::success();
 }
 
@@ -303,10 +397,18 @@ void writeStderr(StringRef text) {
 }
 
 void printErrorLine(StringRef tool, StringRef message) {
-  std::string line = (tool + ": error: " + message).str();
-  for (char &c : line)
+  // Newlines fold to spaces; any other control character (a NUL or an
+  // escape sequence from an input file) is escaped, never written raw.
+  std::string line;
+  for (char c : (tool + ": error: " + message).str()) {
+    const unsigned char u = static_cast<unsigned char>(c);
     if (c == '\n' || c == '\r')
-      c = ' ';
+      line.push_back(' ');
+    else if (u < 0x20 || u == 0x7f)
+      line += formatv("\\x{0:x-2}", static_cast<unsigned>(u)).str();
+    else
+      line.push_back(c);
+  }
   line.push_back('\n');
   writeStderr(line);
 }

@@ -6,11 +6,13 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,7 +46,17 @@ llvm::Expected<std::string> findTraceFile(const char *argv0,
 bool parseCommandLine(int argc, char **argv, llvm::StringRef overview,
                       std::string &error);
 
-/// Writes an output file (`path` "-": stdout) with `write`. Every failure,
+/// Writes the file `path` with `write` into a new temporary file next to it
+/// (next to the file a link names) and renames it over `path`, so that an
+/// existing file is replaced whole or not at all; a `path` that exists and
+/// is not a regular file (a device, a FIFO), or an existing file in a
+/// directory that refuses new files, is written in place. The temporary
+/// file is removed on failure.
+std::error_code replaceFile(llvm::StringRef path,
+                            llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+/// Writes an output file (`path` "-": stdout) with `write` (replaceFile: an
+/// existing file is left alone if this fails). Every failure,
 /// opening it or writing and closing it (where a full disk shows), is one
 /// io_error naming `option` and `path` (exit status 3), never LLVM's fatal
 /// error on a stream with an unchecked error.
@@ -52,17 +64,20 @@ llvm::Error
 writeOutputFile(llvm::StringRef option, llvm::StringRef path,
                 llvm::function_ref<void(llvm::raw_ostream &)> write);
 
-/// Creates (or truncates) the output file `path` now, so that a run does not
-/// end in an unwritable path after its work; "-" is stdout. io_error as
-/// writeOutputFile.
+/// Checks now that the output file `path` can be written, so that a run does
+/// not end in an unwritable path after its work; "-" is stdout. An existing
+/// file is opened for appending (never truncated: it stays as it is if the
+/// run fails), for a new one a file is created in its directory and
+/// removed. io_error as writeOutputFile.
 llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 
-/// Checks that no two of the (option, path) outputs write the same file or
-/// both stdout ("-"); an empty path is an output not asked for. Paths are
-/// compared made absolute without "." and "..", and by file identity when
-/// both exist (links). invalid_argument naming both options otherwise.
-llvm::Error checkDistinctOutputs(
-    llvm::ArrayRef<std::pair<llvm::StringRef, llvm::StringRef>> outputs);
+
+/// invalid_argument "--<option>: the path is empty" (the positional one:
+/// "the graph's path is empty") for the first path option given with an
+/// empty value: an empty path names no file, and is never taken as "not
+/// given".
+llvm::Error
+checkPathsNotEmpty(llvm::ArrayRef<const llvm::cl::opt<std::string> *> options);
 
 /// The largest input file the tools read (routing files, graphs, model
 /// configs, expert-load traces): 1 GiB. Far above any real input (a routing
@@ -92,8 +107,16 @@ struct InputFile {
 struct OutputPath {
   llvm::StringRef option; ///< e.g. "--json"
   llvm::StringRef path;
-  bool (*writesName)(llvm::StringRef fileName) = nullptr;
+  std::function<bool(llvm::StringRef fileName)> writesName = nullptr;
 };
+
+/// Checks that no two of the outputs write the same file or both stdout
+/// ("-"); an empty path is an output not asked for. A file output that is a
+/// file a directory output writes (its parent is that directory and
+/// `writesName` accepts its name) counts as the same file. Paths are
+/// compared made absolute without "." and "..", and by file identity when
+/// both exist (links). invalid_argument naming both options otherwise.
+llvm::Error checkDistinctOutputs(llvm::ArrayRef<OutputPath> outputs);
 
 /// invalid_argument (one line naming the option and the input) when an
 /// output would replace an input: a file output that is the same file as an
@@ -112,7 +135,8 @@ llvm::Error checkOutputsSpareInputs(llvm::ArrayRef<InputFile> inputs,
 /// `<<` separately.
 void writeStderr(llvm::StringRef text);
 
-/// Prints "<tool>: error: <message>" as one line (newlines folded) with
+/// Prints "<tool>: error: <message>" as one line (newlines folded to spaces,
+/// other control characters such as NUL escaped as \xNN) with
 /// writeStderr.
 void printErrorLine(llvm::StringRef tool, llvm::StringRef message);
 

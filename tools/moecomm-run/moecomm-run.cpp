@@ -317,6 +317,12 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
       return t.takeError();
     g.tokens = *t;
   }
+  // The per-rank range first: a value out of it is wrong whatever the
+  // memory (generateRouting checks it again).
+  for (int64_t t : g.tokens)
+    if (t < 0 || t > kMaxTokensPerRank)
+      return inputError(formatv("--tokens value {0} must be in [0, {1}]", t,
+                                kMaxTokensPerRank));
   if (g.dist.kind == RoutingDist::Trace) {
     Expected<std::string> file = findTraceFile(argv0, traceFile);
     if (!file)
@@ -371,8 +377,10 @@ struct RunState {
   /// False only with --skip-input-checks and a routing the reference rejects:
   /// the runtime must reject it too.
   bool valid = true;
-  /// A hash of the routing this rank prepared, compared across MPI ranks.
+  /// A hash of the routing this rank prepared, compared across MPI ranks;
+  /// inputHash: before a graph's wire dtype and capacity applied.
   uint64_t routingHash = 0;
+  uint64_t inputHash = 0;
 };
 
 /// Flags that cannot apply to the chosen path (or to this build) are errors,
@@ -432,6 +440,13 @@ Error checkPathFlags() {
 int prepare(const char *argv0, const MpiWorld &world, bool mpi,
             RunState &state) {
   const bool printer = world.rank == 0;
+  if (Error e = checkPathsNotEmpty({&routingFile, &configName, &configDir,
+                                    &traceFile, &graphFile,
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+                                    &aotLibrary,
+#endif
+                                    &jsonFile, &dumpDir, &saveRouting}))
+    return report(std::move(e), printer);
   if (Error e = checkPathFlags())
     return report(std::move(e), printer);
   Expected<moecommStrategy_t> strategy = parseStrategy(strategyOpt);
@@ -492,9 +507,16 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      kMaxThreadRanks, p.ranks)),
                   printer);
 
+  // --dump writes rank<r>.*.npy for the ranks r of this run.
+  auto dumpWrites = [ranks = p.ranks](StringRef name) {
+    StringRef rank = name.drop_front(4).split('.').first;
+    unsigned r;
+    return isDumpFileName(name) && !rank.getAsInteger(10, r) &&
+           r < static_cast<unsigned>(ranks) && std::to_string(r) == rank;
+  };
   if (Error e = checkDistinctOutputs({{"--save-routing", saveRouting},
                                       {"--json", jsonFile},
-                                      {"--dump", dumpDir}}))
+                                      {"--dump", dumpDir, dumpWrites}}))
     return report(std::move(e), printer);
   // Before anything is written (and on every MPI rank, before any rank
   // writes): an output must not replace a file this run reads, some of
@@ -521,10 +543,18 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   if (printer && !jsonFile.empty() && jsonFile != "-")
     if (Error e = checkOutputFile("--json", jsonFile))
       return report(std::move(e), printer);
-  if (printer && !dumpDir.empty())
+  // Every rank writes its own dump files, so every rank checks the
+  // directory (under MPI it may be another one on another host), before
+  // the run rather than after it.
+  if (!dumpDir.empty())
     if (Error e = prepareDumpDir(dumpDir))
       return report(std::move(e), printer);
 
+  // The routing as the files and flags give it, before a graph's declared
+  // wire dtype and capacity apply: what tells the two causes of a mismatch
+  // between MPI ranks apart.
+  if (mpi)
+    state.inputHash = xxh3_64bits(formatv("{0}", routingToJson(p)).str());
 #ifdef MOECOMM_RUN_HAVE_COMPILER
   if (!directOpt) {
     GraphOptions go;
@@ -634,6 +664,12 @@ int main(int argc, char **argv) {
           parseError))
     return report(inputError(parseError), printer);
   if (listConfigs) {
+    if (Error e = checkPathsNotEmpty({&configDir}))
+      return report(std::move(e), printer);
+    if (configDir.getNumOccurrences() && !sys::fs::is_directory(configDir))
+      return report(inputError(formatv("--config-dir {0}: not a directory",
+                                       configDir)),
+                    printer);
     std::vector<std::string> dirs = configDir.getNumOccurrences()
                                         ? std::vector<std::string>{configDir}
                                         : dataDirs(argv[0], "configs");
@@ -695,9 +731,14 @@ int main(int argc, char **argv) {
                            "from rank 0's; run it alone to see why",
                            code)
                        .str());
-  if (code == 0 && !mpiSameOnEveryRank(world, state.routingHash))
+  if (code == 0 && !mpiSameOnEveryRank(world, state.inputHash))
     code = report(inputError("the MPI ranks prepared different routings from "
-                             "the same flags (routing or trace files differ "
+                             "the same flags (routing, trace or model config "
+                             "files differ between hosts)"),
+                  printer);
+  if (code == 0 && !mpiSameOnEveryRank(world, state.routingHash))
+    code = report(inputError("the MPI ranks' graphs declare different wire "
+                             "dtypes or capacities (the graph files differ "
                              "between hosts)"),
                   printer);
   if (code == 0)

@@ -37,3 +37,12 @@ func.func @same_twice(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?
   %c = tensor.cast %tpe : tensor<2xi64> to tensor<?xi64>
   return %recv, %recv, %rw, %c : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
 }
+
+// A static token count in another argument or in a result than x.
+func.func @static_idx(%x: tensor<?x16xbf16>, %idx: tensor<8x2xi32>, %w: tensor<8x2xf32>) -> tensor<?x16xbf16> {
+  return %x : tensor<?x16xbf16>
+}
+func.func @static_out(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<8x16xbf16> {
+  %out = tensor.cast %x : tensor<?x16xbf16> to tensor<8x16xbf16>
+  return %out : tensor<8x16xbf16>
+}
