@@ -9,12 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "MoECommVersion.h"
+#include "ToolIO.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "moecomm/InitAll.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -22,43 +21,10 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cerrno>
-#include <cstdint>
-#include <cstring>
+#include <cstdio>
 #include <string>
-#include <unistd.h>
 
 namespace {
-
-/// The most bytes of input read (as moecomm-run, -aot and -bench).
-constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
-
-/// Writes `text` to stderr with as few write(2) calls as the kernel allows
-/// (one for a line), so concurrent writers do not interleave within it.
-void writeStderr(llvm::StringRef text) {
-  const char *data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(2, data, left);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return; // stderr is gone: nowhere left to say so
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-}
-
-/// Prints "moecomm-opt: error: <message>" as one line in one write.
-void printErrorLine(llvm::StringRef message) {
-  std::string line = ("moecomm-opt: error: " + message).str();
-  for (char &c : line)
-    if (c == '\n' || c == '\r' || c == '\0')
-      c = ' ';
-  line.push_back('\n');
-  writeStderr(line);
-}
 
 /// A buffer owning the text read (no second copy of up to 1 GiB).
 class StringBuffer : public llvm::MemoryBuffer {
@@ -76,59 +42,23 @@ private:
   std::string text, name;
 };
 
-/// Reads `path` ("-": stdin) whole, at most kMaxInputBytes: regular files
-/// larger than that are refused before reading, anything else (pipes,
-/// devices) is read in chunks and refused once it passes the limit;
-/// directories are refused. On failure prints one line and returns nullptr.
+/// Reads `path` ("-": stdin) within the tools' input limit
+/// (moecomm::run::readBoundedFile); on failure prints one line and returns
+/// nullptr.
 std::unique_ptr<llvm::MemoryBuffer> readBoundedInput(llvm::StringRef path) {
-  auto fail = [&](const llvm::Twine &why) {
-    printErrorLine(
-        llvm::formatv("{0}: cannot read input: {1}", path, why.str()).str());
+  llvm::Expected<std::string> text =
+      moecomm::run::readBoundedFile(path, /*allowStdin=*/true);
+  if (!text) {
+    moecomm::run::printErrorLine(
+        "moecomm-opt", llvm::formatv("{0}: cannot read input: {1}", path,
+                                     llvm::toString(text.takeError()))
+                           .str());
     return nullptr;
-  };
-  const bool stdinInput = path == "-";
-  int fd = 0;
-  if (!stdinInput) {
-    // A FIFO without a writer blocks here, as for any reader of a FIFO.
-    if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd))
-      return fail(ec.message());
-  }
-  llvm::scope_exit closeFd([&] {
-    if (!stdinInput)
-      ::close(fd);
-  });
-  llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(fd, status))
-    return fail(ec.message());
-  if (status.type() == llvm::sys::fs::file_type::directory_file)
-    return fail("it is a directory");
-  const std::string limit =
-      llvm::formatv("{0} GiB", kMaxInputBytes >> 30).str();
-  const bool regular = status.type() == llvm::sys::fs::file_type::regular_file;
-  if (regular && status.getSize() > kMaxInputBytes)
-    return fail(llvm::formatv("{0} bytes, more than the limit of {1}",
-                              status.getSize(), limit));
-  std::string text;
-  if (regular)
-    text.reserve(status.getSize());
-  static char chunk[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return fail(std::strerror(errno));
-    }
-    if (n == 0)
-      break;
-    if (text.size() + static_cast<size_t>(n) > kMaxInputBytes)
-      return fail(llvm::formatv("more than the limit of {0}", limit));
-    text.append(chunk, static_cast<size_t>(n));
   }
   // The buffer name is the one MlirOptMain's own reader gives (diagnostics
   // and --verify-diagnostics refer to it).
   return std::make_unique<StringBuffer>(
-      std::move(text), stdinInput ? std::string("<stdin>") : path.str());
+      std::move(*text), path == "-" ? std::string("<stdin>") : path.str());
 }
 
 } // namespace

@@ -3,6 +3,8 @@
 #ifndef MOECOMM_TOOLS_RUN_TOOLSUPPORT_H
 #define MOECOMM_TOOLS_RUN_TOOLSUPPORT_H
 
+#include "ToolIO.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -79,17 +81,9 @@ llvm::Error checkOutputFile(llvm::StringRef option, llvm::StringRef path);
 llvm::Error
 checkPathsNotEmpty(llvm::ArrayRef<const llvm::cl::opt<std::string> *> options);
 
-/// The largest input file the tools read (routing files, graphs, model
-/// configs, expert-load traces): 1 GiB. Far above any real input (a routing
-/// of 1024 ranks x 4096 tokens x top-8 is about 0.3 GiB), it keeps an endless
-/// or enormous input (/dev/zero, a runaway pipe) from exhausting memory.
-constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
-
-/// Reads the input file `path` ("-" and `allowStdin`: stdin) whole. Regular
-/// files larger than kMaxInputBytes are refused before reading; pipes,
-/// FIFOs and devices are read until end of file or until they exceed
-/// kMaxInputBytes; directories are refused. Every failure is one
-/// invalid_argument line "<path>: cannot read <what>: <why>" (exit status 2).
+/// Reads the input file `path` ("-" and `allowStdin`: stdin) whole, within
+/// kMaxInputBytes (readBoundedFile). Every failure is one invalid_argument
+/// line "<path>: cannot read <what>: <why>" (exit status 2).
 llvm::Expected<std::string>
 readInputFile(llvm::StringRef path, llvm::StringRef what,
               bool allowStdin = false);
@@ -127,18 +121,6 @@ llvm::Error checkDistinctOutputs(llvm::ArrayRef<OutputPath> outputs);
 llvm::Error checkOutputsSpareInputs(llvm::ArrayRef<InputFile> inputs,
                                     llvm::ArrayRef<OutputPath> outputs);
 
-/// Writes `text` to stderr (file descriptor 2) with a single write(2), so
-/// that it cannot be interleaved with what other processes write to the same
-/// stream (mpirun's ranks and mpirun's own messages); only a write the kernel
-/// cuts short is continued with another. Every line the tools print on
-/// stderr goes through here: llvm::errs() is unbuffered and writes each
-/// `<<` separately.
-void writeStderr(llvm::StringRef text);
-
-/// Prints "<tool>: error: <message>" as one line (newlines folded to spaces,
-/// other control characters such as NUL escaped as \xNN) with
-/// writeStderr.
-void printErrorLine(llvm::StringRef tool, llvm::StringRef message);
 
 /// Prints `error` as one line (printErrorLine) when `print`, and returns the
 /// exit status it means: 2 for invalid_argument (bad input), 3 for anything
