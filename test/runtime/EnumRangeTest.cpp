@@ -8,7 +8,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
-#include "moecomm/moecomm_nccl.h"
 
 #include <gtest/gtest.h>
 
@@ -214,42 +213,6 @@ TEST(EnumRange, Fp8Types) {
         << v;
     EXPECT_NE(std::string(moecommCommGetLastError(nullptr)), "");
   }
-}
-
-// moecomm_nccl.h: the device FP8 calls reject a non-nccl communicator and
-// the capacity plan's desc is rejected (or the backend is not built) without
-// loading an enum out of its range.
-TEST(EnumRange, NcclHeaderEntryPoints) {
-  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
-    Rows f(1, 8, moecommFloat32), q(1, 8, moecommFloat8E4M3);
-    for (int v : badValues(moecommInt64 + 1)) {
-      auto t = as<moecommDataType_t>(v);
-      moecommRows_t bf = f.rows, bq = q.rows;
-      bf.type = t;
-      bq.type = t;
-      EXPECT_EQ(moecommQuantizeFp8Device(comm, &bf, &bq, nullptr),
-                moecommInvalidArgument);
-      EXPECT_EQ(moecommDequantizeFp8Device(comm, &bq, &bf, nullptr),
-                moecommInvalidArgument);
-      moecommCapacityDesc_t d{};
-      d.numTokens = 1;
-      d.topk = 1;
-      d.numExperts = 1;
-      d.capacity = 1;
-      d.hidden = 8;
-      d.idxType = t;
-      d.dataType = t;
-      d.wireType = t;
-      moecommCapacityPlan_t plan = nullptr;
-#ifdef MOECOMM_HAVE_NCCL
-      const moecommResult_t expect = moecommInvalidArgument;
-#else
-      const moecommResult_t expect = moecommUnsupported;
-#endif
-      EXPECT_EQ(moecommCapacityPlanCreate(comm, &d, &plan), expect) << v;
-      EXPECT_EQ(plan, nullptr);
-    }
-  });
 }
 
 } // namespace
