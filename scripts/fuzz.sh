@@ -32,7 +32,8 @@ def put(name, data):
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)
 if target == "fuzz_opt":
-    # First byte: which pipeline of fuzz_opt.cpp's list; then one module.
+    # First byte: which pipeline of fuzz_opt.cpp's list (taken modulo its
+    # length, so 0..5 name each of its six once); then one module.
     files = sorted(glob.glob("examples/*.mlir") + glob.glob("test/lit/**/*.mlir", recursive=True))
     for i, path in enumerate(files):
         text = open(path, "rb").read()

@@ -44,7 +44,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -123,20 +122,6 @@ int enumValue(Input &in, int numValid) {
   if (!in.chance(4))
     return in.u8() % (numValid + 1);
   return in.raw<int32_t>();
-}
-
-int64_t elementBytes(int type) {
-  switch (type) {
-  case moecommFloat32:
-  case moecommInt32:
-    return 4;
-  case moecommBfloat16:
-    return 2;
-  case moecommFloat8E4M3:
-    return 1;
-  default:
-    return 8; // int64, and unknown types (rejected, sized generously)
-  }
 }
 
 /// A block of rows passed to a call, with its own storage.

@@ -14,6 +14,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -65,7 +66,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     static_cast<size_t>(p.numTokens[r]) * p.topk &&
                 p.topkWeights[r].size() == p.topkIdx[r].size(),
             "a rank's arrays do not hold T*K entries");
-  (void)estimateRunBytes(p.totalTokens(), p.hidden, p.topk, p.numExperts);
+  // The memory pre-check's estimate (token sum included) stays a size.
+  const double bytes =
+      estimateRunBytes(p.totalTokens(), p.hidden, p.topk, p.numExperts);
+  require(std::isfinite(bytes) && bytes >= 0,
+          "the memory estimate is not a finite size");
   if (llvm::Error e = validateRouting(p)) {
     requireMessage(std::move(e));
     return 0;
