@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &errorMessage);
   if (!output) {
-    llvm::errs() << errorMessage << "\n";
+    moecomm::run::printErrorLine("moecomm-opt", errorMessage);
     return 1;
   }
   if (mlir::failed(

@@ -1,7 +1,7 @@
 //===- Progress.cpp - progress line on stderr for long runs ---------------===//
 
 #include "Progress.h"
-#include "ToolSupport.h"
+#include "ToolIO.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"

@@ -13,7 +13,6 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
