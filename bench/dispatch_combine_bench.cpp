@@ -19,8 +19,8 @@
 //          [--strategy per_expert|flat|hierarchical|auto]
 //
 //===----------------------------------------------------------------------===//
-#include "moecomm/CostModel.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/CostModel.h"
+#include "moecomm/Model/Traffic.h"
 #include "moecomm/moecomm.h"
 
 #include <algorithm>

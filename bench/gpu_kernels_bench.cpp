@@ -26,7 +26,7 @@
 //===----------------------------------------------------------------------===//
 #include "DevicePlan.h"
 #include "DeviceRows.h"
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 #include "moecomm/moecomm_nccl.h"
 
 #include <cuda_runtime_api.h>

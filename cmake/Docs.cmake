@@ -1,8 +1,9 @@
 # Op, attribute, type and pass documentation generated from ODS. The build
 # regenerates it; `ninja moecomm-doc` copies it into docs/generated/ and the
 # `docs-up-to-date` test fails when the committed copy is stale.
-set(MOECOMM_GENERATED_DOCS MoECommDialect.md MoECommPasses.md)
-add_custom_target(moecomm-doc-gen ALL DEPENDS MoECommDialectDocGen MoECommPassesDocGen)
+set(MOECOMM_GENERATED_DOCS MoECommDialect.md MoECommPasses.md MoECommConversionPasses.md)
+add_custom_target(moecomm-doc-gen ALL DEPENDS MoECommDialectDocGen MoECommPassesDocGen
+  MoECommConversionPassesDocGen)
 
 set(copies)
 foreach(doc ${MOECOMM_GENERATED_DOCS})

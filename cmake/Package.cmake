@@ -2,14 +2,14 @@
 #   MoEComm::MoECommDialect  the dialect library (C++), needs MLIR 22
 #   MoEComm::MoECommPasses   passes and moecomm-pipeline (when built)
 #   MoEComm::MoECommInitAll  mlir::moecomm::registerAllDialects/registerAllPasses
-#                            (moecomm/InitAll.h): the moecomm dialect and passes
+#                            (moecomm/InitAllDialects.h, InitAllPasses.h): the moecomm dialect and passes
 #                            plus the upstream ones they use, as in moecomm-opt
 #   MoEComm::MoEComm-C       the C API (one shared library, MLIR's C API inside)
 #   MoEComm::moecomm_runtime the runtime library (C ABI), when built
 #   MoEComm::moecomm_mpi     the runtime plus MPI, for users of moecomm_mpi.h
 #                            (when the MPI backend is built; the consuming
 #                            project enables C, which FindMPI needs)
-#   MoEComm::moecomm_reference  the single-process oracle (moecomm/Reference.h)
+#   MoEComm::moecomm_reference  the single-process oracle (moecomm/Reference/Reference.h)
 #   MoEComm::moecomm-opt     the tool, an imported executable
 #   moecomm_add_aot_graph()  (AddMoECommGraph.cmake) compiles a graph at build
 #                            time with MoEComm::moecomm-opt and the
@@ -21,7 +21,7 @@ include(CMakePackageConfigHelpers)
 
 set(MOECOMM_EXPORTED_TARGETS)
 foreach(target MoECommDialect MoECommPasses MoECommInitAll MoEComm-C
-               moecomm_runtime moecomm_cost_model moecomm_mpi moecomm_reference
+               moecomm_runtime moecomm_model moecomm_mpi moecomm_reference
                moecomm-opt)
   if(TARGET ${target})
     list(APPEND MOECOMM_EXPORTED_TARGETS ${target})
@@ -44,6 +44,8 @@ if(MOECOMM_ENABLE_COMPILER)
       PATTERN "CMakeFiles" EXCLUDE)
   endforeach()
 endif()
+# The runtime's C headers and, in subfolders, the C++ headers of the runtime,
+# model and reference libraries.
 install(DIRECTORY ${MOECOMM_SOURCE_DIR}/runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(MOECOMM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MoEComm)

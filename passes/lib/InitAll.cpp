@@ -1,6 +1,7 @@
 //===- InitAll.cpp - register everything moecomm tools need ----------------===//
 
-#include "moecomm/InitAll.h"
+#include "moecomm/InitAllDialects.h"
+#include "moecomm/InitAllPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -21,6 +22,9 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllPasses.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "moecomm/Conversion/Passes.h"
+#include "moecomm/Pipelines/Pipeline.h"
+#include "moecomm/Conversion/BufferizableOpInterfaceImpl.h"
 #include "moecomm/Transforms/Passes.h"
 
 void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
@@ -42,5 +46,6 @@ void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
 void mlir::moecomm::registerAllPasses() {
   mlir::registerAllPasses();
   registerMoECommPasses();
+  registerMoECommConversionPasses();
   registerMoECommPipeline();
 }

@@ -9,7 +9,7 @@
 #include "ApiBoundary.h"
 #include "Comm.h"
 #include "Ops.h"
-#include "Sizes.h"
+#include "moecomm/Model/Sizes.h"
 #include "ThreadsTransport.h"
 
 #ifdef MOECOMM_HAVE_MPI

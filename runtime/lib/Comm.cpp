@@ -5,7 +5,7 @@
 #include "Fp8.h"
 #include "RowKernels.h"
 #include "ThreadsTransport.h"
-#include "moecomm/CostModel.h"
+#include "moecomm/Model/CostModel.h"
 
 #include <algorithm>
 #include <atomic>

@@ -9,7 +9,7 @@
 
 #include "ApiBoundary.h"
 #include "RowKernels.h"
-#include "Sizes.h"
+#include "moecomm/Model/Sizes.h"
 #include "moecomm/moecomm_compiled.h"
 
 #include <string>

@@ -22,7 +22,7 @@
 
 #include "Operation.h"
 #include "Status.h"
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 #include "moecomm/moecomm.h"
 
 #include <cstdint>

@@ -11,8 +11,8 @@
 #include "Fp8.h"
 #include "Routing.h"
 #include "RowKernels.h"
-#include "Sizes.h"
-#include "moecomm/CostModel.h"
+#include "moecomm/Model/Sizes.h"
+#include "moecomm/Model/CostModel.h"
 
 #include <algorithm>
 #include <cstring>

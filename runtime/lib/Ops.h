@@ -11,7 +11,7 @@
 #include "Comm.h"
 #include "DeviceEngine.h"
 #include "Operation.h"
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 
 #include <memory>
 

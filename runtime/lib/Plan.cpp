@@ -11,7 +11,7 @@
 // dispatch fanned out, and the home rank's unpack reduces into out[T].
 //
 //===----------------------------------------------------------------------===//
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 
 #include "Routing.h"
 

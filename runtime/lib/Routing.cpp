@@ -1,7 +1,7 @@
 //===- Routing.cpp - Routing validation -----------------------------------===//
 #include "Routing.h"
 
-#include "Sizes.h"
+#include "moecomm/Model/Sizes.h"
 
 #include <cstdint>
 

@@ -3,7 +3,7 @@
 #define MOECOMM_LIB_ROUTING_H
 
 #include "Status.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/Traffic.h"
 
 namespace moecomm {
 

@@ -1,7 +1,7 @@
 //===- RowKernels.cpp - CPU row gather / reduce / conversion --------------===//
 #include "RowKernels.h"
 #include "Fp8.h"
-#include "Sizes.h"
+#include "moecomm/Model/Sizes.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -3,7 +3,7 @@
 #define MOECOMM_LIB_ROWKERNELS_H
 
 #include "Status.h"
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 
 #include <cstdint>
 #include <cstring>

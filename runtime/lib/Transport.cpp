@@ -1,7 +1,7 @@
 //===- Transport.cpp - Shared helpers of the transports -------------------===//
 #include "Transport.h"
 
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 
 namespace moecomm {
 

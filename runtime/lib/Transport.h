@@ -21,7 +21,7 @@
 #define MOECOMM_LIB_TRANSPORT_H
 
 #include "Status.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/Traffic.h"
 
 #include <cstdint>
 #include <memory>

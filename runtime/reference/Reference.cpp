@@ -4,7 +4,7 @@
 // from the runtime's plan builder and FP8 code on purpose.
 //
 //===----------------------------------------------------------------------===//
-#include "moecomm/Reference.h"
+#include "moecomm/Reference/Reference.h"
 
 #include <algorithm>
 #include <array>

@@ -22,7 +22,8 @@
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "moecomm/InitAll.h"
+#include "moecomm/InitAllDialects.h"
+#include "moecomm/InitAllPasses.h"
 
 #include "llvm/ADT/StringRef.h"
 

@@ -17,7 +17,7 @@
 #include "Fp8.h"
 #include "Layout.h"
 #include "RowKernels.h"
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 #include "moecomm/moecomm_nccl.h"
 
 #include <gtest/gtest.h>

@@ -17,7 +17,7 @@
 #include "DeviceOps.h"
 #include "DevicePlan.h"
 #include "RowKernels.h"
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 
 #include <gtest/gtest.h>
 

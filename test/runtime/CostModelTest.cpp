@@ -1,7 +1,7 @@
 //===- CostModelTest.cpp - Alpha-beta model and uniform expectations ------===//
 #include "TestUtil.h"
 
-#include "moecomm/CostModel.h"
+#include "moecomm/Model/CostModel.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "Fp8.h"
 #include "RowKernels.h"
-#include "moecomm/Reference.h"
+#include "moecomm/Reference/Reference.h"
 #include "moecomm/moecomm.h"
 
 #include "llvm/ADT/APFloat.h"

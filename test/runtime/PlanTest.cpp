@@ -1,8 +1,8 @@
 //===- PlanTest.cpp - Plans and exact traffic without a communicator ------===//
 #include "TestUtil.h"
 
-#include "moecomm/Plan.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Runtime/Plan.h"
+#include "moecomm/Model/Traffic.h"
 
 #include <gtest/gtest.h>
 

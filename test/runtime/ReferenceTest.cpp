@@ -1,5 +1,5 @@
 //===- ReferenceTest.cpp - The oracle itself, on hand-computed cases ------===//
-#include "moecomm/Reference.h"
+#include "moecomm/Reference/Reference.h"
 
 #include <gtest/gtest.h>
 

@@ -11,9 +11,9 @@
 #ifndef MOECOMM_TEST_RUNTIME_TESTUTIL_H
 #define MOECOMM_TEST_RUNTIME_TESTUTIL_H
 
-#include "moecomm/CostModel.h"
-#include "moecomm/Reference.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/CostModel.h"
+#include "moecomm/Reference/Reference.h"
+#include "moecomm/Model/Traffic.h"
 #include "moecomm/moecomm.h"
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/Traffic.h"
 
 #include <gtest/gtest.h>
 

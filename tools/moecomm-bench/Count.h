@@ -13,8 +13,8 @@
 
 #include "Sweep.h"
 
-#include "moecomm/CostModel.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/CostModel.h"
+#include "moecomm/Model/Traffic.h"
 
 #include <array>
 #include <memory>

@@ -3,7 +3,7 @@
 #include "Measure.h"
 #include "RankThreads.h"
 
-#include "moecomm/Reference.h"
+#include "moecomm/Reference/Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"

@@ -3,7 +3,7 @@
 #include "DirectPath.h"
 #include "HostRows.h"
 
-#include "moecomm/Reference.h"
+#include "moecomm/Reference/Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

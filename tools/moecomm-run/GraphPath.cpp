@@ -5,9 +5,9 @@
 #include "ToolSupport.h"
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
-#include "moecomm/InitAll.h"
-#include "moecomm/Reference.h"
-#include "moecomm/Transforms/Passes.h"
+#include "moecomm/InitAllDialects.h"
+#include "moecomm/Reference/Reference.h"
+#include "moecomm/Pipelines/Pipeline.h"
 #include "moecomm/moecomm_compiled.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

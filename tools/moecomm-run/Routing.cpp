@@ -3,7 +3,7 @@
 #include "Routing.h"
 
 #include "ToolSupport.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/Traffic.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"

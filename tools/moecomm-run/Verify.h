@@ -17,8 +17,8 @@
 
 #include "LayerResult.h"
 
-#include "moecomm/Reference.h"
-#include "moecomm/Traffic.h"
+#include "moecomm/Reference/Reference.h"
+#include "moecomm/Model/Traffic.h"
 
 #include "llvm/Support/JSON.h"
 

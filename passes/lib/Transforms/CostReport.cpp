@@ -7,10 +7,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OptionErrors.h"
+#include "Transforms/OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
-#include "moecomm/CostModel.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
+
+#include "moecomm/Model/CostModel.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 

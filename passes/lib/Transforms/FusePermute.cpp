@@ -6,9 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OptionErrors.h"
-#include "Unstaged.h"
+#include "Transforms/OptionErrors.h"
+#include "Transforms/Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"

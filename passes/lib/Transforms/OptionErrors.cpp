@@ -1,6 +1,6 @@
 //===- OptionErrors.cpp - one form for the passes' option errors ----------===//
 
-#include "OptionErrors.h"
+#include "Transforms/OptionErrors.h"
 
 #include "mlir/IR/Location.h"
 

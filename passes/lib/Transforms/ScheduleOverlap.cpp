@@ -19,9 +19,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OptionErrors.h"
-#include "Unstaged.h"
+#include "Transforms/OptionErrors.h"
+#include "Transforms/Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/IRMapping.h"

@@ -8,14 +8,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OptionErrors.h"
+#include "Transforms/OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
 
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "moecomm/CostModel.h"
+#include "moecomm/Model/CostModel.h"
 
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_MOECOMMSPLITHIERARCHICAL

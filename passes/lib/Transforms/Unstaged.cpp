@@ -1,6 +1,6 @@
 //===- Unstaged.cpp - staged-level passes on collective-level IR ---------===//
 
-#include "Unstaged.h"
+#include "Transforms/Unstaged.h"
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 

@@ -14,7 +14,7 @@
 #include "NcclBackend.h"
 #include "NcclTransport.h"
 #include "RowKernels.h"
-#include "Sizes.h"
+#include "moecomm/Model/Sizes.h"
 
 #include <algorithm>
 #include <climits>

@@ -13,7 +13,7 @@
 #include "DeviceBuffer.h"
 #include "DeviceEngine.h"
 #include "DeviceRows.h"
-#include "moecomm/Plan.h"
+#include "moecomm/Runtime/Plan.h"
 
 #include <memory>
 #include <vector>

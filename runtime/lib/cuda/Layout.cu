@@ -10,7 +10,7 @@
 #include "CudaCheck.h"
 #include "KernelUtil.cuh"
 #include "RoutingLogic.h"
-#include "Sizes.h"
+#include "moecomm/Model/Sizes.h"
 #include "moecomm/moecomm_nccl.h"
 
 #include <cub/device/device_histogram.cuh>

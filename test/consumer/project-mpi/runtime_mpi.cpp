@@ -1,8 +1,8 @@
 // Uses the installed runtime's MPI entry point (moecomm_mpi.h, target
-// MoEComm::moecomm_mpi) and the oracle (moecomm/Reference.h, target
+// MoEComm::moecomm_mpi) and the oracle (moecomm/Reference/Reference.h, target
 // MoEComm::moecomm_reference): a 1-rank MPI communicator, and the oracle's
 // dispatch layout of a two-token problem. Prints one summary line.
-#include "moecomm/Reference.h"
+#include "moecomm/Reference/Reference.h"
 #include "moecomm/moecomm_mpi.h"
 
 #include <cstdio>

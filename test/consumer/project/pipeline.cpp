@@ -1,9 +1,11 @@
 // Lowers a graph with the installed passes: everything registered through
-// moecomm/InitAll.h (MoECommInitAll), moecomm-pipeline built with the C++
-// API (buildMoECommPipeline, MoECommPasses). Prints the lowered functions'
+// moecomm/InitAllDialects.h and InitAllPasses.h (MoECommInitAll),
+// moecomm-pipeline built with the C++ API (moecomm/Pipelines/Pipeline.h:
+// buildMoECommPipeline, MoECommPasses). Prints the lowered functions'
 // calls into the runtime; exit status 1 when anything fails.
-#include "moecomm/InitAll.h"
-#include "moecomm/Transforms/Passes.h"
+#include "moecomm/InitAllDialects.h"
+#include "moecomm/InitAllPasses.h"
+#include "moecomm/Pipelines/Pipeline.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"

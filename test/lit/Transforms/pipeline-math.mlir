@@ -1,5 +1,5 @@
 // Expert computations may use the math dialect on tensors: moecomm-opt
-// parses them (every tool registers the dialects of moecomm/InitAll.h), the
+// parses them (every tool registers the dialects of moecomm/InitAllDialects.h), the
 // pipeline lowers them (LLVM intrinsics, libm calls for the rest), and
 // moecomm-aot compiles them into a library.
 // RUN: moecomm-opt %s | FileCheck %s --check-prefix=PARSE

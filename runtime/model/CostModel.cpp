@@ -1,5 +1,5 @@
 //===- CostModel.cpp - Alpha-beta time model of the strategies ------------===//
-#include "moecomm/CostModel.h"
+#include "moecomm/Model/CostModel.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
-//===- InitAll.h - register everything moecomm tools need -------*- C++ -*-===//
+//===- InitAllDialects.h - register the dialects moecomm uses ---*- C++ -*-===//
 //
 // torch-mlir style one-stop registration for tools and embedders.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MOECOMM_INITALL_H
-#define MOECOMM_INITALL_H
+#ifndef MOECOMM_INITALLDIALECTS_H
+#define MOECOMM_INITALLDIALECTS_H
 
 namespace mlir {
 class DialectRegistry;
@@ -19,11 +19,7 @@ namespace moecomm {
 /// moecomm-run (and so moecomm-aot) all register this one list.
 void registerAllDialects(DialectRegistry &registry);
 
-/// Registers moecomm's passes and `moecomm-pipeline`, plus the upstream
-/// passes (so pipelines can mix them in moecomm-opt).
-void registerAllPasses();
-
 } // namespace moecomm
 } // namespace mlir
 
-#endif // MOECOMM_INITALL_H
+#endif // MOECOMM_INITALLDIALECTS_H

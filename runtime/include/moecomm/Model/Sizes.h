@@ -1,4 +1,4 @@
-//===- Sizes.h - The runtime's rule for caller-given sizes ------*- C++ -*-===//
+//===- Sizes.h - The rule for caller-given sizes ----------------*- C++ -*-===//
 //
 // Row counts, hidden sizes, token counts and top-k come from callers as
 // int64; products of them (bytes of a block, elements of a [T][K] routing
@@ -9,8 +9,8 @@
 // size the runtime derives from a checked block then fits in int64.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MOECOMM_LIB_SIZES_H
-#define MOECOMM_LIB_SIZES_H
+#ifndef MOECOMM_MODEL_SIZES_H
+#define MOECOMM_MODEL_SIZES_H
 
 #include <algorithm>
 #include <cstdint>
@@ -60,4 +60,4 @@ inline int64_t saturatingAdd(int64_t a, int64_t b) {
 
 } // namespace moecomm
 
-#endif // MOECOMM_LIB_SIZES_H
+#endif // MOECOMM_MODEL_SIZES_H

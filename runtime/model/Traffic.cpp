@@ -1,7 +1,7 @@
 //===- Traffic.cpp - Exact traffic of each strategy from routing ----------===//
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/Traffic.h"
 
-#include "Sizes.h"
+#include "moecomm/Model/Sizes.h"
 
 #include <algorithm>
 

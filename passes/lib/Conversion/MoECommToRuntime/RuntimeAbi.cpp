@@ -1,6 +1,6 @@
 //===- RuntimeAbi.cpp - emitting calls of the runtime's compiled-code ABI -===//
 
-#include "RuntimeAbi.h"
+#include "Conversion/MoECommToRuntime/RuntimeAbi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -15,7 +15,7 @@
 #ifndef MOECOMM_COSTMODEL_H
 #define MOECOMM_COSTMODEL_H
 
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/Traffic.h"
 
 #include <string>
 #include <vector>

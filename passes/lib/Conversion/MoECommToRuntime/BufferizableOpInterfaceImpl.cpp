@@ -8,10 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RuntimeAbi.h"
-#include "moecomm/Transforms/Passes.h"
+#include "moecomm/Conversion/BufferizableOpInterfaceImpl.h"
+
+#include "Conversion/MoECommToRuntime/RuntimeAbi.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;

@@ -18,7 +18,7 @@
 #ifndef MOECOMM_PLAN_H
 #define MOECOMM_PLAN_H
 
-#include "moecomm/Traffic.h"
+#include "moecomm/Model/Traffic.h"
 #include "moecomm/moecomm.h"
 
 #include <cstdint>

@@ -7,16 +7,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Deallocation.h"
-#include "OptionErrors.h"
-#include "RuntimeAbi.h"
-#include "moecomm/Transforms/Passes.h"
+#include "Transforms/Deallocation.h"
+#include "Transforms/OptionErrors.h"
+#include "Conversion/MoECommToRuntime/RuntimeAbi.h"
+#include "moecomm/Conversion/Passes.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "moecomm/Conversion/BufferizableOpInterfaceImpl.h"
 
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -26,7 +29,7 @@
 
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_CONVERTMOECOMMTORUNTIME
-#include "moecomm/Transforms/Passes.h.inc"
+#include "moecomm/Conversion/Passes.h.inc"
 } // namespace mlir::moecomm
 
 using namespace mlir;

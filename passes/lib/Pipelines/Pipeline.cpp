@@ -1,10 +1,14 @@
 //===- Pipeline.cpp - moecomm-pipeline: collective level -> LLVM dialect ---===//
 
-#include "OptionErrors.h"
+#include "moecomm/Pipelines/Pipeline.h"
+
+#include "Transforms/OptionErrors.h"
+#include "moecomm/Conversion/Passes.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"

@@ -1,0 +1,74 @@
+//===- Pipeline.h - moecomm-pipeline ----------------------------*- C++ -*-===//
+//
+// The named pipeline `moecomm-pipeline` (collective level -> LLVM dialect),
+// with a torch-mlir style options struct.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOECOMM_PIPELINES_PIPELINE_H
+#define MOECOMM_PIPELINES_PIPELINE_H
+
+#include "mlir/Pass/PassOptions.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir {
+class OpPassManager;
+namespace moecomm {
+
+/// Options of `moecomm-pipeline`.
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<int64_t> ranks{*this, "ranks",
+                        llvm::cl::desc("retarget every topology to this many "
+                                       "ranks (0: keep the IR's)"),
+                        llvm::cl::init(0)};
+  Option<int64_t> ranksPerNode{*this, "ranks-per-node",
+                               llvm::cl::desc("retarget topologies to this "
+                                              "many ranks per node (0: keep)"),
+                               llvm::cl::init(0)};
+  Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("per_expert, flat, hierarchical or auto (default: the "
+                     "static cost model picks per dispatch)"),
+      llvm::cl::init("auto")};
+  Option<std::string> wireDtype{
+      *this, "wire-dtype",
+      llvm::cl::desc("override every dispatch's wire dtype: f32, bf16, "
+                     "fp8_e4m3 or fp8 (default empty: keep the IR's)"),
+      llvm::cl::init("")};
+  Option<int64_t> chunks{*this, "chunks",
+                         llvm::cl::desc("token chunks per MoE layer for the "
+                                        "overlap schedule, 1 to 64 "
+                                        "(default 1: none)"),
+                         llvm::cl::init(1)};
+  Option<int64_t> capacity{*this, "capacity",
+                           llvm::cl::desc("set every dispatch's capacity in "
+                                          "rows (0: keep the IR's)"),
+                           llvm::cl::init(0)};
+  Option<std::string> preset{*this, "preset",
+                             llvm::cl::desc("link model for strategy=auto: "
+                                            "h100-dgx, h200-dgx (default), "
+                                            "gb200-nvl72"),
+                             llvm::cl::init("h200-dgx")};
+  Option<int64_t> tokensPerRank{*this, "tokens-per-rank",
+                                llvm::cl::desc("tokens per rank assumed by "
+                                               "strategy=auto when T is "
+                                               "dynamic (default 4096)"),
+                                llvm::cl::init(4096)};
+};
+
+/// Builds `moecomm-pipeline`: configure collectives (ranks, wire dtype,
+/// capacity), split, fuse-quant, fuse-permute, schedule-overlap (`chunks`),
+/// convert-moecomm-to-runtime, buffer deallocation, and the upstream
+/// conversions to the LLVM dialect. The result translates with
+/// `mlir-translate --mlir-to-llvmir`.
+void buildMoECommPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// Registers `moecomm-pipeline` with the global pass registry.
+void registerMoECommPipeline();
+
+} // namespace moecomm
+} // namespace mlir
+
+#endif // MOECOMM_PIPELINES_PIPELINE_H
