@@ -4,8 +4,8 @@
 #include "CudaCheck.h"
 #include "DeviceOps.h"
 #include "DevicePlan.h"
+#include "LayoutHandle.h"
 #include "NcclTransport.h"
-#include "Ops.h"
 #include "RowKernels.h"
 
 namespace moecomm {
