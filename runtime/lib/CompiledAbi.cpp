@@ -486,25 +486,18 @@ moecommResult_t moecommCompiledStatus(void) { return firstError; }
 
 const char *moecommCompiledLastError(void) { return firstMessage.c_str(); }
 
-void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *idx,
-                                         moecommMemRef2D *weights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire) {
-  return createLayout(idx, weights, moecommInt32, ranks, ranksPerNode, experts,
-                      strategy, capacity, hidden, wire);
-}
-
-void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *idx,
-                                         moecommMemRef2D *weights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire) {
-  return createLayout(idx, weights, moecommInt64, ranks, ranksPerNode, experts,
-                      strategy, capacity, hidden, wire);
-}
+// Layouts from topk_idx of <I> ids.
+#define MOECOMM_LAYOUT(I, IDX_TYPE)                                            \
+  void *_mlir_ciface_moecomm_rt_layout_##I(                                    \
+      moecommMemRef2D *idx, moecommMemRef2D *weights, int64_t ranks,           \
+      int64_t ranksPerNode, int64_t experts, int32_t strategy,                 \
+      int64_t capacity, int64_t hidden, int32_t wire) {                        \
+    return createLayout(idx, weights, IDX_TYPE, ranks, ranksPerNode, experts,  \
+                        strategy, capacity, hidden, wire);                     \
+  }
+MOECOMM_LAYOUT(i32, moecommInt32)
+MOECOMM_LAYOUT(i64, moecommInt64)
+#undef MOECOMM_LAYOUT
 
 void moecomm_rt_layout_release(void *layout) {
   if (layout)

@@ -96,18 +96,13 @@ typedef struct {
  * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none.
  * hidden (H, 0 = unknown) and wire (0 f32, 1 bf16, 2 fp8_e4m3) are the
  * row-size hints of auto's cost model (moecommLayoutDesc_t). */
-void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *topkIdx,
-                                         moecommMemRef2D *topkWeights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire);
-void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *topkIdx,
-                                         moecommMemRef2D *topkWeights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire);
+typedef void *moecommRtLayout_t(moecommMemRef2D *topkIdx,
+                                moecommMemRef2D *topkWeights, int64_t ranks,
+                                int64_t ranksPerNode, int64_t experts,
+                                int32_t strategy, int64_t capacity,
+                                int64_t hidden, int32_t wire);
+moecommRtLayout_t _mlir_ciface_moecomm_rt_layout_i32,
+    _mlir_ciface_moecomm_rt_layout_i64;
 void moecomm_rt_layout_release(void *layout);
 /** Rows of `step` of `direction` (send side, or receive side when `recv`);
  *  step -1: the output (dispatch: R, combine: T). */
@@ -118,8 +113,9 @@ void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out);
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out);
 
-/* The typed entry points, grouped by signature (each typedef is a function
- * type; the names after it are declared with it). */
+/* The entry points per element type, grouped by signature: as for the
+ * layouts above, each typedef is a function type and the names after it are
+ * declared with it. */
 
 /* Gather (permute/pack/unpack): step >= 0 -> moecommPack, -1 ->
  * moecommUnpack. _mlir_ciface_moecomm_rt_gather_<in>_<out>; scales are
