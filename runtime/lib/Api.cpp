@@ -6,11 +6,16 @@
 //===----------------------------------------------------------------------===//
 #include "moecomm/moecomm.h"
 
+#include "AllToAll.h"
 #include "ApiBoundary.h"
+#include "Collective.h"
 #include "Comm.h"
-#include "Ops.h"
-#include "moecomm/Model/Sizes.h"
+#include "LayoutHandle.h"
+#include "PackUnpack.h"
+#include "Quantize.h"
+#include "Request.h"
 #include "ThreadsTransport.h"
+#include "moecomm/Model/Sizes.h"
 
 #ifdef MOECOMM_HAVE_MPI
 #include "MpiTransport.h"
@@ -18,7 +23,6 @@
 #endif
 
 #include <cstring>
-#include <functional>
 #include <new>
 
 using namespace moecomm;
@@ -37,42 +41,6 @@ Status &moecomm::threadLastFailure() {
   thread_local Status failure;
   return failure;
 }
-
-namespace {
-
-/// Starts `op` and returns it as a request, or finishes it (blocking).
-moecommResult_t startOrRun(
-    moecommComm_t comm, moecommRequest_t *request,
-    const std::function<Status(Comm &, std::unique_ptr<Operation> &)> &start) {
-  if (request)
-    *request = nullptr;
-  return onComm(comm, [&](Comm &c) -> Status {
-    std::unique_ptr<Operation> op;
-    Status st = start(c, op);
-    if (!st.ok())
-      return st;
-    if (!request)
-      return op->finish();
-    auto *req = new moecommRequest();
-    req->comm = &c;
-    req->op = std::move(op);
-    c.outstanding().push_back(req);
-    *request = req;
-    return Status::success();
-  });
-}
-
-/// Any stream (a cudaStream_t, NULL = the default stream) on a device
-/// backend; NULL on the CPU backends.
-Status checkStream(Comm &c, moecommStream_t stream) {
-  if (stream && !c.transport().deviceEngine())
-    return invalidArgument(cat("rank ", c.rank(),
-                               ": streams need the nccl backend; pass NULL "
-                               "on the CPU backends"));
-  return Status::success();
-}
-
-} // namespace
 
 extern "C" {
 
@@ -390,17 +358,11 @@ moecommResult_t moecommLayoutStage(moecommLayout_t layout,
   return noComm([&]() -> Status {
     if (!layout)
       return invalidArgument("layout is NULL");
-    if (direction != moecommDirectionDispatch &&
-        direction != moecommDirectionCombine)
-      return invalidArgument(cat("direction ", (int)direction,
-                                 " is neither dispatch nor combine"));
-    const DirectionPlan &dp = direction == moecommDirectionDispatch
-                                  ? layout->plan.dispatch
-                                  : layout->plan.combine;
-    if (stage < 0 || stage >= (int)dp.stages.size())
-      return invalidArgument(
-          cat("stage ", stage, " is out of range [0, ", dp.stages.size(), ")"));
-    const StagePlan &sp = dp.stages[stage];
+    if (Status st = checkDirection(direction); !st.ok())
+      return st;
+    if (Status st = checkStage(*layout, direction, stage); !st.ok())
+      return st;
+    const StagePlan &sp = directionPlan(*layout, direction).stages[stage];
     if (scope)
       *scope = sp.scope;
     if (sendRows)
@@ -424,18 +386,9 @@ moecommResult_t moecommDispatchStart(moecommComm_t comm, moecommLayout_t layout,
                                      moecommRows_t *recv,
                                      moecommStream_t stream,
                                      moecommRequest_t *request) {
-  return startOrRun(comm, request,
-                    [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
-                      const moecommLayout *l = layout;
-                      Status st = checkStream(c, stream);
-                      if (!st.ok()) {
-                        // Take part with a bad layout so every rank agrees.
-                        Signature sig(OpKind::Dispatch);
-                        sig.setError(st);
-                        return c.agree(sig, nullptr);
-                      }
-                      return startDispatch(c, l, x, wireType, recv, stream, op);
-                    });
+  CollectiveDesc desc(OpKind::Dispatch, layout, x, recv, stream);
+  desc.wireType = wireType;
+  return runCollective(comm, desc, request);
 }
 
 moecommResult_t moecommCombine(moecommComm_t comm, moecommLayout_t layout,
@@ -448,17 +401,9 @@ moecommResult_t moecommCombineStart(moecommComm_t comm, moecommLayout_t layout,
                                     const moecommRows_t *y, int weighted,
                                     moecommRows_t *out, moecommStream_t stream,
                                     moecommRequest_t *request) {
-  return startOrRun(comm, request,
-                    [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
-                      Status st = checkStream(c, stream);
-                      if (!st.ok()) {
-                        Signature sig(OpKind::Combine);
-                        sig.setError(st);
-                        return c.agree(sig, nullptr);
-                      }
-                      return startCombine(c, layout, y, weighted, out, stream,
-                                          op);
-                    });
+  CollectiveDesc desc(OpKind::Combine, layout, y, out, stream);
+  desc.weighted = weighted;
+  return runCollective(comm, desc, request);
 }
 
 moecommResult_t moecommWait(moecommRequest_t request) {
@@ -497,17 +442,10 @@ moecommAllToAllStart(moecommComm_t comm, const moecommRows_t *send,
                      const int64_t *sendCounts, moecommRows_t *recv,
                      const int64_t *recvCounts, moecommStream_t stream,
                      moecommRequest_t *request) {
-  return startOrRun(
-      comm, request, [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
-        Status st = checkStream(c, stream);
-        if (!st.ok()) {
-          Signature sig(OpKind::AllToAll);
-          sig.setError(st);
-          return c.agree(sig, nullptr);
-        }
-        return startAllToAll(c, send, sendCounts, recv, recvCounts, stream,
-                             op);
-      });
+  CollectiveDesc desc(OpKind::AllToAll, nullptr, send, recv, stream);
+  desc.sendCounts = sendCounts;
+  desc.recvCounts = recvCounts;
+  return runCollective(comm, desc, request);
 }
 
 moecommResult_t moecommQuantizeFp8(const moecommRows_t *in,
@@ -525,8 +463,6 @@ moecommResult_t moecommPack(moecommComm_t comm, moecommLayout_t layout,
                             const moecommRows_t *in, int weighted,
                             moecommRows_t *out, moecommStream_t stream) {
   return onComm(comm, [&](Comm &c) -> Status {
-    if (Status st = checkStream(c, stream); !st.ok())
-      return st;
     return packRows(c, layout, direction, stage, in, weighted, out, stream);
   });
 }
@@ -545,17 +481,10 @@ moecommResult_t moecommExchangeStart(moecommComm_t comm, moecommLayout_t layout,
                                      moecommRows_t *recv,
                                      moecommStream_t stream,
                                      moecommRequest_t *request) {
-  return startOrRun(
-      comm, request, [&](Comm &c, std::unique_ptr<Operation> &op) -> Status {
-        Status st = checkStream(c, stream);
-        if (!st.ok()) {
-          Signature sig(OpKind::Exchange);
-          sig.setError(st);
-          return c.agree(sig, nullptr);
-        }
-        return startExchange(c, layout, direction, stage, send, recv, stream,
-                             op);
-      });
+  CollectiveDesc desc(OpKind::Exchange, layout, send, recv, stream);
+  desc.direction = direction;
+  desc.stage = stage;
+  return runCollective(comm, desc, request);
 }
 
 moecommResult_t moecommUnpack(moecommComm_t comm, moecommLayout_t layout,
@@ -563,8 +492,6 @@ moecommResult_t moecommUnpack(moecommComm_t comm, moecommLayout_t layout,
                               const moecommRows_t *in, int weighted,
                               moecommRows_t *out, moecommStream_t stream) {
   return onComm(comm, [&](Comm &c) -> Status {
-    if (Status st = checkStream(c, stream); !st.ok())
-      return st;
     return unpackRows(c, layout, direction, in, weighted, out, stream);
   });
 }

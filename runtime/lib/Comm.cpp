@@ -187,7 +187,7 @@ RowBuffer RowBuffer::make(Comm &comm, int64_t n, int64_t hidden,
                           moecommDataType_t type) {
   RowBuffer b;
   // Fits in int64: dispatch and combine agree on Sizes.h's blockFits for
-  // every stage's rows before they start (checkStageBlocks in Ops.cpp).
+  // every stage's rows before they start (checkStageBlocks in Collective.cpp).
   int64_t dataBytes = n * hidden * elementSize(type);
   int64_t padded = (dataBytes + 63) / 64 * 64;
   int64_t scaleBytes =

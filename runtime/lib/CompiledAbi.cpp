@@ -1,13 +1,15 @@
-//===- CompiledAbi.cpp - entry points for compiled MoE graphs --------------===//
+//===- CompiledAbi.cpp - entry points for compiled MoE graphs -------------===//
 //
 // The functions convert-moecomm-to-runtime emits calls to (see
 // moecomm_compiled.h): thin adapters from MLIR memref descriptors to the
-// public C API, plus a per-thread bound communicator and sticky error,
+// public C API -- the collectives through the runtime's one checked path
+// (Collective.h) -- plus a per-thread bound communicator and sticky error,
 // because compiled code cannot branch on return codes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ApiBoundary.h"
+#include "Collective.h"
 #include "RowKernels.h"
 #include "moecomm/Model/Sizes.h"
 #include "moecomm/moecomm_compiled.h"
@@ -78,9 +80,38 @@ void *base(const MemRef *m, moecommDataType_t type) {
   return static_cast<char *>(m->aligned) + m->offset * moecomm::elementSize(type);
 }
 
-/// Rows view of a 2-D descriptor: rows must be contiguous.
+std::string shapeOf(const moecommMemRef1D *m) {
+  return "[" + std::to_string(m->sizes[0]) + "]";
+}
+std::string shapeOf(const moecommMemRef2D *m) {
+  return "[" + std::to_string(m->sizes[0]) + "][" +
+         std::to_string(m->sizes[1]) + "]";
+}
+
+/// Compiled code allocates the buffers it writes (memref.alloc, i.e.
+/// malloc) and passes them on unchecked, so an output buffer without
+/// memory but with elements is an allocation that failed: a system error,
+/// not a malformed argument. `what` names the buffer.
+template <typename MemRef> bool allocated(const MemRef *m, const char *what) {
+  if (!m || m->aligned)
+    return true;
+  for (int64_t size : m->sizes)
+    if (size == 0)
+      return true;
+  fail(moecommSystemError, std::string("out of memory: compiled code could "
+                                       "not allocate ") +
+                               what + " " + shapeOf(m));
+  return false;
+}
+
+/// Rows view of a 2-D descriptor: rows must be contiguous. For a buffer
+/// compiled code writes, `output` (and `outputScales` when there are
+/// scales) names it, and it must be allocated (allocated()) too.
 bool rowsOf(const moecommMemRef2D *m, moecommDataType_t type,
-            const moecommMemRef2D *scales, moecommRows_t *rows) {
+            const moecommMemRef2D *scales, moecommRows_t *rows,
+            const char *output = nullptr, const char *outputScales = nullptr) {
+  if (output && (!allocated(m, output) || !allocated(scales, outputScales)))
+    return false;
   for (const moecommMemRef2D *d : {m, scales}) {
     if (!d)
       continue;
@@ -106,34 +137,14 @@ bool rowsOf(const moecommMemRef2D *m, moecommDataType_t type,
   return true;
 }
 
-bool contiguous1D(const moecommMemRef1D *m) {
+/// Whether a vector is contiguous; for a buffer compiled code writes,
+/// `output` names it and it must be allocated too.
+bool contiguous1D(const moecommMemRef1D *m, const char *output = nullptr) {
+  if (output && !allocated(m, output))
+    return false;
   if (m->sizes[0] <= 1 || m->strides[0] == 1)
     return true;
   fail(moecommInvalidArgument, "compiled code passed a strided vector");
-  return false;
-}
-
-std::string shapeOf(const moecommMemRef1D *m) {
-  return "[" + std::to_string(m->sizes[0]) + "]";
-}
-std::string shapeOf(const moecommMemRef2D *m) {
-  return "[" + std::to_string(m->sizes[0]) + "][" +
-         std::to_string(m->sizes[1]) + "]";
-}
-
-/// Compiled code allocates the buffers it writes (memref.alloc, i.e.
-/// malloc) and passes them on unchecked, so an output buffer without
-/// memory but with elements is an allocation that failed: a system error,
-/// not a malformed argument. `what` names the buffer.
-template <typename MemRef> bool allocated(const MemRef *m, const char *what) {
-  if (!m || m->aligned)
-    return true;
-  for (int64_t size : m->sizes)
-    if (size == 0)
-      return true;
-  fail(moecommSystemError, std::string("out of memory: compiled code could "
-                                       "not allocate ") +
-                               what + " " + shapeOf(m));
   return false;
 }
 
@@ -254,9 +265,8 @@ void gather(void *layout, int32_t direction, int64_t step, int32_t weighted,
   if (stopped() || !layout)
     return;
   moecommRows_t src, dst;
-  if (!allocated(out, "gather rows") || !allocated(outScales, "gather scales") ||
-      !rowsOf(in, inType, inScales, &src) ||
-      !rowsOf(out, outType, outScales, &dst))
+  if (!rowsOf(out, outType, outScales, &dst, "gather rows", "gather scales") ||
+      !rowsOf(in, inType, inScales, &src))
     return;
   auto dir = static_cast<moecommDirection_t>(direction);
   if (step < 0)
@@ -267,51 +277,82 @@ void gather(void *layout, int32_t direction, int64_t step, int32_t weighted,
                    &src, weighted, &dst, nullptr));
 }
 
-/// Blocking (request == nullptr) or started exchange.
+/// A collective `kind` of `layout` (its rows to be filled in).
+moecomm::CollectiveDesc layoutCollective(moecomm::OpKind kind, void *layout) {
+  return moecomm::CollectiveDesc(kind, asLayout(layout), nullptr, nullptr,
+                                 nullptr);
+}
+
+/// Takes part in `desc` with rows (and counts) the runtime rejects.
+void rejectCollective(moecomm::CollectiveDesc desc) {
+  moecommRows_t bad = rejectedRows();
+  std::vector<int64_t> badCounts;
+  if (desc.kind == moecomm::OpKind::AllToAll) {
+    int size = 0;
+    moecommCommSize(boundComm, &size);
+    badCounts.assign(size, -1);
+  }
+  desc.in = desc.out = &bad;
+  desc.sendCounts = desc.recvCounts = badCounts.data();
+  collective(moecomm::runCollective(boundComm, desc, nullptr));
+}
+
+/// A collective of compiled code (dispatch, combine, exchange, all_to_all)
+/// on the bound communicator, when `ready`. `viewRows(src, dst, desc)` makes
+/// the rows views (and counts) of its descriptors, recording why it cannot.
+/// A thread that is stopped or cannot make them takes part with input the
+/// runtime rejects (shareError). Returns the request of a started call
+/// (`start`), else nullptr.
+template <typename ViewRows>
+void *runCompiled(bool ready, moecomm::CollectiveDesc desc, bool start,
+                  ViewRows viewRows) {
+  auto reject = [&] { rejectCollective(desc); };
+  if (!ready || (stopped() && shareError(reject)))
+    return nullptr;
+  moecommRows_t src, dst;
+  if (!viewRows(src, dst, desc)) {
+    shareError(reject);
+    return nullptr;
+  }
+  desc.in = &src;
+  desc.out = &dst;
+  moecommRequest_t request = nullptr;
+  collective(
+      moecomm::runCollective(boundComm, desc, start ? &request : nullptr));
+  return request;
+}
+
+/// Blocking or started (`start`) exchange.
 void *exchange(bool start, void *layout, int32_t direction, int64_t stage,
                moecommMemRef2D *send, moecommMemRef2D *sendScales,
                moecommMemRef2D *recv, moecommMemRef2D *recvScales,
                moecommDataType_t type) {
-  auto dir = static_cast<moecommDirection_t>(direction);
-  moecommRequest_t request = nullptr;
-  auto call = [&](const moecommRows_t &src, moecommRows_t &dst) {
-    if (!start)
-      return collective(moecommExchange(boundComm, asLayout(layout), dir,
-                                        static_cast<int>(stage), &src, &dst,
-                                        nullptr));
-    return collective(moecommExchangeStart(boundComm, asLayout(layout), dir,
-                                           static_cast<int>(stage), &src,
-                                           &dst, nullptr, &request));
-  };
-  auto reject = [&] {
-    moecommRows_t bad = rejectedRows();
-    call(bad, bad);
-  };
+  moecomm::CollectiveDesc desc =
+      layoutCollective(moecomm::OpKind::Exchange, layout);
+  desc.direction = static_cast<moecommDirection_t>(direction);
+  desc.stage = static_cast<int>(stage);
   // A null layout means its (collective) creation failed on every rank.
-  if (!layout || (stopped() && shareError(reject)))
-    return nullptr;
-  moecommRows_t src, dst;
-  if (!allocated(recv, "exchange rows") ||
-      !allocated(recvScales, "exchange scales") ||
-      !rowsOf(send, type, sendScales, &src) ||
-      !rowsOf(recv, type, recvScales, &dst)) {
-    shareError(reject);
-    return nullptr;
-  }
-  call(src, dst);
-  return request;
+  return runCompiled(
+      layout != nullptr, desc, start,
+      [&](moecommRows_t &src, moecommRows_t &dst, moecomm::CollectiveDesc &) {
+        return rowsOf(recv, type, recvScales, &dst, "exchange rows",
+                      "exchange scales") &&
+               rowsOf(send, type, sendScales, &src);
+      });
 }
 
 void convertFp8(bool quantize, moecommMemRef2D *rows, moecommDataType_t type,
                 moecommMemRef2D *q, moecommMemRef2D *scales) {
   if (stopped())
     return;
-  const bool outOk = quantize ? allocated(q, "quantized rows") &&
-                                    allocated(scales, "quantization scales")
-                              : allocated(rows, "dequantized rows");
   moecommRows_t wide, narrow;
-  if (!outOk || !rowsOf(rows, type, nullptr, &wide) ||
-      !rowsOf(q, moecommFloat8E4M3, scales, &narrow))
+  const bool viewed =
+      quantize ? rowsOf(q, moecommFloat8E4M3, scales, &narrow, "quantized rows",
+                        "quantization scales") &&
+                     rowsOf(rows, type, nullptr, &wide)
+               : rowsOf(rows, type, nullptr, &wide, "dequantized rows") &&
+                     rowsOf(q, moecommFloat8E4M3, scales, &narrow);
+  if (!viewed)
     return;
   if (quantize)
     ok(moecommQuantizeFp8(&wide, &narrow));
@@ -370,8 +411,7 @@ int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
   std::vector<int64_t> send;
   if (!a2aTopology(ranks, ranksPerNode) ||
       !countsOf(sendCounts, type, ranks, send) ||
-      !allocated(recvCounts, "all_to_all recv counts") ||
-      !contiguous1D(recvCounts)) {
+      !contiguous1D(recvCounts, "all_to_all recv counts")) {
     shareError(rejectCounts);
     return 0;
   }
@@ -393,48 +433,33 @@ void allToAll(int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,
               moecommDataType_t type, moecommMemRef1D *sendCounts,
               moecommDataType_t countType, moecommMemRef2D *recv,
               moecommMemRef1D *recvCounts) {
-  auto reject = [&] {
-    int size = 0;
-    moecommCommSize(boundComm, &size);
-    std::vector<int64_t> bad(size, -1);
-    moecommRows_t rows = rejectedRows();
-    collective(moecommAllToAll(boundComm, &rows, bad.data(), &rows, bad.data(),
-                               nullptr));
-  };
-  if (!commBound() || (stopped() && shareError(reject)))
-    return;
+  moecomm::CollectiveDesc desc(moecomm::OpKind::AllToAll, nullptr, nullptr,
+                               nullptr, nullptr);
   std::vector<int64_t> sendN, recvN;
-  moecommRows_t src, dst;
-  if (!allocated(recv, "all_to_all rows") ||
-      !a2aTopology(ranks, ranksPerNode) ||
-      !countsOf(sendCounts, countType, ranks, sendN) ||
-      !countsOf(recvCounts, moecommInt64, ranks, recvN) ||
-      !rowsOf(send, type, nullptr, &src) ||
-      !rowsOf(recv, type, nullptr, &dst)) {
-    shareError(reject);
-    return;
-  }
-  collective(moecommAllToAll(boundComm, &src, sendN.data(), &dst,
-                             recvN.data(), nullptr));
+  runCompiled(
+      commBound(), desc, false,
+      [&](moecommRows_t &src, moecommRows_t &dst, moecomm::CollectiveDesc &d) {
+        if (!rowsOf(recv, type, nullptr, &dst, "all_to_all rows") ||
+            !a2aTopology(ranks, ranksPerNode) ||
+            !countsOf(sendCounts, countType, ranks, sendN) ||
+            !countsOf(recvCounts, moecommInt64, ranks, recvN) ||
+            !rowsOf(send, type, nullptr, &src))
+          return false;
+        d.sendCounts = sendN.data();
+        d.recvCounts = recvN.data();
+        return true;
+      });
 }
 
-/// A one-shot dispatch or combine (`call`) from `in` into `out`.
-template <typename Call>
-void oneShot(void *layout, moecommMemRef2D *in, moecommMemRef2D *out,
-             moecommDataType_t type, Call call) {
-  auto reject = [&] {
-    moecommRows_t bad = rejectedRows();
-    collective(call(bad, bad));
-  };
-  if (!layout || (stopped() && shareError(reject)))
-    return;
-  moecommRows_t src, dst;
-  if (!allocated(out, "output rows") || !rowsOf(in, type, nullptr, &src) ||
-      !rowsOf(out, type, nullptr, &dst)) {
-    shareError(reject);
-    return;
-  }
-  collective(call(src, dst));
+/// A one-shot dispatch or combine (`desc`) from `in` into `out`.
+void oneShot(moecomm::CollectiveDesc desc, moecommMemRef2D *in,
+             moecommMemRef2D *out, moecommDataType_t type) {
+  runCompiled(
+      desc.layout != nullptr, desc, false,
+      [&](moecommRows_t &src, moecommRows_t &dst, moecomm::CollectiveDesc &) {
+        return rowsOf(out, type, nullptr, &dst, "output rows") &&
+               rowsOf(in, type, nullptr, &src);
+      });
 }
 
 } // namespace
@@ -461,25 +486,18 @@ moecommResult_t moecommCompiledStatus(void) { return firstError; }
 
 const char *moecommCompiledLastError(void) { return firstMessage.c_str(); }
 
-void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *idx,
-                                         moecommMemRef2D *weights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire) {
-  return createLayout(idx, weights, moecommInt32, ranks, ranksPerNode, experts,
-                      strategy, capacity, hidden, wire);
-}
-
-void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *idx,
-                                         moecommMemRef2D *weights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire) {
-  return createLayout(idx, weights, moecommInt64, ranks, ranksPerNode, experts,
-                      strategy, capacity, hidden, wire);
-}
+// Layouts from topk_idx of <I> ids.
+#define MOECOMM_LAYOUT(I, IDX_TYPE)                                            \
+  void *_mlir_ciface_moecomm_rt_layout_##I(                                    \
+      moecommMemRef2D *idx, moecommMemRef2D *weights, int64_t ranks,           \
+      int64_t ranksPerNode, int64_t experts, int32_t strategy,                 \
+      int64_t capacity, int64_t hidden, int32_t wire) {                        \
+    return createLayout(idx, weights, IDX_TYPE, ranks, ranksPerNode, experts,  \
+                        strategy, capacity, hidden, wire);                     \
+  }
+MOECOMM_LAYOUT(i32, moecommInt32)
+MOECOMM_LAYOUT(i64, moecommInt64)
+#undef MOECOMM_LAYOUT
 
 void moecomm_rt_layout_release(void *layout) {
   if (layout)
@@ -508,8 +526,7 @@ int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
 }
 
 void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
-  if (stopped() || !layout || !allocated(out, "recv_weights") ||
-      !contiguous1D(out))
+  if (stopped() || !layout || !contiguous1D(out, "recv_weights"))
     return;
   ok(moecommLayoutRecvWeights(asLayout(layout),
                               static_cast<float *>(base(out, moecommFloat32))));
@@ -517,8 +534,7 @@ void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
 
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out) {
-  if (stopped() || !layout || !allocated(out, "tokens_per_expert") ||
-      !contiguous1D(out))
+  if (stopped() || !layout || !contiguous1D(out, "tokens_per_expert"))
     return;
   ok(moecommLayoutTokensPerExpert(
       asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
@@ -572,24 +588,20 @@ void _mlir_ciface_moecomm_rt_gather_f8_f8(void *layout, int32_t direction,
       moecommMemRef2D *q, moecommMemRef2D *scales, moecommMemRef2D *out) {     \
     convertFp8(false, out, TYPE, q, scales);                                   \
   }                                                                            \
-  void _mlir_ciface_moecomm_rt_dispatch_##T(void *layout, int32_t wire,        \
-                                            moecommMemRef2D *x,                \
-                                            moecommMemRef2D *recv) {           \
-    oneShot(layout, x, recv, TYPE, [&](const moecommRows_t &s,                 \
-                                       moecommRows_t &d) {                     \
-      return moecommDispatch(boundComm, asLayout(layout), &s,                  \
-                             static_cast<moecommDataType_t>(wire), &d,         \
-                             nullptr);                                         \
-    });                                                                        \
+  void _mlir_ciface_moecomm_rt_dispatch_##T(                                   \
+      void *layout, int32_t wire, moecommMemRef2D *x, moecommMemRef2D *recv) { \
+    moecomm::CollectiveDesc desc =                                             \
+        layoutCollective(moecomm::OpKind::Dispatch, layout);                   \
+    desc.wireType = static_cast<moecommDataType_t>(wire);                      \
+    oneShot(desc, x, recv, TYPE);                                              \
   }                                                                            \
   void _mlir_ciface_moecomm_rt_combine_##T(void *layout, int32_t weighted,     \
                                            moecommMemRef2D *y,                 \
                                            moecommMemRef2D *out) {             \
-    oneShot(layout, y, out, TYPE, [&](const moecommRows_t &s,                  \
-                                      moecommRows_t &d) {                      \
-      return moecommCombine(boundComm, asLayout(layout), &s, weighted, &d,     \
-                            nullptr);                                          \
-    });                                                                        \
+    moecomm::CollectiveDesc desc =                                             \
+        layoutCollective(moecomm::OpKind::Combine, layout);                    \
+    desc.weighted = weighted;                                                  \
+    oneShot(desc, y, out, TYPE);                                               \
   }                                                                            \
   void _mlir_ciface_moecomm_rt_exchange_##T(                                   \
       void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,   \
@@ -602,24 +614,25 @@ void _mlir_ciface_moecomm_rt_gather_f8_f8(void *layout, int32_t direction,
       moecommMemRef2D *recv) {                                                 \
     return exchange(true, layout, direction, stage, send, nullptr, recv,       \
                     nullptr, TYPE);                                            \
-  }                                                                            \
-  void _mlir_ciface_moecomm_rt_all_to_all_##T##_i32(                           \
-      int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,              \
-      moecommMemRef1D *sendCounts, moecommMemRef2D *recv,                      \
-      moecommMemRef1D *recvCounts) {                                           \
-    allToAll(ranks, ranksPerNode, send, TYPE, sendCounts, moecommInt32, recv,  \
-             recvCounts);                                                      \
-  }                                                                            \
-  void _mlir_ciface_moecomm_rt_all_to_all_##T##_i64(                           \
-      int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,              \
-      moecommMemRef1D *sendCounts, moecommMemRef2D *recv,                      \
-      moecommMemRef1D *recvCounts) {                                           \
-    allToAll(ranks, ranksPerNode, send, TYPE, sendCounts, moecommInt64, recv,  \
-             recvCounts);                                                      \
   }
 MOECOMM_QUANTIZING_GATHER(bf16, moecommBfloat16)
 MOECOMM_QUANTIZING_GATHER(f32, moecommFloat32)
 #undef MOECOMM_QUANTIZING_GATHER
+
+// all_to_all of <T> rows with <C> send counts.
+#define MOECOMM_ALL_TO_ALL(T, TYPE, C, COUNT_TYPE)                             \
+  void _mlir_ciface_moecomm_rt_all_to_all_##T##_##C(                           \
+      int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,              \
+      moecommMemRef1D *sendCounts, moecommMemRef2D *recv,                      \
+      moecommMemRef1D *recvCounts) {                                           \
+    allToAll(ranks, ranksPerNode, send, TYPE, sendCounts, COUNT_TYPE, recv,    \
+             recvCounts);                                                      \
+  }
+MOECOMM_ALL_TO_ALL(bf16, moecommBfloat16, i32, moecommInt32)
+MOECOMM_ALL_TO_ALL(bf16, moecommBfloat16, i64, moecommInt64)
+MOECOMM_ALL_TO_ALL(f32, moecommFloat32, i32, moecommInt32)
+MOECOMM_ALL_TO_ALL(f32, moecommFloat32, i64, moecommInt64)
+#undef MOECOMM_ALL_TO_ALL
 
 void _mlir_ciface_moecomm_rt_exchange_f8(void *layout, int32_t direction,
                                          int64_t stage, moecommMemRef2D *send,

@@ -1,10 +1,10 @@
-//===- DeviceEngine.h - What a device backend adds to Ops -----*- C++ -*-===//
+//===- DeviceEngine.h - What a device backend adds ------------*- C++ -*-===//
 //
-// The collective algorithms (Ops.cpp) are the same for every backend: check
-// the arguments, agree on them (Comm::agree), then move rows stage by stage
-// as the layout's plan says. A device backend (nccl) keeps rows in device
-// memory, so it supplies the row movement: Ops.cpp asks the transport for its
-// DeviceEngine (Transport::deviceEngine(), nullptr on the CPU backends) and,
+// The collective algorithms are the same for every backend: check the
+// arguments, agree on them (Comm::agree), then move rows stage by stage as
+// the layout's plan says (Collective.cpp, LayoutCreate.cpp, PackUnpack.cpp).
+// A device backend (nccl) keeps rows in device memory, so it supplies the
+// row movement: those ask the transport for its DeviceEngine (Transport::deviceEngine(), nullptr on the CPU backends) and,
 // when there is one, lets it
 //  - copy device-resident routing to the host for layout creation (the plan
 //    is built on the host exactly as on the CPU backends: "exact" mode),

@@ -52,6 +52,24 @@ Status engineOf(Comm &c, DeviceEngine *&engine) {
   return Status::success();
 }
 
+/// moecommQuantizeFp8Device (`quantize`: f32/bf16 -> FP8) and
+/// moecommDequantizeFp8Device (FP8 -> f32/bf16) on the device engine.
+moecommResult_t convertOnDevice(moecommComm_t comm, const moecommRows_t *in,
+                                moecommRows_t *out, moecommStream_t stream,
+                                bool quantize) {
+  return onComm(comm, [&](Comm &c) -> Status {
+    DeviceEngine *engine = nullptr;
+    if (Status st = engineOf(c, engine); !st.ok())
+      return st;
+    if (!in || !out)
+      return invalidArgument("in and out must not be NULL");
+    if ((quantize ? out : in)->type != moecommFloat8E4M3)
+      return invalidArgument(quantize ? "quantize needs FP8 out"
+                                      : "dequantize needs FP8 in");
+    return engine->convertRows(*in, *out, stream);
+  });
+}
+
 /// Runs `body` on the communicator of `plan`.
 template <typename F>
 moecommResult_t onPlan(moecommCapacityPlan_t plan, F body) {
@@ -124,32 +142,14 @@ moecommResult_t moecommQuantizeFp8Device(moecommComm_t comm,
                                          const moecommRows_t *in,
                                          moecommRows_t *out,
                                          moecommStream_t stream) {
-  return onComm(comm, [&](Comm &c) -> Status {
-    DeviceEngine *engine = nullptr;
-    if (Status st = engineOf(c, engine); !st.ok())
-      return st;
-    if (!in || !out)
-      return invalidArgument("in and out must not be NULL");
-    if (out->type != moecommFloat8E4M3)
-      return invalidArgument("quantize needs FP8 out");
-    return engine->convertRows(*in, *out, stream);
-  });
+  return convertOnDevice(comm, in, out, stream, /*quantize=*/true);
 }
 
 moecommResult_t moecommDequantizeFp8Device(moecommComm_t comm,
                                            const moecommRows_t *in,
                                            moecommRows_t *out,
                                            moecommStream_t stream) {
-  return onComm(comm, [&](Comm &c) -> Status {
-    DeviceEngine *engine = nullptr;
-    if (Status st = engineOf(c, engine); !st.ok())
-      return st;
-    if (!in || !out)
-      return invalidArgument("in and out must not be NULL");
-    if (in->type != moecommFloat8E4M3)
-      return invalidArgument("dequantize needs FP8 in");
-    return engine->convertRows(*in, *out, stream);
-  });
+  return convertOnDevice(comm, in, out, stream, /*quantize=*/false);
 }
 
 moecommResult_t moecommCapacityPlanCreate(moecommComm_t comm,

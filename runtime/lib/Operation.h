@@ -2,8 +2,9 @@
 //
 // The object behind a moecommRequest_t: a collective that has been started
 // (its arguments agreed on by every rank, its first exchange posted) and
-// that finish() completes. Implemented by the CPU operations in Ops.cpp and
-// by the device operations of a DeviceEngine (DeviceEngine.h).
+// that finish() completes. Implemented by the host operations (StagedOp.cpp,
+// RowExchange.cpp) and by the device operations of a DeviceEngine
+// (DeviceEngine.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_OPERATION_H

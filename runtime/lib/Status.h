@@ -45,6 +45,12 @@ inline Status systemError(std::string msg) {
   return Status::error(moecommSystemError, std::move(msg));
 }
 
+/// Keeps the first failure: `into` becomes `st` unless it already failed.
+inline void mergeStatus(Status &into, const Status &st) {
+  if (into.ok() && !st.ok())
+    into = st;
+}
+
 /// Prefixes a failure's message with the rank it happened on, so an error
 /// agreed across ranks still says where it started; success passes through.
 inline Status onRank(int rank, Status st) {

@@ -52,32 +52,6 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-// Entry points generated code calls (moecomm_compiled.h documents them).
-void _mlir_ciface_moecomm_rt_quantize_f32(moecommMemRef2D *in,
-                                          moecommMemRef2D *q,
-                                          moecommMemRef2D *scales);
-void _mlir_ciface_moecomm_rt_dequantize_bf16(moecommMemRef2D *q,
-                                             moecommMemRef2D *scales,
-                                             moecommMemRef2D *out);
-void _mlir_ciface_moecomm_rt_gather_f32_f32(void *layout, int32_t direction,
-                                            int64_t step, int32_t weighted,
-                                            moecommMemRef2D *in,
-                                            moecommMemRef2D *out);
-void _mlir_ciface_moecomm_rt_dispatch_f32(void *layout, int32_t wire,
-                                          moecommMemRef2D *x,
-                                          moecommMemRef2D *recv);
-void _mlir_ciface_moecomm_rt_combine_f32(void *layout, int32_t weighted,
-                                         moecommMemRef2D *y,
-                                         moecommMemRef2D *out);
-void _mlir_ciface_moecomm_rt_exchange_f32(void *layout, int32_t direction,
-                                          int64_t stage, moecommMemRef2D *send,
-                                          moecommMemRef2D *recv);
-int64_t _mlir_ciface_moecomm_rt_all_to_all_counts_i64(
-    int64_t ranks, int64_t ranksPerNode, moecommMemRef1D *sendCounts,
-    moecommMemRef1D *recvCounts);
-}
-
 namespace {
 
 /// Largest block the harness allocates for a call.

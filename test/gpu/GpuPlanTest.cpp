@@ -139,7 +139,7 @@ void runDirection(const std::vector<RankPlan> &plans,
       hrecv.emplace_back(sp.recvRows(), H, stageType);
       dsend.emplace_back(sp.sendRows(), H, stageType);
       drecv.emplace_back(sp.recvRows(), H, stageType);
-      // CPU pack: Ops.cpp's choice of gather or reduction.
+      // CPU pack: PackUnpack.cpp's choice of gather or reduction.
       const RowMap &map = sp.pack;
       moecommRows_t o = hsend[r].rows;
       Status st =

@@ -19,26 +19,6 @@
 using namespace moecomm;
 using namespace moecomm::test;
 
-// Declared by the generated code itself (moecomm_compiled.h documents them).
-extern "C" {
-void _mlir_ciface_moecomm_rt_quantize_f32(moecommMemRef2D *in,
-                                          moecommMemRef2D *q,
-                                          moecommMemRef2D *scales);
-void _mlir_ciface_moecomm_rt_dequantize_f32(moecommMemRef2D *q,
-                                            moecommMemRef2D *scales,
-                                            moecommMemRef2D *out);
-void _mlir_ciface_moecomm_rt_gather_f32_f32(void *layout, int32_t direction,
-                                            int64_t step, int32_t weighted,
-                                            moecommMemRef2D *in,
-                                            moecommMemRef2D *out);
-void _mlir_ciface_moecomm_rt_dispatch_f32(void *layout, int32_t wire,
-                                          moecommMemRef2D *x,
-                                          moecommMemRef2D *recv);
-int64_t _mlir_ciface_moecomm_rt_all_to_all_counts_i64(
-    int64_t ranks, int64_t ranksPerNode, moecommMemRef1D *sendCounts,
-    moecommMemRef1D *recvCounts);
-}
-
 namespace {
 
 moecommMemRef2D ref2(void *data, int64_t rows, int64_t cols) {

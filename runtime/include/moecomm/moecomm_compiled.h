@@ -96,18 +96,13 @@ typedef struct {
  * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none.
  * hidden (H, 0 = unknown) and wire (0 f32, 1 bf16, 2 fp8_e4m3) are the
  * row-size hints of auto's cost model (moecommLayoutDesc_t). */
-void *_mlir_ciface_moecomm_rt_layout_i32(moecommMemRef2D *topkIdx,
-                                         moecommMemRef2D *topkWeights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire);
-void *_mlir_ciface_moecomm_rt_layout_i64(moecommMemRef2D *topkIdx,
-                                         moecommMemRef2D *topkWeights,
-                                         int64_t ranks, int64_t ranksPerNode,
-                                         int64_t experts, int32_t strategy,
-                                         int64_t capacity, int64_t hidden,
-                                         int32_t wire);
+typedef void *moecommRtLayout_t(moecommMemRef2D *topkIdx,
+                                moecommMemRef2D *topkWeights, int64_t ranks,
+                                int64_t ranksPerNode, int64_t experts,
+                                int32_t strategy, int64_t capacity,
+                                int64_t hidden, int32_t wire);
+moecommRtLayout_t _mlir_ciface_moecomm_rt_layout_i32,
+    _mlir_ciface_moecomm_rt_layout_i64;
 void moecomm_rt_layout_release(void *layout);
 /** Rows of `step` of `direction` (send side, or receive side when `recv`);
  *  step -1: the output (dispatch: R, combine: T). */
@@ -118,30 +113,103 @@ void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out);
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out);
 
-/* Gather (permute/pack/unpack): step >= 0 -> moecommPack, -1 -> moecommUnpack.
- *   _mlir_ciface_moecomm_rt_gather_<in>_<out>(layout, direction, step,
- *       weighted, in, [inScales], out, [outScales])
- * for <in>_<out> in bf16_bf16, f32_f32, f8_f8, bf16_f8, f32_f8, f8_bf16,
- * f8_f32 (scales present exactly for the f8 sides). */
+/* The entry points per element type, grouped by signature: as for the
+ * layouts above, each typedef is a function type and the names after it are
+ * declared with it. */
 
-/* FP8: _mlir_ciface_moecomm_rt_quantize_<bf16|f32>(in, q, scales) and
- * _mlir_ciface_moecomm_rt_dequantize_<bf16|f32>(q, scales, out). */
+/* Gather (permute/pack/unpack): step >= 0 -> moecommPack, -1 ->
+ * moecommUnpack. _mlir_ciface_moecomm_rt_gather_<in>_<out>; scales are
+ * present exactly for the f8 sides. */
+typedef void moecommRtGather_t(void *layout, int32_t direction, int64_t step,
+                               int32_t weighted, moecommMemRef2D *in,
+                               moecommMemRef2D *out);
+typedef void moecommRtGatherToF8_t(void *layout, int32_t direction,
+                                   int64_t step, int32_t weighted,
+                                   moecommMemRef2D *in, moecommMemRef2D *out,
+                                   moecommMemRef2D *outScales);
+typedef void moecommRtGatherFromF8_t(void *layout, int32_t direction,
+                                     int64_t step, int32_t weighted,
+                                     moecommMemRef2D *in,
+                                     moecommMemRef2D *inScales,
+                                     moecommMemRef2D *out);
+typedef void moecommRtGatherF8_t(void *layout, int32_t direction, int64_t step,
+                                 int32_t weighted, moecommMemRef2D *in,
+                                 moecommMemRef2D *inScales,
+                                 moecommMemRef2D *out,
+                                 moecommMemRef2D *outScales);
+moecommRtGather_t _mlir_ciface_moecomm_rt_gather_bf16_bf16,
+    _mlir_ciface_moecomm_rt_gather_f32_f32;
+moecommRtGatherToF8_t _mlir_ciface_moecomm_rt_gather_bf16_f8,
+    _mlir_ciface_moecomm_rt_gather_f32_f8;
+moecommRtGatherFromF8_t _mlir_ciface_moecomm_rt_gather_f8_bf16,
+    _mlir_ciface_moecomm_rt_gather_f8_f32;
+moecommRtGatherF8_t _mlir_ciface_moecomm_rt_gather_f8_f8;
 
-/* Exchange stage `stage` of `direction`:
- *   _mlir_ciface_moecomm_rt_exchange_<t>(layout, direction, stage, send,
- *       [sendScales], recv, [recvScales])
- *   void *_mlir_ciface_moecomm_rt_exchange_start_<t>(same)  -> request
- * for t in bf16, f32, f8. */
+/* FP8: rows [N][H] bf16 or f32 <-> q [N][H] f8 with scales [N][ceil(H/128)]
+ * f32. */
+typedef void moecommRtQuantize_t(moecommMemRef2D *in, moecommMemRef2D *q,
+                                 moecommMemRef2D *scales);
+typedef void moecommRtDequantize_t(moecommMemRef2D *q, moecommMemRef2D *scales,
+                                   moecommMemRef2D *out);
+moecommRtQuantize_t _mlir_ciface_moecomm_rt_quantize_bf16,
+    _mlir_ciface_moecomm_rt_quantize_f32;
+moecommRtDequantize_t _mlir_ciface_moecomm_rt_dequantize_bf16,
+    _mlir_ciface_moecomm_rt_dequantize_f32;
+
+/* Exchange stage `stage` of `direction` (moecommExchange); the _start_
+ * forms return the request (moecommExchangeStart) that moecomm_rt_wait
+ * completes, NULL after a failure. */
+typedef void moecommRtExchange_t(void *layout, int32_t direction, int64_t stage,
+                                 moecommMemRef2D *send, moecommMemRef2D *recv);
+typedef void *moecommRtExchangeStart_t(void *layout, int32_t direction,
+                                       int64_t stage, moecommMemRef2D *send,
+                                       moecommMemRef2D *recv);
+typedef void moecommRtExchangeF8_t(void *layout, int32_t direction,
+                                   int64_t stage, moecommMemRef2D *send,
+                                   moecommMemRef2D *sendScales,
+                                   moecommMemRef2D *recv,
+                                   moecommMemRef2D *recvScales);
+typedef void *moecommRtExchangeStartF8_t(void *layout, int32_t direction,
+                                         int64_t stage, moecommMemRef2D *send,
+                                         moecommMemRef2D *sendScales,
+                                         moecommMemRef2D *recv,
+                                         moecommMemRef2D *recvScales);
+moecommRtExchange_t _mlir_ciface_moecomm_rt_exchange_bf16,
+    _mlir_ciface_moecomm_rt_exchange_f32;
+moecommRtExchangeStart_t _mlir_ciface_moecomm_rt_exchange_start_bf16,
+    _mlir_ciface_moecomm_rt_exchange_start_f32;
+moecommRtExchangeF8_t _mlir_ciface_moecomm_rt_exchange_f8;
+moecommRtExchangeStartF8_t _mlir_ciface_moecomm_rt_exchange_start_f8;
 void moecomm_rt_wait(void *request);
 
-/* Collective level (the runtime's one-shot calls):
- *   _mlir_ciface_moecomm_rt_dispatch_<bf16|f32>(layout, wire, x, recv)
- *     wire: 0 f32, 1 bf16, 2 fp8_e4m3
- *   _mlir_ciface_moecomm_rt_combine_<bf16|f32>(layout, weighted, y, out)
- *   int64_t _mlir_ciface_moecomm_rt_all_to_all_counts_<i32|i64>(ranks,
- *       ranksPerNode, sendCounts [W], recvCounts [W] i64) -> total rows
- *   _mlir_ciface_moecomm_rt_all_to_all_<bf16|f32>_<i32|i64>(ranks,
- *       ranksPerNode, send, sendCounts, recv, recvCounts) */
+/* Collective level (the runtime's one-shot calls). dispatch: x [T][H] ->
+ * recv [R][H], wire 0 f32, 1 bf16, 2 fp8_e4m3; combine: y [R][H] -> out
+ * [T][H]. */
+typedef void moecommRtDispatch_t(void *layout, int32_t wire, moecommMemRef2D *x,
+                                 moecommMemRef2D *recv);
+typedef void moecommRtCombine_t(void *layout, int32_t weighted,
+                                moecommMemRef2D *y, moecommMemRef2D *out);
+moecommRtDispatch_t _mlir_ciface_moecomm_rt_dispatch_bf16,
+    _mlir_ciface_moecomm_rt_dispatch_f32;
+moecommRtCombine_t _mlir_ciface_moecomm_rt_combine_bf16,
+    _mlir_ciface_moecomm_rt_combine_f32;
+
+/* all_to_all: sendCounts [W] (i32 or i64), recvCounts [W] i64. The counts
+ * call fills recvCounts and returns its sum (the rows to receive). */
+typedef int64_t moecommRtAllToAllCounts_t(int64_t ranks, int64_t ranksPerNode,
+                                          moecommMemRef1D *sendCounts,
+                                          moecommMemRef1D *recvCounts);
+typedef void moecommRtAllToAll_t(int64_t ranks, int64_t ranksPerNode,
+                                 moecommMemRef2D *send,
+                                 moecommMemRef1D *sendCounts,
+                                 moecommMemRef2D *recv,
+                                 moecommMemRef1D *recvCounts);
+moecommRtAllToAllCounts_t _mlir_ciface_moecomm_rt_all_to_all_counts_i32,
+    _mlir_ciface_moecomm_rt_all_to_all_counts_i64;
+moecommRtAllToAll_t _mlir_ciface_moecomm_rt_all_to_all_bf16_i32,
+    _mlir_ciface_moecomm_rt_all_to_all_bf16_i64,
+    _mlir_ciface_moecomm_rt_all_to_all_f32_i32,
+    _mlir_ciface_moecomm_rt_all_to_all_f32_i64;
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,26 @@ void fixedPart(Exchange &ex, int W, const void *send, void *recv,
 
 const char *const kCallFields[] = {"the capacity plan", "hidden", "weighted"};
 
+/// The host-side checks of both calls: `in` is [inRows][H] and `out`
+/// [outRows][H] rows of the plan's data type (`inName`, `outName` name them).
+Status checkCallRows(const moecommCapacityPlan &p, const moecommRows_t *in,
+                     const char *inName, int64_t inRows,
+                     const moecommRows_t *out, const char *outName,
+                     int64_t outRows) {
+  const moecommDataType_t data = p.desc.dataType;
+  auto check = [&](const moecommRows_t *rows, const char *name,
+                   int64_t n) -> Status {
+    if (Status st = checkRows(rows, name, n, p.H); !st.ok())
+      return st;
+    if (rows->type != data)
+      return invalidArgument(cat(name, " has type ", (int)rows->type,
+                                 ", the plan's data type is ", (int)data));
+    return Status::success();
+  };
+  Status st = check(in, inName, inRows);
+  return st.ok() ? check(out, outName, outRows) : st;
+}
+
 /// True while `stream` is being captured into a CUDA graph: pointer
 /// attribute queries are then skipped (they are not stream work).
 bool capturing(cudaStream_t stream) {
@@ -62,17 +82,8 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
   const int dev = t.device();
   cuda::DeviceGuard guard(dev);
   Status local = guard.status();
-  const moecommDataType_t data = p.desc.dataType;
   if (local.ok())
-    local = checkRows(x, "x", p.T, p.H);
-  if (local.ok() && x->type != data)
-    local = invalidArgument(cat("x has type ", (int)x->type,
-                                ", the plan's data type is ", (int)data));
-  if (local.ok())
-    local = checkRows(recv, "recv", p.C, p.H);
-  if (local.ok() && recv->type != data)
-    local = invalidArgument(cat("recv has type ", (int)recv->type,
-                                ", the plan's data type is ", (int)data));
+    local = checkCallRows(p, x, "x", p.T, recv, "recv", p.C);
   if (local.ok() && p.T > 0 && !topkIdx)
     local = invalidArgument("topk_idx is NULL");
   const bool check = !capturing(static_cast<cudaStream_t>(stream));
@@ -197,17 +208,8 @@ Status capacityCombine(moecommCapacityPlan *plan, const moecommRows_t *y,
   const int dev = t.device();
   cuda::DeviceGuard guard(dev);
   Status local = guard.status();
-  const moecommDataType_t data = p.desc.dataType;
   if (local.ok())
-    local = checkRows(y, "y", p.C, p.H);
-  if (local.ok() && y->type != data)
-    local = invalidArgument(cat("y has type ", (int)y->type,
-                                ", the plan's data type is ", (int)data));
-  if (local.ok())
-    local = checkRows(out, "out", p.T, p.H);
-  if (local.ok() && out->type != data)
-    local = invalidArgument(cat("out has type ", (int)out->type,
-                                ", the plan's data type is ", (int)data));
+    local = checkCallRows(p, y, "y", p.C, out, "out", p.T);
   const bool check = !capturing(static_cast<cudaStream_t>(stream));
   if (check && local.ok())
     local = cuda::checkDeviceRows(*y, "y", dev);
@@ -222,6 +224,7 @@ Status capacityCombine(moecommCapacityPlan *plan, const moecommRows_t *y,
     return st;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const moecommDataType_t data = p.desc.dataType;
   // Each source's slots back, in the order it sent them.
   Status st = cuda::gatherRowsDevice(*y, p.combSend,
                                      cuda::GatherIndex{p.inverse, true}, s);

@@ -4,8 +4,8 @@
 #include "CudaCheck.h"
 #include "DeviceOps.h"
 #include "DevicePlan.h"
+#include "LayoutHandle.h"
 #include "NcclTransport.h"
-#include "Ops.h"
 #include "RowKernels.h"
 
 namespace moecomm {
@@ -32,6 +32,24 @@ const DevicePlan *devicePlanOf(const moecommLayout &layout) {
 Status noDevicePlan() {
   return internalError("the layout has no device plan (it was made on "
                        "another backend?)");
+}
+
+/// moecommPack / moecommUnpack on `device`: the layout's device plan, the
+/// device made current and `in` / `out` in its memory, then `step(plan)`.
+template <typename Step>
+Status localStep(const moecommLayout &layout, int device,
+                 const moecommRows_t &in, const moecommRows_t &out, Step step) {
+  const DevicePlan *dp = devicePlanOf(layout);
+  if (!dp)
+    return noDevicePlan();
+  DeviceGuard guard(device);
+  if (!guard.status().ok())
+    return guard.status();
+  if (Status st = checkDeviceRows(in, "in", device); !st.ok())
+    return st;
+  if (Status st = checkDeviceRows(out, "out", device); !st.ok())
+    return st;
+  return step(*dp);
 }
 
 } // namespace
@@ -124,41 +142,27 @@ Status CudaEngine::pack(const moecommLayout &layout,
                         moecommDirection_t direction, int stage,
                         const moecommRows_t &in, bool weighted,
                         const moecommRows_t &out, moecommStream_t stream) {
-  const DevicePlan *dp = devicePlanOf(layout);
-  if (!dp)
-    return noDevicePlan();
-  DeviceGuard guard(transport_.device());
-  if (!guard.status().ok())
-    return guard.status();
-  if (Status st = checkDeviceRows(in, "in", transport_.device()); !st.ok())
-    return st;
-  if (Status st = checkDeviceRows(out, "out", transport_.device()); !st.ok())
-    return st;
-  const DeviceDirection &d = dp->direction(direction);
-  if (stage < 0 || stage >= (int)d.packs.size())
-    return internalError("the device plan has no such stage");
-  return DeviceStagedOp::packStage(d.packs[stage], direction, weighted,
-                                   out.type, in, out,
-                                   static_cast<cudaStream_t>(stream));
+  return localStep(
+      layout, transport_.device(), in, out, [&](const DevicePlan &dp) {
+        const DeviceDirection &d = dp.direction(direction);
+        if (stage < 0 || stage >= (int)d.packs.size())
+          return internalError("the device plan has no such stage");
+        return DeviceStagedOp::packStage(d.packs[stage], direction, weighted,
+                                         out.type, in, out,
+                                         static_cast<cudaStream_t>(stream));
+      });
 }
 
 Status CudaEngine::unpack(const moecommLayout &layout,
                           moecommDirection_t direction, const moecommRows_t &in,
                           bool weighted, const moecommRows_t &out,
                           moecommStream_t stream) {
-  const DevicePlan *dp = devicePlanOf(layout);
-  if (!dp)
-    return noDevicePlan();
-  DeviceGuard guard(transport_.device());
-  if (!guard.status().ok())
-    return guard.status();
-  if (Status st = checkDeviceRows(in, "in", transport_.device()); !st.ok())
-    return st;
-  if (Status st = checkDeviceRows(out, "out", transport_.device()); !st.ok())
-    return st;
-  return DeviceStagedOp::unpackStage(dp->direction(direction).unpack, direction,
-                                     weighted, in, out,
-                                     static_cast<cudaStream_t>(stream));
+  return localStep(
+      layout, transport_.device(), in, out, [&](const DevicePlan &dp) {
+        return DeviceStagedOp::unpackStage(dp.direction(direction).unpack,
+                                           direction, weighted, in, out,
+                                           static_cast<cudaStream_t>(stream));
+      });
 }
 
 Status CudaEngine::convertRows(const moecommRows_t &in,

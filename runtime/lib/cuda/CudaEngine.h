@@ -1,7 +1,7 @@
 //===- CudaEngine.h - The nccl backend's DeviceEngine -----------*- C++ -*-===//
 //
 // Runs the exact mode's row movement on the GPU: the layout's plan (built on
-// the host by Ops.cpp, as for the CPU backends) is uploaded as a DevicePlan;
+// the host by LayoutCreate.cpp, as for the CPU backends) is uploaded as a DevicePlan;
 // dispatch / combine are DeviceStagedOps (pack kernel -> NCCL exchange ->
 // ... -> unpack kernel, DeviceOps.h); moecommExchange / moecommAllToAll are
 // DeviceExchangeOps; moecommPack / moecommUnpack run one kernel on the

@@ -5,6 +5,7 @@
 #include "CudaEngine.h"
 #include "Fp8.h"
 #include "NcclTransport.h"
+#include "RowExchange.h"
 #include "RowKernels.h"
 
 namespace moecomm {
@@ -32,43 +33,24 @@ Status DeviceRowBuffer::allocate(int64_t n, int64_t hidden,
   return Status::success();
 }
 
-Exchange rowExchange(moecommScope_t scope, const moecommRows_t &send,
-                     const std::vector<int64_t> &sendCounts,
-                     const moecommRows_t &recv,
-                     const std::vector<int64_t> &recvCounts) {
-  Exchange ex;
-  ex.scope = scope;
+namespace {
+
+/// The exchange of device rows `send` -> `recv` (RowExchange.h), with
+/// its payload counted on `comm`.
+Exchange deviceRowExchange(Comm &comm, moecommDirection_t direction,
+                           moecommScope_t scope, const std::vector<int> &group,
+                           const moecommRows_t &send,
+                           const std::vector<int64_t> &sendCounts,
+                           const moecommRows_t &recv,
+                           const std::vector<int64_t> &recvCounts) {
+  countRowPayload(comm, direction, scope, group, sendCounts, send.type,
+                  send.hidden);
+  Exchange ex = rowExchange(scope, send, nullptr, sendCounts, recv, recvCounts);
   ex.deviceMemory = true;
-  auto addPart = [&](const void *s, void *r, int64_t rowBytes) {
-    ExchangePart p;
-    p.rowBytes = rowBytes;
-    p.send = static_cast<const uint8_t *>(s);
-    p.recv = static_cast<uint8_t *>(r);
-    int64_t so = 0, ro = 0;
-    for (size_t m = 0; m < sendCounts.size(); ++m) {
-      p.sendOffsets.push_back(so);
-      p.sendBytes.push_back(sendCounts[m] * rowBytes);
-      so += sendCounts[m] * rowBytes;
-      p.recvOffsets.push_back(ro);
-      p.recvBytes.push_back(recvCounts[m] * rowBytes);
-      ro += recvCounts[m] * rowBytes;
-    }
-    ex.parts.push_back(std::move(p));
-  };
-  addPart(send.data, recv.data, send.hidden * elementSize(send.type));
-  if (send.type == moecommFloat8E4M3)
-    addPart(send.scales, recv.scales, fp8Blocks(send.hidden) * 4);
   return ex;
 }
 
-void countRows(Comm &comm, moecommDirection_t direction, moecommScope_t scope,
-               const std::vector<int> &group,
-               const std::vector<int64_t> &sendCounts, moecommDataType_t type,
-               int64_t hidden) {
-  const int64_t rowBytes = wireRowBytes(type, hidden);
-  for (size_t m = 0; m < group.size() && m < sendCounts.size(); ++m)
-    comm.countPayload(direction, scope, group[m], sendCounts[m] * rowBytes);
-}
+} // namespace
 
 //===--- DeviceStagedOp ---------------------------------------------------===//
 
@@ -184,10 +166,9 @@ Status DeviceStagedOp::unpackStage(const DeviceMap &map,
 
 Status DeviceStagedOp::postStage(size_t s) {
   const StagePlan &sp = hostPlan_.stages[s];
-  countRows(comm_, dir_, sp.scope, sp.group, sp.sendCounts, stageType_,
-            in_.hidden);
-  return transport_.enqueue(rowExchange(sp.scope, send_[s].rows, sp.sendCounts,
-                                        recv_[s].rows, sp.recvCounts));
+  return transport_.enqueue(deviceRowExchange(comm_, dir_, sp.scope, sp.group,
+                                              send_[s].rows, sp.sendCounts,
+                                              recv_[s].rows, sp.recvCounts));
 }
 
 Status DeviceStagedOp::post() {
@@ -289,12 +270,10 @@ Status DeviceExchangeOp::post() {
   comm_.reserveSeqs(1);
   if (st.ok())
     st = transport_.commWaits(stream_);
-  if (st.ok()) {
-    countRows(comm_, dir_, scope_, transport_.group(scope_), sendCounts_,
-              send_.type, send_.hidden);
-    st = transport_.enqueue(
-        rowExchange(scope_, send_, sendCounts_, recv_, recvCounts_));
-  }
+  if (st.ok())
+    st = transport_.enqueue(deviceRowExchange(comm_, dir_, scope_,
+                                              transport_.group(scope_), send_,
+                                              sendCounts_, recv_, recvCounts_));
   if (st.ok())
     st = cudaStatus(cudaEventRecord(done_, transport_.commStream()),
                     "cudaEventRecord");

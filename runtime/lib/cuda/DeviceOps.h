@@ -118,21 +118,6 @@ private:
   Status err_;
 };
 
-/// The exchange of `send` / `recv` rows (FP8: a second part for the
-/// scales) with sendCounts / recvCounts rows per member of `scope`.
-Exchange rowExchange(moecommScope_t scope, const moecommRows_t &send,
-                     const std::vector<int64_t> &sendCounts,
-                     const moecommRows_t &recv,
-                     const std::vector<int64_t> &recvCounts);
-
-/// Counts on `comm` the payload bytes sent to each member of `group`:
-/// sendCounts[m] rows of wireRowBytes(type, hidden), as Ops.cpp's postRows
-/// does.
-void countRows(Comm &comm, moecommDirection_t direction, moecommScope_t scope,
-               const std::vector<int> &group,
-               const std::vector<int64_t> &sendCounts, moecommDataType_t type,
-               int64_t hidden);
-
 } // namespace cuda
 } // namespace moecomm
 

@@ -1,0 +1,65 @@
+//===- Quantize.cpp - FP8 conversion of whole row blocks ------------------===//
+#include "Quantize.h"
+
+#include "Fp8.h"
+#include "RowKernels.h"
+
+namespace moecomm {
+
+namespace {
+
+/// Checks a conversion between `wide` (f32 or bf16) and `narrow` (FP8)
+/// blocks of in's shape; `what` is the message for wrong types.
+Status checkConversion(const moecommRows_t *in, const moecommRows_t *out,
+                       const moecommRows_t *wide, const moecommRows_t *narrow,
+                       const char *what) {
+  if (!in || !out)
+    return invalidArgument("in and out must not be NULL");
+  if (Status st = checkRows(in, "in", in->rows, in->hidden); !st.ok())
+    return st;
+  if (Status st = checkRows(out, "out", in->rows, in->hidden); !st.ok())
+    return st;
+  if (!isFloatData(wide->type) || narrow->type != moecommFloat8E4M3)
+    return invalidArgument(what);
+  return Status::success();
+}
+
+} // namespace
+
+Status quantizeRows(const moecommRows_t *in, const moecommRows_t *out) {
+  if (Status st = checkConversion(in, out, in, out,
+                                  "quantize needs f32 or bf16 in and FP8 out");
+      !st.ok())
+    return st;
+  const int64_t H = in->hidden, nb = fp8Blocks(H);
+  for (int64_t r = 0; r < in->rows; ++r) {
+    uint8_t *q = static_cast<uint8_t *>(out->data) + r * H;
+    if (in->type == moecommFloat32)
+      fp8QuantizeRow(static_cast<const float *>(in->data) + r * H, H, q,
+                     out->scales + r * nb);
+    else
+      fp8QuantizeRowBf16(static_cast<const uint16_t *>(in->data) + r * H, H, q,
+                         out->scales + r * nb);
+  }
+  return Status::success();
+}
+
+Status dequantizeRows(const moecommRows_t *in, const moecommRows_t *out) {
+  if (Status st = checkConversion(
+          in, out, out, in, "dequantize needs FP8 in and f32 or bf16 out");
+      !st.ok())
+    return st;
+  const int64_t H = in->hidden, nb = fp8Blocks(H);
+  for (int64_t r = 0; r < in->rows; ++r) {
+    const uint8_t *q = static_cast<const uint8_t *>(in->data) + r * H;
+    if (out->type == moecommFloat32)
+      fp8DequantizeRow(q, in->scales + r * nb, H,
+                       static_cast<float *>(out->data) + r * H);
+    else
+      fp8DequantizeRowBf16(q, in->scales + r * nb, H,
+                           static_cast<uint16_t *>(out->data) + r * H);
+  }
+  return Status::success();
+}
+
+} // namespace moecomm

@@ -1,0 +1,43 @@
+//===- Request.h - Started collectives handed to the caller -----*- C++ -*-===//
+//
+// A started collective (Operation) is either finished at once (the blocking
+// calls) or handed out as a moecommRequest_t that moecommWait completes.
+// Requests complete in start order on every rank, whatever order the caller
+// waits in: each rank then posts the later stages of its requests in the
+// same order, so no rank waits on a stage another has not posted.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_LIB_REQUEST_H
+#define MOECOMM_LIB_REQUEST_H
+
+#include "Operation.h"
+#include "Status.h"
+
+#include <memory>
+
+namespace moecomm {
+class Comm;
+} // namespace moecomm
+
+/// The C handle of a request.
+struct moecommRequest {
+  moecomm::Comm *comm = nullptr;
+  std::unique_ptr<moecomm::Operation> op;
+  bool done = false;
+  moecomm::Status status;
+};
+
+namespace moecomm {
+
+/// Finishes `op` (blocking) when `request` is NULL; else queues it on
+/// `comm` as a new request stored in *request (completed by waitRequest).
+Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
+                       moecommRequest_t *request);
+
+/// Completes `request` (and, first, every request of its communicator
+/// started before it), frees it and returns its status.
+Status waitRequest(moecommRequest *request);
+
+} // namespace moecomm
+
+#endif // MOECOMM_LIB_REQUEST_H

@@ -1,0 +1,219 @@
+//===- StagedOp.cpp - Dispatch and combine on the host backends -----------===//
+#include "StagedOp.h"
+
+#include "Comm.h"
+#include "LayoutHandle.h"
+#include "Quantize.h"
+#include "RowExchange.h"
+#include "RowKernels.h"
+
+namespace moecomm {
+
+namespace {
+
+/// dispatch / combine: for s in stages: pack(s) -> exchange(s); unpack.
+///
+/// On a shared-memory transport (threads) two copies are avoided, with the
+/// same arithmetic in the same order (so the same bits as on MPI):
+///  - a stage whose pack is a plain gather is not packed: the exchange is
+///    posted with row indices into the stage's input (zero copy);
+///  - the last stage, and a stage whose next pack is a reduction, is not
+///    copied into a receive buffer: the unpack (or next pack) reads the
+///    members' rows in place.
+class StagedOp : public Operation {
+public:
+  StagedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
+           const moecommRows_t &in, const moecommRows_t &out,
+           moecommDataType_t stageType, bool weighted)
+      : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
+        out_(out), stageType_(stageType), weighted_(weighted),
+        direct_(comm.transport().supportsDirect()) {}
+
+  void start() {
+    const size_t S = plan_.stages.size();
+    seq0_ = comm_.reserveSeqs(S);
+    send_.resize(S);
+    recv_.resize(S);
+    if (S > 0)
+      mergeStatus(err_, post(0, RowSource::of(in_)));
+  }
+
+  Status finish() override {
+    const size_t S = plan_.stages.size();
+    Status st = err_;
+    for (; next_ < S; ++next_) {
+      const size_t s = next_;
+      const bool last = s + 1 == S;
+      if (!pending_) {
+        // Posting failed (already in st): nothing to wait for.
+        mergeStatus(st, internalError(cat("rank ", comm_.rank(), ": stage ", s,
+                                          " was not posted")));
+        break;
+      }
+      if (readInPlace(s)) {
+        std::vector<const Exchange *> peers;
+        RowSource rows;
+        Status ps = comm_.transport().peers(*pending_, peers);
+        if (ps.ok())
+          ps = peerRows(s, peers, rows);
+        mergeStatus(st, ps);
+        if (ps.ok())
+          mergeStatus(st, last ? unpack(rows) : pack(s + 1, rows));
+        mergeStatus(st,
+                    comm_.transport().waitExchange(std::move(pending_), true));
+        if (!last)
+          mergeStatus(st, postPacked(s + 1));
+      } else {
+        mergeStatus(st,
+                    comm_.transport().waitExchange(std::move(pending_), false));
+        RowSource rows = RowSource::of(recv_[s].rows);
+        mergeStatus(st, last ? unpack(rows) : post(s + 1, rows));
+      }
+    }
+    if (S == 0)
+      mergeStatus(st, unpack(RowSource::of(in_)));
+    send_.clear();
+    recv_.clear();
+    return st;
+  }
+
+private:
+  bool plainGatherPack(size_t s) const {
+    return isPlainGather(plan_.stages[s].pack,
+                         dir_ == moecommDirectionCombine && weighted_);
+  }
+  /// Receive stage s in place: it is the last stage, or the next stage's
+  /// pack reduces (combine) and so copies anyway.
+  bool readInPlace(size_t s) const {
+    if (!direct_)
+      return false;
+    return s + 1 == plan_.stages.size() || !plainGatherPack(s + 1);
+  }
+
+  /// Posts stage s, whose input rows are `in` (contiguous, valid until the
+  /// stage completes): row-indexed when its pack is a plain gather of rows
+  /// of the stage type on a shared-memory transport, else packed.
+  Status post(size_t s, const RowSource &in) {
+    if (direct_ && in.type == stageType_ && !in.rowPtrs && plainGatherPack(s))
+      return postRows(s, in.base, in.scales, plan_.stages[s].pack.src.data());
+    Status st = pack(s, in);
+    mergeStatus(st, postPacked(s));
+    return st;
+  }
+
+  Status pack(size_t s, const RowSource &in) {
+    const StagePlan &stage = plan_.stages[s];
+    send_[s] = RowBuffer::make(comm_, stage.sendRows(), in_.hidden, stageType_);
+    if (dir_ == moecommDirectionDispatch ||
+        (in.type == stageType_ && plainGatherPack(s)))
+      return gatherRows(stage.pack, in, send_[s].rows);
+    return reduceRows(stage.pack, in, weighted_, send_[s].rows);
+  }
+
+  Status postPacked(size_t s) {
+    return postRows(s, static_cast<const uint8_t *>(send_[s].rows.data),
+                    send_[s].rows.scales, nullptr);
+  }
+
+  /// Posts the exchange of stage s from `data` / `scales` rows (row-indexed
+  /// by `index` when non-null), receiving into a buffer unless stage s is
+  /// read in place.
+  Status postRows(size_t s, const uint8_t *data, const float *scales,
+                  const int64_t *index) {
+    const StagePlan &stage = plan_.stages[s];
+    const int64_t H = in_.hidden;
+    if (!readInPlace(s))
+      recv_[s] = RowBuffer::make(comm_, stage.recvRows(), H, stageType_);
+    // The exchange only reads its send rows (moecommRows_t has no const
+    // form).
+    moecommRows_t send{const_cast<uint8_t *>(data), const_cast<float *>(scales),
+                       stage.sendRows(), H, stageType_};
+    Exchange ex = rowExchange(stage.scope, send, index, stage.sendCounts,
+                              recv_[s].rows, stage.recvCounts);
+    ex.seq = seq0_ + s;
+    countRowPayload(comm_, dir_, stage.scope, stage.group, stage.sendCounts,
+                    stageType_, H);
+    return comm_.transport().startExchange(std::move(ex), pending_);
+  }
+
+  /// The rows of stage s as posted by its members, in receive order.
+  Status peerRows(size_t s, const std::vector<const Exchange *> &peers,
+                  RowSource &rows) {
+    const StagePlan &stage = plan_.stages[s];
+    const int me = comm_.transport().memberIndex(stage.scope);
+    const bool fp8 = stageType_ == moecommFloat8E4M3;
+    rowPtrs_.clear();
+    scalePtrs_.clear();
+    for (size_t m = 0; m < stage.group.size(); ++m) {
+      const Exchange *pe = peers[m];
+      const int64_t n = stage.recvCounts[m];
+      if (!pe || pe->parts.size() != (fp8 ? 2u : 1u) ||
+          pe->parts[0].sendBytes[me] != n * pe->parts[0].rowBytes)
+        return internalError(cat("rank ", comm_.rank(), " expects ", n,
+                                 " rows from rank ", stage.group[m],
+                                 " in exchange ", seq0_ + s,
+                                 " but it posts a different block"));
+      for (int64_t k = 0; k < n; ++k) {
+        rowPtrs_.push_back(pe->parts[0].sendRow(me, k));
+        if (fp8)
+          scalePtrs_.push_back(
+              reinterpret_cast<const float *>(pe->parts[1].sendRow(me, k)));
+      }
+    }
+    rows = RowSource();
+    rows.type = stageType_;
+    rows.hidden = in_.hidden;
+    rows.rows = (int64_t)rowPtrs_.size();
+    rows.rowBytes = in_.hidden * elementSize(stageType_);
+    rows.rowPtrs = rowPtrs_.data();
+    rows.scalePtrs = fp8 ? scalePtrs_.data() : nullptr;
+    return Status::success();
+  }
+
+  Status unpack(RowSource in) {
+    RowBuffer quantized;
+    if (dir_ == moecommDirectionDispatch && plan_.stages.empty() &&
+        stageType_ == moecommFloat8E4M3 && in.type != moecommFloat8E4M3) {
+      // No exchange (W == 1): still quantize once, so the result does not
+      // depend on the topology.
+      quantized = RowBuffer::make(comm_, in_.rows, in_.hidden, stageType_);
+      if (Status st = quantizeRows(&in_, &quantized.rows); !st.ok())
+        return st;
+      in = RowSource::of(quantized.rows);
+    }
+    if (dir_ == moecommDirectionDispatch)
+      return gatherRows(plan_.unpack, in, out_);
+    return reduceRows(plan_.unpack, in, weighted_, out_);
+  }
+
+  Comm &comm_;
+  moecommDirection_t dir_;
+  const DirectionPlan &plan_;
+  moecommRows_t in_, out_;
+  moecommDataType_t stageType_;
+  bool weighted_;
+  bool direct_;
+  uint64_t seq0_ = 0;
+  size_t next_ = 0;
+  std::vector<RowBuffer> send_, recv_;
+  std::vector<const uint8_t *> rowPtrs_;
+  std::vector<const float *> scalePtrs_;
+  std::unique_ptr<PendingExchange> pending_;
+  Status err_;
+};
+
+} // namespace
+
+std::unique_ptr<Operation> startStaged(Comm &comm, const moecommLayout &layout,
+                                       moecommDirection_t direction,
+                                       const moecommRows_t &in,
+                                       const moecommRows_t &out,
+                                       moecommDataType_t stageType,
+                                       bool weighted) {
+  auto op = std::make_unique<StagedOp>(comm, layout, direction, in, out,
+                                       stageType, weighted);
+  op->start();
+  return op;
+}
+
+} // namespace moecomm

@@ -1,0 +1,39 @@
+//===- StagedOp.h - Dispatch and combine on the host backends --*- C++ -*-===//
+//
+// Dispatch and combine are one algorithm run in two directions over the
+// layout's plan: for each stage, pack -> exchange; then unpack. StagedOp is
+// that algorithm on host memory (threads and mpi backends); a device
+// backend supplies its own (DeviceEngine::prepareStaged).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_LIB_STAGEDOP_H
+#define MOECOMM_LIB_STAGEDOP_H
+
+#include "Operation.h"
+#include "moecomm/moecomm.h"
+
+#include <memory>
+
+struct moecommLayout;
+
+namespace moecomm {
+
+class Comm;
+
+/// Starts the staged operation of `layout` in `direction` after every rank
+/// agreed on it: dispatch moves x (`in`, [T][H] f32/bf16) into recv (`out`,
+/// [R][H], x's type) with the stages in `stageType` (x's type or FP8);
+/// combine moves y (`in`, [R][H]) into out (`out`, [T][H], y's type) with
+/// the stages in y's type, `weighted` multiplying by the routing weights.
+/// The arguments are checked (Collective.cpp). The first stage is posted
+/// now; finish() completes the rest (blocking) and reports any failure.
+std::unique_ptr<Operation> startStaged(Comm &comm, const moecommLayout &layout,
+                                       moecommDirection_t direction,
+                                       const moecommRows_t &in,
+                                       const moecommRows_t &out,
+                                       moecommDataType_t stageType,
+                                       bool weighted);
+
+} // namespace moecomm
+
+#endif // MOECOMM_LIB_STAGEDOP_H
