@@ -94,6 +94,8 @@ struct RuntimeLowering {
 template <typename Model, typename OpTy, bool InPlace = false>
 struct RuntimeCallModel
     : public BufferizableOpInterface::ExternalModel<Model, OpTy> {
+  using Op = OpTy;
+
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const AnalysisState &) const {
     return !InPlace;
@@ -510,23 +512,19 @@ struct AllToAllModel : FreshResultsModel<AllToAllModel, AllToAllOp> {
   }
 };
 
+/// Attaches each model to its op.
+template <typename... Models> void attachModels(MLIRContext *ctx) {
+  (Models::Op::template attachInterface<Models>(*ctx), ...);
+}
+
 } // namespace
 
 void mlir::moecomm::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, MoECommDialect *) {
-    LayoutOp::attachInterface<LayoutModel>(*ctx);
-    PermuteOp::attachInterface<PermuteModel>(*ctx);
-    PackOp::attachInterface<PackModel>(*ctx);
-    UnpackOp::attachInterface<UnpackModel>(*ctx);
-    QuantizeOp::attachInterface<QuantizeModel>(*ctx);
-    DequantizeOp::attachInterface<DequantizeModel>(*ctx);
-    ExchangeOp::attachInterface<ExchangeOpModel>(*ctx);
-    ExchangeStartOp::attachInterface<ExchangeStartModel>(*ctx);
-    ExchangeWaitOp::attachInterface<ExchangeWaitModel>(*ctx);
-    DispatchOp::attachInterface<DispatchModel>(*ctx);
-    CachedDispatchOp::attachInterface<CachedDispatchModel>(*ctx);
-    CombineOp::attachInterface<CombineModel>(*ctx);
-    AllToAllOp::attachInterface<AllToAllModel>(*ctx);
+    attachModels<LayoutModel, PermuteModel, PackModel, UnpackModel,
+                 QuantizeModel, DequantizeModel, ExchangeOpModel,
+                 ExchangeStartModel, ExchangeWaitModel, DispatchModel,
+                 CachedDispatchModel, CombineModel, AllToAllModel>(ctx);
   });
 }
