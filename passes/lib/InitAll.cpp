@@ -4,27 +4,22 @@
 #include "moecomm/InitAllPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/Extensions/AllExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllPasses.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "moecomm/Conversion/Passes.h"
 #include "moecomm/Pipelines/Pipeline.h"
-#include "moecomm/Conversion/BufferizableOpInterfaceImpl.h"
+#include "moecomm/Conversion/MoECommToRuntime.h"
 #include "moecomm/Transforms/Passes.h"
 
 void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
@@ -33,14 +28,8 @@ void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
                   memref::MemRefDialect, bufferization::BufferizationDialect,
                   scf::SCFDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
                   shard::ShardDialect>();
-  arith::registerBufferizableOpInterfaceExternalModels(registry);
-  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
-      registry);
-  linalg::registerBufferizableOpInterfaceExternalModels(registry);
-  scf::registerBufferizableOpInterfaceExternalModels(registry);
-  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  registerConvertMoECommToRuntimeInterfaces(registry);
   func::registerAllExtensions(registry);
-  moecomm::registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 void mlir::moecomm::registerAllPasses() {

@@ -38,7 +38,10 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   // Expert computations written as elementwise arith on tensors bufferize
   // through linalg.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  pm.addPass(createConvertMoECommToRuntime());
+  ConvertMoECommToRuntimeOptions toRuntime;
+  toRuntime.deallocate = false;
+  pm.addPass(createConvertMoECommToRuntime(toRuntime));
+  pm.addPass(createMoECommBufferDeallocation());
   // The upstream deallocation (functions with loops or branches) leaves
   // bufferization.clone / dealloc.
   pm.addPass(createConvertBufferizationToMemRefPass());

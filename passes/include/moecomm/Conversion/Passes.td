@@ -18,20 +18,20 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
     the runtime's compiled-code ABI (`moecomm_rt_*`, declared with
     `llvm.emit_c_interface`, memref arguments) on freshly allocated
     identity-layout buffers whose row counts come from the layout
-    (`moecomm_rt_rows`). Handles and requests become `!llvm.ptr`; a layout is
-    released after its last use unless it leaves the function. Collective-
-    level ops lower to the runtime's one-shot dispatch/combine/all_to_all
-    (`auto` then chooses at run time from the actual routing). The ABI is
-    documented in runtime/include/moecomm/moecomm_compiled.h.
+    (`moecomm_rt_rows`). Handles and requests become `!llvm.ptr` (MLIR's
+    type-conversion patterns for function signatures, calls and returns; one
+    that another op carries, e.g. as an `scf.for` iter_arg, is an error); a
+    layout is released after its last use unless it leaves the function.
+    Collective-level ops lower to the runtime's one-shot
+    dispatch/combine/all_to_all (`auto` then chooses at run time from the
+    actual routing). The ABI is documented in
+    runtime/include/moecomm/moecomm_compiled.h.
 
-    With `deallocate` (the default), buffers are freed too: in straight-line
-    functions (what moecomm graphs bufferize to) each buffer that is not
-    returned is freed right after its last use (a buffer of an asynchronous
-    exchange after its wait), so intermediate buffers do not pile up until
-    the end of a many-layer training step; other functions get MLIR's
-    buffer-deallocation pipeline, its dealloc lowering run on the module so
-    that a dealloc of several buffers can call the library function it adds
-    there (`dealloc_helper`).
+    With `deallocate` (the default), buffers are freed too: the pass runs
+    `moecomm-buffer-deallocation` on its result (each buffer freed right
+    after its last use in straight-line functions, MLIR's
+    buffer-deallocation pipeline in the others). `moecomm-pipeline` runs
+    this pass without `deallocate` and that pass after it.
 
     Attributes that hold moecomm attributes or types elsewhere (a function
     attribute naming a topology, an argument attribute with a handle type)
@@ -43,8 +43,8 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
   }];
   let options = [
     Option<"deallocate", "deallocate", "bool", /*default=*/"true",
-           "free the buffers (default on; off: leave it to "
-           "buffer-deallocation-pipeline)">
+           "free the buffers with moecomm-buffer-deallocation (default on; "
+           "off: leave it to that pass or to buffer-deallocation-pipeline)">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -2,8 +2,9 @@
 //
 // The passes of DESIGN.md §4 that stay within the moecomm dialect (declared
 // from Passes.td): collective level -> staged level, fusion, overlap
-// scheduling, cost report. The lowering out of the dialect is in
-// moecomm/Conversion/Passes.h, the named pipeline in
+// scheduling, cost report; and the buffer freeing of the runtime level that
+// the lowering leaves (moecomm-buffer-deallocation). The lowering out of the
+// dialect is in moecomm/Conversion/Passes.h, the named pipeline in
 // moecomm/Pipelines/Pipeline.h.
 //
 //===----------------------------------------------------------------------===//

@@ -200,4 +200,40 @@ def MoECommCostReport : Pass<"moecomm-cost-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoECommBufferDeallocation : Pass<"moecomm-buffer-deallocation", "::mlir::ModuleOp"> {
+  let summary = "Free the buffers of bufferized moecomm graphs";
+  let description = [{
+    Frees the buffers that convert-moecomm-to-runtime (with
+    `deallocate=false`) allocated, at the runtime level: memrefs, `func.call`s
+    of the runtime's `moecomm_rt_*` functions, linalg ops.
+
+    In straight-line functions (one block, no region-holding op but linalg
+    ops: what moecomm graphs bufferize to) each buffer that does not escape
+    is freed right after its last use, a buffer given to
+    `moecomm_rt_exchange_start_*` after the matching `moecomm_rt_wait`. So
+    intermediate buffers do not pile up until the end of a many-layer
+    training step, and the compile time stays linear. MLIR's ownership-based
+    deallocation would free every buffer at the end of its block and
+    simplify with pairwise alias queries.
+
+    Other functions get MLIR's `buffer-deallocation-pipeline`, its dealloc
+    lowering run on the module so that a dealloc of several buffers can call
+    the library function it adds there (`dealloc_helper`). Its
+    `private-function-dynamic-ownership` stays off (the upstream default): it
+    would add ownership arguments and results to private functions and their
+    calls, while the straight-line functions, freed here, keep the function
+    boundary ABI (calls borrow their arguments, the caller owns each returned
+    buffer) that every function calling them or called by them must share.
+
+    Both sides keep that ABI: a straight-line function that would return an
+    argument, a global or the same buffer twice returns a fresh copy.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // MOECOMM_TRANSFORMS_PASSES_TD

@@ -4,7 +4,8 @@
 // tensor operands and writes fresh buffers (except exchange_wait, which
 // completes the buffers its exchange_start allocated, in place); bufferizing
 // an op emits the runtime calls that implement it (RuntimeAbi.h), so
-// bufferization *is* the lowering to the runtime level.
+// bufferization *is* the lowering to the runtime level. Every model is
+// RuntimeCallModel plus one `lower` function: the calls for that op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,56 +29,116 @@ bool hasContiguousRows(MemRefType type) {
   return type.areTrailingDimsContiguous(type.getRank());
 }
 
-/// Buffers of `values` (null values stay null), cast to the ABI layout. A
-/// view whose rows are not contiguous (e.g. a column slice) is copied into a
-/// fresh buffer first.
-FailureOr<SmallVector<Value>> abiBuffers(RewriterBase &rewriter, RuntimeAbi &abi,
-                                         ValueRange values,
-                                         const BufferizationOptions &options,
-                                         const BufferizationState &state) {
-  SmallVector<Value> buffers;
-  for (Value v : values) {
-    if (!v) {
-      buffers.push_back(Value());
-      continue;
-    }
-    FailureOr<Value> buffer = getBuffer(rewriter, v, options, state);
-    if (failed(buffer))
-      return failure();
-    auto type = cast<MemRefType>(buffer->getType());
-    if (!hasContiguousRows(type)) {
-      Location loc = v.getLoc();
-      SmallVector<Value> sizes;
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        if (type.isDynamicDim(d))
-          sizes.push_back(memref::DimOp::create(rewriter, loc, *buffer, d));
-      FailureOr<Value> copy = options.createAlloc(
-          rewriter, loc,
-          MemRefType::get(type.getShape(), type.getElementType()), sizes);
-      if (failed(copy) ||
-          failed(options.createMemCpy(rewriter, loc, *buffer, *copy)))
-        return failure();
-      buffer = *copy;
-    }
-    buffers.push_back(abi.abiMemRef(*buffer));
-  }
-  return buffers;
-}
+/// What the lowering of one op works with: the rewriter (at the op), the ABI
+/// emitter, and the bufferization options and state that give the op's
+/// operand buffers and allocate its result buffers.
+struct RuntimeLowering {
+  RewriterBase &rewriter;
+  RuntimeAbi abi;
+  const BufferizationOptions &options;
+  const BufferizationState &state;
 
-/// New buffers for the tensor results of `op`, `rows` rows each.
-FailureOr<SmallVector<Value>> allocResults(RuntimeAbi &abi, ValueRange results,
-                                           const BufferizationOptions &options,
-                                           Value rows) {
-  SmallVector<Value> buffers;
-  for (Value r : results) {
-    FailureOr<Value> buffer =
-        abi.alloc(options, cast<RankedTensorType>(r.getType()), rows);
-    if (failed(buffer))
-      return failure();
-    buffers.push_back(*buffer);
+  /// Buffers of the tensors `values` (null values stay null), cast to the
+  /// ABI layout. A view whose rows are not contiguous (e.g. a column slice)
+  /// is copied into a fresh buffer first.
+  FailureOr<SmallVector<Value>> inputs(ValueRange values) {
+    SmallVector<Value> buffers;
+    for (Value v : values) {
+      if (!v) {
+        buffers.push_back(Value());
+        continue;
+      }
+      FailureOr<Value> buffer = getBuffer(rewriter, v, options, state);
+      if (failed(buffer))
+        return failure();
+      auto type = cast<MemRefType>(buffer->getType());
+      if (!hasContiguousRows(type)) {
+        Location loc = v.getLoc();
+        SmallVector<Value> sizes;
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          if (type.isDynamicDim(d))
+            sizes.push_back(memref::DimOp::create(rewriter, loc, *buffer, d));
+        FailureOr<Value> copy = options.createAlloc(
+            rewriter, loc,
+            MemRefType::get(type.getShape(), type.getElementType()), sizes);
+        if (failed(copy) ||
+            failed(options.createMemCpy(rewriter, loc, *buffer, *copy)))
+          return failure();
+        buffer = *copy;
+      }
+      buffers.push_back(abi.abiMemRef(*buffer));
+    }
+    return buffers;
   }
-  return buffers;
-}
+
+  /// New identity-layout buffers for the tensors `results`, whose dynamic
+  /// leading dimension is `rows` (index) each.
+  FailureOr<SmallVector<Value>> alloc(ValueRange results, Value rows) {
+    SmallVector<Value> buffers;
+    for (Value r : results) {
+      FailureOr<Value> buffer =
+          abi.alloc(options, cast<RankedTensorType>(r.getType()), rows);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
+    return buffers;
+  }
+};
+
+/// The bufferization every model shares: `Model::lower(op, lowering)` emits
+/// the op's runtime calls before it and returns its replacement values (a
+/// buffer for each tensor result, a handle or request value for the others,
+/// in result order); the op is then replaced by them. An op reads its tensor
+/// operands, or, `InPlace`, writes them (exchange_wait).
+template <typename Model, typename OpTy, bool InPlace = false>
+struct RuntimeCallModel
+    : public BufferizableOpInterface::ExternalModel<Model, OpTy> {
+  using Op = OpTy;
+
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return !InPlace;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return InPlace;
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    rewriter.setInsertionPoint(op);
+    RuntimeLowering lowering{rewriter, RuntimeAbi(rewriter, op->getLoc(), op),
+                             options, state};
+    FailureOr<SmallVector<Value>> replacements =
+        Model::lower(cast<OpTy>(op), lowering);
+    if (failed(replacements))
+      return failure();
+    replaceOpWithBufferizedValues(rewriter, op, *replacements);
+    return success();
+  }
+};
+
+/// An op that writes a fresh buffer for each tensor result (all but
+/// exchange_wait).
+template <typename Model, typename OpTy>
+struct FreshResultsModel : RuntimeCallModel<Model, OpTy> {
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  /// Handles and requests are no buffers.
+  bool bufferizesToAllocation(Operation *, Value value) const {
+    return isa<TensorType>(value.getType());
+  }
+  FailureOr<BufferLikeType>
+  getBufferType(Operation *, Value value, const BufferizationOptions &,
+                const BufferizationState &, SmallVector<Value> &) const {
+    auto type = cast<RankedTensorType>(value.getType());
+    return cast<BufferLikeType>(
+        MemRefType::get(type.getShape(), type.getElementType()));
+  }
+};
 
 /// Appends the ABI form of each non-null buffer.
 void appendAbi(RuntimeAbi &abi, SmallVectorImpl<Value> &args,
@@ -89,20 +150,16 @@ void appendAbi(RuntimeAbi &abi, SmallVectorImpl<Value> &args,
 
 /// `moecomm_rt_gather_<in>_<out>`: permute, pack and unpack all gather (or
 /// sum) rows through the layout's map for one step of a direction.
-LogicalResult lowerGather(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          const BufferizationState &state, Value in,
-                          Value scales, Value handle, Direction direction,
-                          int64_t step, bool weighted) {
-  rewriter.setInsertionPoint(op);
-  RuntimeAbi abi(rewriter, op->getLoc(), op);
-  FailureOr<SmallVector<Value>> inputs =
-      abiBuffers(rewriter, abi, {in, scales}, options, state);
+FailureOr<SmallVector<Value>> lowerGather(Operation *op, RuntimeLowering &l,
+                                          Value in, Value scales, Value handle,
+                                          Direction direction, int64_t step,
+                                          bool weighted) {
+  FailureOr<SmallVector<Value>> inputs = l.inputs({in, scales});
   if (failed(inputs))
     return failure();
-  Value layout = abi.pointer(handle);
-  FailureOr<SmallVector<Value>> outputs = allocResults(
-      abi, op->getResults(), options, abi.rows(layout, direction, step, false));
+  Value layout = l.abi.pointer(handle);
+  FailureOr<SmallVector<Value>> outputs = l.alloc(
+      op->getResults(), l.abi.rows(layout, direction, step, false));
   if (failed(outputs))
     return failure();
   std::string name =
@@ -112,99 +169,52 @@ LogicalResult lowerGather(Operation *op, RewriterBase &rewriter,
        RuntimeAbi::suffix(
            cast<ShapedType>(op->getResult(0).getType()).getElementType()))
           .str();
-  SmallVector<Value> args = {layout, abi.i32(static_cast<int32_t>(direction)),
-                             abi.i64(step), abi.i32(weighted)};
-  appendAbi(abi, args, *inputs);
-  appendAbi(abi, args, *outputs);
-  abi.call(name, args);
-  replaceOpWithBufferizedValues(rewriter, op, *outputs);
-  return success();
+  SmallVector<Value> args = {layout, l.abi.i32(static_cast<int32_t>(direction)),
+                             l.abi.i64(step), l.abi.i32(weighted)};
+  appendAbi(l.abi, args, *inputs);
+  appendAbi(l.abi, args, *outputs);
+  l.abi.call(name, args);
+  return outputs;
 }
 
-/// Common model: reads every tensor operand, writes fresh result buffers.
+struct PermuteModel : FreshResultsModel<PermuteModel, PermuteOp> {
+  static FailureOr<SmallVector<Value>> lower(PermuteOp op, RuntimeLowering &l) {
+    return lowerGather(op, l, op.getIn(), op.getScales(), op.getHandle(),
+                       op.getDirection(), op.getStage().value_or(kOutputStep),
+                       op.getWeighted());
+  }
+};
+
+struct PackModel : FreshResultsModel<PackModel, PackOp> {
+  static FailureOr<SmallVector<Value>> lower(PackOp op, RuntimeLowering &l) {
+    return lowerGather(op, l, op.getIn(), op.getScales(), op.getHandle(),
+                       op.getDirection(), op.getStage(), op.getWeighted());
+  }
+};
+
+struct UnpackModel : FreshResultsModel<UnpackModel, UnpackOp> {
+  static FailureOr<SmallVector<Value>> lower(UnpackOp op, RuntimeLowering &l) {
+    return lowerGather(op, l, op.getIn(), op.getScales(), op.getHandle(),
+                       op.getDirection(), kOutputStep, op.getWeighted());
+  }
+};
+
+/// quantize / dequantize: local conversions with as many rows as the input,
+/// calling `Model::name(op)`.
 template <typename Model, typename OpTy>
-struct RuntimeCallModel
-    : public BufferizableOpInterface::ExternalModel<Model, OpTy> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
-  bool bufferizesToAllocation(Operation *, Value) const { return true; }
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *, Value value, const BufferizationOptions &,
-                const BufferizationState &, SmallVector<Value> &) const {
-    auto type = cast<RankedTensorType>(value.getType());
-    return cast<BufferLikeType>(
-        MemRefType::get(type.getShape(), type.getElementType()));
-  }
-};
-
-struct PermuteModel : RuntimeCallModel<PermuteModel, PermuteOp> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto permute = cast<PermuteOp>(op);
-    return lowerGather(op, rewriter, options, state, permute.getIn(),
-                       permute.getScales(), permute.getHandle(),
-                       permute.getDirection(),
-                       permute.getStage().value_or(kOutputStep),
-                       permute.getWeighted());
-  }
-};
-
-struct PackModel : RuntimeCallModel<PackModel, PackOp> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto pack = cast<PackOp>(op);
-    return lowerGather(op, rewriter, options, state, pack.getIn(),
-                       pack.getScales(), pack.getHandle(), pack.getDirection(),
-                       pack.getStage(), pack.getWeighted());
-  }
-};
-
-struct UnpackModel : RuntimeCallModel<UnpackModel, UnpackOp> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto unpack = cast<UnpackOp>(op);
-    return lowerGather(op, rewriter, options, state, unpack.getIn(),
-                       unpack.getScales(), unpack.getHandle(),
-                       unpack.getDirection(), kOutputStep,
-                       unpack.getWeighted());
-  }
-};
-
-/// quantize / dequantize: local conversions with as many rows as the input.
-template <typename Model, typename OpTy>
-struct ConvertModel : RuntimeCallModel<Model, OpTy> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    rewriter.setInsertionPoint(op);
-    RuntimeAbi abi(rewriter, op->getLoc(), op);
-    FailureOr<SmallVector<Value>> inputs =
-        abiBuffers(rewriter, abi, op->getOperands(), options, state);
+struct ConvertModel : FreshResultsModel<Model, OpTy> {
+  static FailureOr<SmallVector<Value>> lower(OpTy op, RuntimeLowering &l) {
+    FailureOr<SmallVector<Value>> inputs = l.inputs(op->getOperands());
     if (failed(inputs))
       return failure();
-    Value rows = memref::DimOp::create(rewriter, op->getLoc(), (*inputs)[0], 0);
-    FailureOr<SmallVector<Value>> outputs =
-        allocResults(abi, op->getResults(), options, rows);
+    Value rows = memref::DimOp::create(l.rewriter, op.getLoc(), (*inputs)[0], 0);
+    FailureOr<SmallVector<Value>> outputs = l.alloc(op->getResults(), rows);
     if (failed(outputs))
       return failure();
     SmallVector<Value> args(*inputs);
-    appendAbi(abi, args, *outputs);
-    abi.call(Model::name(cast<OpTy>(op)), args);
-    replaceOpWithBufferizedValues(rewriter, op, *outputs);
-    return success();
+    appendAbi(l.abi, args, *outputs);
+    l.abi.call(Model::name(op), args);
+    return outputs;
   }
 };
 
@@ -222,44 +232,37 @@ struct DequantizeModel : ConvertModel<DequantizeModel, DequantizeOp> {
   }
 };
 
-/// exchange and exchange_start: receive buffers sized by the layout.
+/// exchange and exchange_start: receive buffers sized by the layout, then
+/// `Model::call`, which returns the op's replacement values.
 template <typename Model, typename OpTy>
-struct ExchangeModel : RuntimeCallModel<Model, OpTy> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto exchange = cast<OpTy>(op);
-    rewriter.setInsertionPoint(op);
-    RuntimeAbi abi(rewriter, op->getLoc(), op);
-    FailureOr<SmallVector<Value>> inputs = abiBuffers(
-        rewriter, abi, {exchange.getSend(), exchange.getScales()}, options,
-        state);
+struct ExchangeModel : FreshResultsModel<Model, OpTy> {
+  static FailureOr<SmallVector<Value>> lower(OpTy op, RuntimeLowering &l) {
+    FailureOr<SmallVector<Value>> inputs =
+        l.inputs({op.getSend(), op.getScales()});
     if (failed(inputs))
       return failure();
-    Value layout = abi.pointer(exchange.getHandle());
-    SmallVector<Value> recvValues = {exchange.getRecv()};
-    if (exchange.getRecvScales())
-      recvValues.push_back(exchange.getRecvScales());
-    FailureOr<SmallVector<Value>> outputs = allocResults(
-        abi, recvValues, options,
-        abi.rows(layout, exchange.getDirection(), exchange.getStage(), true));
+    Value layout = l.abi.pointer(op.getHandle());
+    SmallVector<Value> recvValues = {op.getRecv()};
+    if (op.getRecvScales())
+      recvValues.push_back(op.getRecvScales());
+    FailureOr<SmallVector<Value>> outputs =
+        l.alloc(recvValues,
+                l.abi.rows(layout, op.getDirection(), op.getStage(), true));
     if (failed(outputs))
       return failure();
-    Type elt = exchange.getSend().getType().getElementType();
+    Type elt = op.getSend().getType().getElementType();
     SmallVector<Value> args = {
-        layout, abi.i32(static_cast<int32_t>(exchange.getDirection())),
-        abi.i64(exchange.getStage())};
-    appendAbi(abi, args, *inputs);
-    appendAbi(abi, args, *outputs);
-    replaceOpWithBufferizedValues(rewriter, op,
-                                  Model::call(abi, elt, args, *outputs, op));
-    return success();
+        layout, l.abi.i32(static_cast<int32_t>(op.getDirection())),
+        l.abi.i64(op.getStage())};
+    appendAbi(l.abi, args, *inputs);
+    appendAbi(l.abi, args, *outputs);
+    return Model::call(l.abi, elt, args, *outputs, op);
   }
 };
 
 struct ExchangeOpModel : ExchangeModel<ExchangeOpModel, ExchangeOp> {
   static SmallVector<Value> call(RuntimeAbi &abi, Type elt, ValueRange args,
-                                 ArrayRef<Value> outputs, Operation *) {
+                                 ArrayRef<Value> outputs, ExchangeOp) {
     abi.call(("moecomm_rt_exchange_" + RuntimeAbi::suffix(elt)).str(), args);
     return SmallVector<Value>(outputs);
   }
@@ -267,32 +270,20 @@ struct ExchangeOpModel : ExchangeModel<ExchangeOpModel, ExchangeOp> {
 
 struct ExchangeStartModel : ExchangeModel<ExchangeStartModel, ExchangeStartOp> {
   static SmallVector<Value> call(RuntimeAbi &abi, Type elt, ValueRange args,
-                                 ArrayRef<Value> outputs, Operation *op) {
+                                 ArrayRef<Value> outputs, ExchangeStartOp op) {
     Type ptr = LLVM::LLVMPointerType::get(op->getContext());
     Value request = abi.call(
         ("moecomm_rt_exchange_start_" + RuntimeAbi::suffix(elt)).str(), args,
         ptr)[0];
-    SmallVector<Value> results = {abi.wrap(request, op->getResult(0).getType())};
+    SmallVector<Value> results = {abi.wrap(request, op.getRequest().getType())};
     results.append(outputs.begin(), outputs.end());
     return results;
-  }
-  bool bufferizesToAllocation(Operation *op, Value value) const {
-    return value != op->getResult(0);
   }
 };
 
 /// exchange_wait completes the buffers of its exchange_start in place.
 struct ExchangeWaitModel
-    : public BufferizableOpInterface::ExternalModel<ExchangeWaitModel,
-                                                    ExchangeWaitOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return false;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return true;
-  }
+    : RuntimeCallModel<ExchangeWaitModel, ExchangeWaitOp, /*InPlace=*/true> {
   AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
     auto wait = cast<ExchangeWaitOp>(op);
@@ -302,24 +293,19 @@ struct ExchangeWaitModel
       return {{wait.getOutScales(), BufferRelation::Equivalent}};
     return {};
   }
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto wait = cast<ExchangeWaitOp>(op);
-    rewriter.setInsertionPoint(op);
-    RuntimeAbi abi(rewriter, op->getLoc(), op);
+  static FailureOr<SmallVector<Value>> lower(ExchangeWaitOp op,
+                                             RuntimeLowering &l) {
     SmallVector<Value> buffers;
-    for (Value v : {wait.getRecv(), wait.getRecvScales()}) {
+    for (Value v : {op.getRecv(), op.getRecvScales()}) {
       if (!v)
         continue;
-      FailureOr<Value> buffer = getBuffer(rewriter, v, options, state);
+      FailureOr<Value> buffer = getBuffer(l.rewriter, v, l.options, l.state);
       if (failed(buffer))
         return failure();
       buffers.push_back(*buffer);
     }
-    abi.call("moecomm_rt_wait", {abi.pointer(wait.getRequest())});
-    replaceOpWithBufferizedValues(rewriter, op, buffers);
-    return success();
+    l.abi.call("moecomm_rt_wait", {l.abi.pointer(op.getRequest())});
+    return buffers;
   }
 };
 
@@ -342,16 +328,18 @@ Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
 
 /// recv_weights and tokens_per_expert buffers of a layout (empty, and not
 /// filled, when nothing reads them).
-FailureOr<SmallVector<Value>>
-layoutOutputs(OpBuilder &b, RuntimeAbi &abi, Value layout, Value recvWeights,
-              Value tokensPerExpert, const BufferizationOptions &options) {
-  Value rows = recvWeights.use_empty()
-                   ? arith::ConstantIndexOp::create(b, layout.getLoc(), 0)
-                   : abi.rows(layout, Direction::dispatch, kOutputStep, false);
+FailureOr<SmallVector<Value>> layoutOutputs(RuntimeLowering &l, Value layout,
+                                            Value recvWeights,
+                                            Value tokensPerExpert) {
+  RuntimeAbi &abi = l.abi;
+  Value rows =
+      recvWeights.use_empty()
+          ? arith::ConstantIndexOp::create(l.rewriter, layout.getLoc(), 0)
+          : abi.rows(layout, Direction::dispatch, kOutputStep, false);
   FailureOr<Value> weights = abi.alloc(
-      options, cast<RankedTensorType>(recvWeights.getType()), rows);
+      l.options, cast<RankedTensorType>(recvWeights.getType()), rows);
   FailureOr<Value> counts = abi.alloc(
-      options, cast<RankedTensorType>(tokensPerExpert.getType()), Value());
+      l.options, cast<RankedTensorType>(tokensPerExpert.getType()), Value());
   if (failed(weights) || failed(counts))
     return failure();
   if (!recvWeights.use_empty())
@@ -393,34 +381,20 @@ std::pair<int64_t, WireDtype> stagedRowFormat(LayoutOp op) {
   return {rows.isDynamicDim(1) ? 0 : rows.getDimSize(1), wire};
 }
 
-struct LayoutModel : RuntimeCallModel<LayoutModel, LayoutOp> {
-  bool bufferizesToAllocation(Operation *op, Value value) const {
-    return value != cast<LayoutOp>(op).getHandle();
-  }
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto layoutOp = cast<LayoutOp>(op);
-    rewriter.setInsertionPoint(op);
-    RuntimeAbi abi(rewriter, op->getLoc(), op);
-    FailureOr<SmallVector<Value>> routing =
-        abiBuffers(rewriter, abi, op->getOperands(), options, state);
+struct LayoutModel : FreshResultsModel<LayoutModel, LayoutOp> {
+  static FailureOr<SmallVector<Value>> lower(LayoutOp op, RuntimeLowering &l) {
+    FailureOr<SmallVector<Value>> routing = l.inputs(op->getOperands());
     if (failed(routing))
       return failure();
-    auto [hidden, wire] = stagedRowFormat(layoutOp);
-    Value layout = callLayout(abi, *routing, layoutOp.getTopology(),
-                              layoutOp.getStrategy(), layoutOp.getCapacity(),
-                              hidden, wire);
-    FailureOr<SmallVector<Value>> outputs =
-        layoutOutputs(rewriter, abi, layout, layoutOp.getRecvWeights(),
-                      layoutOp.getTokensPerExpert(), options);
+    auto [hidden, wire] = stagedRowFormat(op);
+    Value layout = callLayout(l.abi, *routing, op.getTopology(),
+                              op.getStrategy(), op.getCapacity(), hidden, wire);
+    FailureOr<SmallVector<Value>> outputs = layoutOutputs(
+        l, layout, op.getRecvWeights(), op.getTokensPerExpert());
     if (failed(outputs))
       return failure();
-    replaceOpWithBufferizedValues(
-        rewriter, op,
-        {abi.wrap(layout, layoutOp.getHandle().getType()), (*outputs)[0],
-         (*outputs)[1]});
-    return success();
+    return SmallVector<Value>{l.abi.wrap(layout, op.getHandle().getType()),
+                             (*outputs)[0], (*outputs)[1]};
   }
 };
 
@@ -428,13 +402,12 @@ struct LayoutModel : RuntimeCallModel<LayoutModel, LayoutOp> {
 /// (dispatch with flag = wire dtype, combine with flag = weighted) from the
 /// `in` buffer into a new buffer of `resultType`, sized by `direction`'s
 /// output rows.
-FailureOr<Value> callOneShot(RuntimeAbi &abi,
-                             const BufferizationOptions &options,
-                             StringRef name, int32_t flag, Value in,
-                             Value layout, Direction direction,
+FailureOr<Value> callOneShot(RuntimeLowering &l, StringRef name, int32_t flag,
+                             Value in, Value layout, Direction direction,
                              RankedTensorType resultType) {
+  RuntimeAbi &abi = l.abi;
   FailureOr<Value> out = abi.alloc(
-      options, resultType, abi.rows(layout, direction, kOutputStep, false));
+      l.options, resultType, abi.rows(layout, direction, kOutputStep, false));
   if (failed(out))
     return failure();
   Type elt = cast<MemRefType>(in.getType()).getElementType();
@@ -445,65 +418,46 @@ FailureOr<Value> callOneShot(RuntimeAbi &abi,
 
 /// Collective dispatch: the runtime's layout + one-shot dispatch (its `auto`
 /// chooses the strategy per call from the actual routing).
-struct DispatchModel : RuntimeCallModel<DispatchModel, DispatchOp> {
-  bool bufferizesToAllocation(Operation *op, Value value) const {
-    return value != cast<DispatchOp>(op).getHandle();
-  }
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto dispatch = cast<DispatchOp>(op);
-    rewriter.setInsertionPoint(op);
-    RuntimeAbi abi(rewriter, op->getLoc(), op);
-    FailureOr<SmallVector<Value>> inputs =
-        abiBuffers(rewriter, abi, op->getOperands(), options, state);
+struct DispatchModel : FreshResultsModel<DispatchModel, DispatchOp> {
+  static FailureOr<SmallVector<Value>> lower(DispatchOp op,
+                                             RuntimeLowering &l) {
+    FailureOr<SmallVector<Value>> inputs = l.inputs(op->getOperands());
     if (failed(inputs))
       return failure();
     Value layout = callLayout(
-        abi, {(*inputs)[1], (*inputs)[2]}, dispatch.getTopology(),
-        dispatch.getStrategy().value_or(Strategy::automatic),
-        dispatch.getCapacity(), dispatch.getX().getType().getDimSize(1),
-        dispatch.getWireDtype());
-    FailureOr<SmallVector<Value>> outputs =
-        layoutOutputs(rewriter, abi, layout, dispatch.getRecvWeights(),
-                      dispatch.getTokensPerExpert(), options);
+        l.abi, {(*inputs)[1], (*inputs)[2]}, op.getTopology(),
+        op.getStrategy().value_or(Strategy::automatic), op.getCapacity(),
+        op.getX().getType().getDimSize(1), op.getWireDtype());
+    FailureOr<SmallVector<Value>> outputs = layoutOutputs(
+        l, layout, op.getRecvWeights(), op.getTokensPerExpert());
     if (failed(outputs))
       return failure();
-    FailureOr<Value> recv = callOneShot(
-        abi, options, "moecomm_rt_dispatch",
-        static_cast<int32_t>(dispatch.getWireDtype()), (*inputs)[0], layout,
-        Direction::dispatch, dispatch.getRecv().getType());
+    FailureOr<Value> recv =
+        callOneShot(l, "moecomm_rt_dispatch",
+                    static_cast<int32_t>(op.getWireDtype()), (*inputs)[0],
+                    layout, Direction::dispatch, op.getRecv().getType());
     if (failed(recv))
       return failure();
-    replaceOpWithBufferizedValues(
-        rewriter, op,
-        {*recv, (*outputs)[0], (*outputs)[1],
-         abi.wrap(layout, dispatch.getHandle().getType())});
-    return success();
+    return SmallVector<Value>{*recv, (*outputs)[0], (*outputs)[1],
+                             l.abi.wrap(layout, op.getHandle().getType())};
   }
 };
 
-/// Cached dispatch and combine: one one-shot call on the handle's layout.
+/// Cached dispatch and combine: one one-shot call on the handle's layout
+/// (`Model::kName`, `Model::flag(op)`, `Model::kDirection`).
 template <typename Model, typename OpTy>
-struct OneShotModel : RuntimeCallModel<Model, OpTy> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto concrete = cast<OpTy>(op);
-    rewriter.setInsertionPoint(op);
-    RuntimeAbi abi(rewriter, op->getLoc(), op);
-    FailureOr<SmallVector<Value>> inputs =
-        abiBuffers(rewriter, abi, {op->getOperand(0)}, options, state);
+struct OneShotModel : FreshResultsModel<Model, OpTy> {
+  static FailureOr<SmallVector<Value>> lower(OpTy op, RuntimeLowering &l) {
+    FailureOr<SmallVector<Value>> inputs = l.inputs({op->getOperand(0)});
     if (failed(inputs))
       return failure();
     FailureOr<Value> out = callOneShot(
-        abi, options, Model::kName, Model::flag(concrete), (*inputs)[0],
-        abi.pointer(concrete.getHandle()), Model::kDirection,
+        l, Model::kName, Model::flag(op), (*inputs)[0],
+        l.abi.pointer(op.getHandle()), Model::kDirection,
         cast<RankedTensorType>(op->getResult(0).getType()));
     if (failed(out))
       return failure();
-    replaceOpWithBufferizedValues(rewriter, op, *out);
-    return success();
+    return SmallVector<Value>{*out};
   }
 };
 
@@ -523,62 +477,54 @@ struct CombineModel : OneShotModel<CombineModel, CombineOp> {
 };
 
 /// Ragged all_to_all: learn the receive counts, then move the rows.
-struct AllToAllModel : RuntimeCallModel<AllToAllModel, AllToAllOp> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto a2a = cast<AllToAllOp>(op);
-    rewriter.setInsertionPoint(op);
-    Location loc = op->getLoc();
-    RuntimeAbi abi(rewriter, loc, op);
-    FailureOr<SmallVector<Value>> inputs =
-        abiBuffers(rewriter, abi, op->getOperands(), options, state);
+struct AllToAllModel : FreshResultsModel<AllToAllModel, AllToAllOp> {
+  static FailureOr<SmallVector<Value>> lower(AllToAllOp op,
+                                             RuntimeLowering &l) {
+    RuntimeAbi &abi = l.abi;
+    FailureOr<SmallVector<Value>> inputs = l.inputs(op->getOperands());
     if (failed(inputs))
       return failure();
     FailureOr<Value> counts =
-        abi.alloc(options, a2a.getRecvCounts().getType(), Value());
+        abi.alloc(l.options, op.getRecvCounts().getType(), Value());
     if (failed(counts))
       return failure();
-    TopologyAttr topo = a2a.getTopology();
+    TopologyAttr topo = op.getTopology();
     StringRef countSuffix = RuntimeAbi::suffix(
-        cast<RankedTensorType>(a2a.getSendCounts().getType()).getElementType());
-    Value ranks = abi.i64(topo.getRanks()), perNode = abi.i64(topo.getRanksPerNode());
-    Value total = abi.call(("moecomm_rt_all_to_all_counts_" + countSuffix).str(),
-                           {ranks, perNode, (*inputs)[1], abi.abiMemRef(*counts)},
-                           rewriter.getI64Type())[0];
-    Value rows = arith::IndexCastOp::create(rewriter, loc,
-                                            rewriter.getIndexType(), total);
-    FailureOr<Value> recv = abi.alloc(options, a2a.getRecv().getType(), rows);
+        cast<RankedTensorType>(op.getSendCounts().getType()).getElementType());
+    Value ranks = abi.i64(topo.getRanks());
+    Value perNode = abi.i64(topo.getRanksPerNode());
+    Value total =
+        abi.call(("moecomm_rt_all_to_all_counts_" + countSuffix).str(),
+                 {ranks, perNode, (*inputs)[1], abi.abiMemRef(*counts)},
+                 l.rewriter.getI64Type())[0];
+    Value rows = arith::IndexCastOp::create(l.rewriter, op.getLoc(),
+                                            l.rewriter.getIndexType(), total);
+    FailureOr<Value> recv = abi.alloc(l.options, op.getRecv().getType(), rows);
     if (failed(recv))
       return failure();
-    Type elt = a2a.getSend().getType().getElementType();
+    Type elt = op.getSend().getType().getElementType();
     abi.call(("moecomm_rt_all_to_all_" + RuntimeAbi::suffix(elt) + "_" +
               countSuffix)
                  .str(),
              {ranks, perNode, (*inputs)[0], (*inputs)[1], abi.abiMemRef(*recv),
               abi.abiMemRef(*counts)});
-    replaceOpWithBufferizedValues(rewriter, op, {*recv, *counts});
-    return success();
+    return SmallVector<Value>{*recv, *counts};
   }
 };
+
+/// Attaches each model to its op.
+template <typename... Models> void attachModels(MLIRContext *ctx) {
+  (Models::Op::template attachInterface<Models>(*ctx), ...);
+}
 
 } // namespace
 
 void mlir::moecomm::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, MoECommDialect *) {
-    LayoutOp::attachInterface<LayoutModel>(*ctx);
-    PermuteOp::attachInterface<PermuteModel>(*ctx);
-    PackOp::attachInterface<PackModel>(*ctx);
-    UnpackOp::attachInterface<UnpackModel>(*ctx);
-    QuantizeOp::attachInterface<QuantizeModel>(*ctx);
-    DequantizeOp::attachInterface<DequantizeModel>(*ctx);
-    ExchangeOp::attachInterface<ExchangeOpModel>(*ctx);
-    ExchangeStartOp::attachInterface<ExchangeStartModel>(*ctx);
-    ExchangeWaitOp::attachInterface<ExchangeWaitModel>(*ctx);
-    DispatchOp::attachInterface<DispatchModel>(*ctx);
-    CachedDispatchOp::attachInterface<CachedDispatchModel>(*ctx);
-    CombineOp::attachInterface<CombineModel>(*ctx);
-    AllToAllOp::attachInterface<AllToAllModel>(*ctx);
+    attachModels<LayoutModel, PermuteModel, PackModel, UnpackModel,
+                 QuantizeModel, DequantizeModel, ExchangeOpModel,
+                 ExchangeStartModel, ExchangeWaitModel, DispatchModel,
+                 CachedDispatchModel, CombineModel, AllToAllModel>(ctx);
   });
 }

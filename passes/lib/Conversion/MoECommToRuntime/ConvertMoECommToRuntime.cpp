@@ -2,29 +2,30 @@
 //
 // One-shot module bufferization with moecomm's BufferizableOpInterface models
 // (which emit the runtime calls), then handles/requests become !llvm.ptr in
-// function signatures, calls and returns, and every layout that does not
-// leave its function is released after its last use.
+// function signatures, calls and returns (MLIR's type-conversion patterns,
+// MoECommToRuntime.h), every layout that does not leave its function is
+// released after its last use, and with `deallocate` the buffers are freed
+// (moecomm-buffer-deallocation).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Transforms/Deallocation.h"
-#include "Transforms/OptionErrors.h"
 #include "Conversion/MoECommToRuntime/RuntimeAbi.h"
+#include "Transforms/OptionErrors.h"
+#include "moecomm/Conversion/MoECommToRuntime.h"
 #include "moecomm/Conversion/Passes.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
-#include "moecomm/Conversion/BufferizableOpInterfaceImpl.h"
+#include "moecomm/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
-#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::moecomm {
@@ -100,72 +101,68 @@ bufferizeInsertChains(ModuleOp module,
   return success();
 }
 
-/// Handles and requests become !llvm.ptr at function boundaries; the
-/// unrealized casts the bufferization models left around them then fold.
+/// For each function of the module, the results that are handles: a call of
+/// it returns a layout, which its caller owns unless the callee returns an
+/// argument unchanged (returnedArgument).
+DenseMap<Operation *, SmallVector<unsigned>> handleResults(ModuleOp module) {
+  DenseMap<Operation *, SmallVector<unsigned>> results;
+  module.walk([&](func::FuncOp func) {
+    for (auto [index, type] : llvm::enumerate(func.getResultTypes()))
+      if (isa<HandleType>(type))
+        results[func].push_back(index);
+  });
+  return results;
+}
+
+/// Handles and requests become !llvm.ptr in function signatures, calls and
+/// returns (RuntimeTypeConverter and its patterns); the unrealized casts the
+/// bufferization models and the conversion left around them then fold.
 /// Appends to `owned` the call results that were handles: the caller owns a
 /// layout a callee returns.
 LogicalResult lowerRuntimeObjectTypes(ModuleOp module,
                                       SmallVectorImpl<Value> &owned) {
+  DenseMap<Operation *, SmallVector<unsigned>> returnsHandles =
+      handleResults(module);
   MLIRContext *ctx = module.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  OpBuilder b(ctx);
-  auto castTo = [&](Type type, Value value) {
-    return UnrealizedConversionCastOp::create(b, value.getLoc(), type, value)
-        .getResult(0);
-  };
-  auto lowered = [&](TypeRange types) {
-    return llvm::map_to_vector(types, [&](Type t) {
-      return isRuntimeObject(t) ? ptr : t;
-    });
-  };
+  RuntimeTypeConverter converter(ctx);
+  RewritePatternSet patterns(ctx);
+  populateMoECommToRuntimeConversionPatterns(converter, patterns);
+  ConversionTarget target(*ctx);
+  populateMoECommToRuntimeLegality(converter, target);
+  ConversionConfig config;
+  // Plain unrealized_conversion_casts bridge the old and new types; they
+  // fold below.
+  config.buildMaterializations = false;
+  if (failed(applyPartialConversion(module, target, std::move(patterns),
+                                    config)))
+    return failure();
 
-  module.walk([&](func::FuncOp func) {
-    if (!func.isExternal()) {
-      Block &entry = func.front();
-      b.setInsertionPointToStart(&entry);
-      for (BlockArgument arg : entry.getArguments()) {
-        if (!isRuntimeObject(arg.getType()))
-          continue;
-        Type old = arg.getType();
-        arg.setType(ptr);
-        Value cast = castTo(old, arg);
-        arg.replaceAllUsesExcept(cast, cast.getDefiningOp());
-      }
-    }
-    func.setType(FunctionType::get(ctx, lowered(func.getArgumentTypes()),
-                                   lowered(func.getResultTypes())));
-  });
-  module.walk([&](Operation *op) {
-    if (!isa<func::ReturnOp, func::CallOp>(op))
-      return;
-    b.setInsertionPoint(op);
-    for (OpOperand &operand : op->getOpOperands())
-      if (isRuntimeObject(operand.get().getType()))
-        operand.set(castTo(ptr, operand.get()));
-    b.setInsertionPointAfter(op);
-    for (OpResult result : op->getResults()) {
-      if (!isRuntimeObject(result.getType()))
-        continue;
-      if (isa<HandleType>(result.getType()))
-        owned.push_back(result);
-      Type old = result.getType();
-      result.setType(ptr);
-      Value cast = castTo(old, result);
-      result.replaceAllUsesExcept(cast, cast.getDefiningOp());
-    }
+  SymbolTableCollection symbols;
+  module.walk([&](func::CallOp call) {
+    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    for (unsigned index : returnsHandles.lookup(callee))
+      owned.push_back(call.getResult(index));
   });
 
   SmallVector<UnrealizedConversionCastOp> casts;
   module.walk([&](UnrealizedConversionCastOp cast) { casts.push_back(cast); });
   SmallVector<UnrealizedConversionCastOp> remaining;
   reconcileUnrealizedCasts(casts, &remaining);
+  // The first such cast in the module, not in the order they are left in.
+  DenseSet<Operation *> left;
   for (UnrealizedConversionCastOp cast : remaining)
     if (llvm::any_of(cast->getResultTypes(), isRuntimeObject) ||
         llvm::any_of(cast->getOperandTypes(), isRuntimeObject))
-      return cast.emitError()
-             << "a moecomm handle or request is still used by an op the "
-                "runtime lowering does not know";
-  return success();
+      left.insert(cast);
+  WalkResult first = module.walk([&](UnrealizedConversionCastOp cast) {
+    if (!left.contains(cast))
+      return WalkResult::advance();
+    cast.emitError() << "a moecomm handle or request is still used by an op "
+                        "the runtime lowering does not know";
+    return WalkResult::interrupt();
+  });
+  return failure(first.wasInterrupted());
 }
 
 /// The argument a function defined in the module returns unchanged as
@@ -292,13 +289,9 @@ struct ConvertMoECommToRuntimePass
   void getDependentDialects(DialectRegistry &registry) const override {
     Base::getDependentDialects(registry);
     registry.insert<MoECommDialect>();
-    moecomm::registerBufferizableOpInterfaceExternalModels(registry);
-    arith::registerBufferizableOpInterfaceExternalModels(registry);
-    bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
-        registry);
-    linalg::registerBufferizableOpInterfaceExternalModels(registry);
-    scf::registerBufferizableOpInterfaceExternalModels(registry);
-    tensor::registerBufferizableOpInterfaceExternalModels(registry);
+    registerConvertMoECommToRuntimeInterfaces(registry);
+    // The buffer freeing that `deallocate` runs as a nested pipeline.
+    createMoECommBufferDeallocation()->getDependentDialects(registry);
   }
 
   void runOnOperation() override {
@@ -325,10 +318,11 @@ struct ConvertMoECommToRuntimePass
       return signalPassFailure();
     releaseLayouts(module, ownedHandles);
     stripMoECommAttributes(module);
-    if (deallocate &&
-        failed(deallocateBuffers(module, [&](OpPassManager &pm, Operation *op) {
-          return runPipeline(pm, op);
-        })))
+    if (!deallocate)
+      return;
+    OpPassManager freeBuffers(ModuleOp::getOperationName());
+    freeBuffers.addPass(createMoECommBufferDeallocation());
+    if (failed(runPipeline(freeBuffers, module)))
       return signalPassFailure();
   }
 };

@@ -1,4 +1,4 @@
-//===- Deallocation.cpp - free runtime-call buffers after their last use ---===//
+//===- BufferDeallocation.cpp - moecomm-buffer-deallocation ---------------===//
 //
 // MLIR's ownership-based deallocation frees every buffer at the end of its
 // block and simplifies with pairwise alias queries: for a training step of
@@ -9,21 +9,30 @@
 // linalg ops and copies. For such functions each buffer that does not escape
 // is freed right after its last use; any other function goes through the
 // upstream buffer-deallocation pipeline, whose dealloc lowering runs on the
-// module (it may add a library function there).
+// module (it may add a library function there). Which ABI the functions keep
+// and why: the pass description (Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Transforms/Deallocation.h"
+#include "moecomm/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_MOECOMMBUFFERDEALLOCATION
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
 
 using namespace mlir;
 
@@ -193,11 +202,16 @@ void freeAfterLastUse(func::FuncOp func, SymbolTableCollection &symbols) {
   }
 }
 
+struct MoECommBufferDeallocationPass
+    : public moecomm::impl::MoECommBufferDeallocationBase<
+          MoECommBufferDeallocationPass> {
+  void runOnOperation() override;
+};
+
 } // namespace
 
-LogicalResult mlir::moecomm::deallocateBuffers(
-    ModuleOp module, function_ref<LogicalResult(OpPassManager &, Operation *)>
-                         runPipeline) {
+void MoECommBufferDeallocationPass::runOnOperation() {
+  ModuleOp module = getOperation();
   SymbolTableCollection symbols;
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && isStraightLine(func))
@@ -225,21 +239,20 @@ LogicalResult mlir::moecomm::deallocateBuffers(
     pm.addPass(createCanonicalizerPass());
     pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
     if (failed(runPipeline(pm, func)))
-      return failure();
+      return signalPassFailure();
     upstream.push_back(func);
   }
   if (upstream.empty())
-    return success();
+    return;
   OpPassManager lower(ModuleOp::getOperationName());
   lower.addPass(bufferization::createLowerDeallocationsPass());
   if (failed(runPipeline(lower, module)))
-    return failure();
+    return signalPassFailure();
   for (func::FuncOp func : upstream) {
     OpPassManager pm(func::FuncOp::getOperationName());
     pm.addPass(createCSEPass());
     pm.addPass(createCanonicalizerPass());
     if (failed(runPipeline(pm, func)))
-      return failure();
+      return signalPassFailure();
   }
-  return success();
 }
