@@ -1,5 +1,16 @@
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-quant --moecomm-fuse-permute --convert-moecomm-to-runtime | FileCheck %s
 // RUN: moecomm-opt %s -split-input-file --convert-moecomm-to-runtime | FileCheck %s --check-prefix=DIRECT
+// Runtime declarations are sorted by name at the top of the module, whatever
+// order one-shot bufferization visits the functions in (same graph, same
+// module); the fourth case declares the most.
+// RUN: moecomm-opt %s -split-input-file --convert-moecomm-to-runtime | FileCheck %s --check-prefix=DECLS
+// DECLS-LABEL: func.func private @moecomm_rt_all_to_all_bf16_i64(
+// DECLS-NEXT: func.func private @moecomm_rt_all_to_all_counts_i64(
+// DECLS-NEXT: func.func private @moecomm_rt_combine_bf16(
+// DECLS-NEXT: func.func private @moecomm_rt_dispatch_bf16(
+// DECLS-NEXT: func.func private @moecomm_rt_layout_i32(
+// DECLS-NEXT: func.func private @moecomm_rt_layout_release(
+// DECLS-NEXT: func.func private @moecomm_rt_rows(
 
 // Staged FP8 layer: every op is a runtime call on fresh buffers sized by the
 // layout; the layout is released after its last use.

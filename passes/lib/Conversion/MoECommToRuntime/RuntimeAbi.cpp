@@ -34,8 +34,19 @@ ValueRange RuntimeAbi::call(StringRef name, ValueRange args,
   auto callee = dyn_cast_or_null<func::FuncOp>(
       SymbolTable::lookupSymbolIn(module, name));
   if (!callee) {
+    // Declarations stay sorted by name at the top of the module: one-shot
+    // bufferization visits functions in an order that can differ from run
+    // to run, and the same graph must compile to the same module.
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&module->getRegion(0).front());
+    Block &body = module->getRegion(0).front();
+    b.setInsertionPointToStart(&body);
+    for (auto decl : body.getOps<func::FuncOp>()) {
+      if (!decl.isDeclaration() || !decl.getSymName().starts_with("moecomm_rt_"))
+        break;
+      if (decl.getSymName() > name)
+        break;
+      b.setInsertionPointAfter(decl);
+    }
     auto type = FunctionType::get(b.getContext(), args.getTypes(), results);
     callee = func::FuncOp::create(b, loc, name, type);
     callee.setPrivate();
