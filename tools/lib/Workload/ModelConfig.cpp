@@ -1,8 +1,7 @@
 //===- ModelConfig.cpp - MoE configurations of real models ----------------===//
 
-#include "ModelConfig.h"
-#include "Routing.h"
-#include "ToolSupport.h"
+#include "moecomm/Workload/ModelConfig.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -14,7 +13,7 @@
 
 using namespace llvm;
 
-namespace moecomm::run {
+namespace moecomm::workload {
 
 std::vector<std::string>
 listModelConfigs(const std::vector<std::string> &searchDirs) {
@@ -120,4 +119,4 @@ loadModelConfig(StringRef nameOrPath,
   return c;
 }
 
-} // namespace moecomm::run
+} // namespace moecomm::workload
