@@ -17,13 +17,9 @@ namespace moecomm::workload {
 Expected<std::vector<double>> readTraceLoads(StringRef traceFile,
                                              StringRef model, StringRef domain,
                                              int layer) {
-  Expected<std::string> text = readInputFile(traceFile, "expert-load trace");
-  if (!text)
-    return text.takeError();
-  Expected<json::Value> parsed = parseUserJson(*text);
+  Expected<json::Value> parsed = readUserJsonFile(traceFile, "expert-load trace");
   if (!parsed)
-    return inputError(formatv("{0}: malformed JSON at {1}", traceFile,
-                              toString(parsed.takeError())));
+    return parsed.takeError();
   auto keysOf = [](const json::Object *o) {
     std::vector<std::string> keys;
     if (o)

@@ -56,13 +56,9 @@ loadModelConfig(StringRef nameOrPath,
     }
   }
 
-  Expected<std::string> text = readInputFile(path, "model config");
-  if (!text)
-    return text.takeError();
-  Expected<json::Value> parsed = parseUserJson(*text);
+  Expected<json::Value> parsed = readUserJsonFile(path, "model config");
   if (!parsed)
-    return inputError(formatv("{0}: malformed JSON at {1}", path,
-                              toString(parsed.takeError())));
+    return parsed.takeError();
   const json::Object *root = parsed->getAsObject();
   if (!root || root->getString("format") != "moecomm-model-config-v1")
     return inputError(formatv("{0}: not a model config (expected \"format\": "

@@ -78,29 +78,40 @@ float bf16ToFloat(uint16_t bits) {
 constexpr double kMaxWeightMagnitude = 3.3895313892515355e38;
 
 Error validateRouting(const RoutingProblem &p) {
-  if (p.ranks < 1)
-    return inputError(formatv("ranks must be >= 1, got {0}", p.ranks));
-  if (p.ranksPerNode < 1)
-    return inputError(
-        formatv("ranks_per_node must be >= 1, got {0}", p.ranksPerNode));
-  if (p.ranks % p.ranksPerNode != 0)
-    return inputError(formatv("ranks ({0}) must be a multiple of "
-                              "ranks_per_node ({1}): W % G = {2}",
-                              p.ranks, p.ranksPerNode,
-                              p.ranks % p.ranksPerNode));
-  if (p.numExperts < 1)
-    return inputError(
-        formatv("num_experts must be >= 1, got {0}", p.numExperts));
-  if (p.numExperts % p.ranks != 0)
-    return inputError(formatv("num_experts ({0}) must be a multiple of ranks "
-                              "({1}): E % W = {2}",
-                              p.numExperts, p.ranks, p.numExperts % p.ranks));
-  if (p.topk < 1)
-    return inputError(formatv("topk must be >= 1, got {0}", p.topk));
-  if (p.hidden < 1)
-    return inputError(formatv("hidden must be >= 1, got {0}", p.hidden));
-  if (p.capacity < 0)
-    return inputError(formatv("capacity must be >= 0, got {0}", p.capacity));
+  // The scalar rules, in the order they are reported.
+  auto atLeast = [](StringRef field, int64_t value, int64_t least) {
+    return value >= least ? Error::success()
+                          : inputError(formatv("{0} must be >= {1}, got {2}",
+                                               field, least, value));
+  };
+  // "<field> (<value>) must be a multiple of <of> (<divisor>): <rule> = r".
+  auto multipleOf = [](StringRef field, int64_t value, StringRef of,
+                       int64_t divisor, StringRef rule) {
+    return value % divisor == 0
+               ? Error::success()
+               : inputError(formatv("{0} ({1}) must be a multiple of {2} "
+                                    "({3}): {4} = {5}",
+                                    field, value, of, divisor, rule,
+                                    value % divisor));
+  };
+  if (Error e = atLeast("ranks", p.ranks, 1))
+    return e;
+  if (Error e = atLeast("ranks_per_node", p.ranksPerNode, 1))
+    return e;
+  if (Error e = multipleOf("ranks", p.ranks, "ranks_per_node", p.ranksPerNode,
+                           "W % G"))
+    return e;
+  if (Error e = atLeast("num_experts", p.numExperts, 1))
+    return e;
+  if (Error e = multipleOf("num_experts", p.numExperts, "ranks", p.ranks,
+                           "E % W"))
+    return e;
+  if (Error e = atLeast("topk", p.topk, 1))
+    return e;
+  if (Error e = atLeast("hidden", p.hidden, 1))
+    return e;
+  if (Error e = atLeast("capacity", p.capacity, 0))
+    return e;
   if (static_cast<int>(p.topkIdx.size()) != p.ranks ||
       static_cast<int>(p.numTokens.size()) != p.ranks ||
       static_cast<int>(p.topkWeights.size()) != p.ranks)

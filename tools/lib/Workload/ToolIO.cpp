@@ -214,4 +214,15 @@ Expected<json::Value> parseUserJson(StringRef text, int maxDepth) {
   return json::parse(text);
 }
 
+Expected<json::Value> readUserJsonFile(StringRef path, StringRef what) {
+  Expected<std::string> text = readInputFile(path, what);
+  if (!text)
+    return text.takeError();
+  Expected<json::Value> parsed = parseUserJson(*text);
+  if (!parsed)
+    return inputError(formatv("{0}: malformed JSON at {1}", path,
+                              toString(parsed.takeError())));
+  return parsed;
+}
+
 } // namespace moecomm::workload

@@ -85,6 +85,13 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef overview,
 llvm::Expected<llvm::json::Value> parseUserJson(llvm::StringRef text,
                                                 int maxDepth = 64);
 
+/// Reads the JSON document `path` (a routing file, model config or
+/// expert-load trace: `what` names it) with readInputFile and parses it with
+/// parseUserJson. Errors are invalid_argument lines: readInputFile's, or
+/// "<path>: malformed JSON at [line:col, byte=N]: <message>".
+llvm::Expected<llvm::json::Value> readUserJsonFile(llvm::StringRef path,
+                                                   llvm::StringRef what);
+
 } // namespace moecomm::workload
 
 #endif // MOECOMM_WORKLOAD_TOOLIO_H
