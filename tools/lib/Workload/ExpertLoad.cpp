@@ -17,7 +17,8 @@ namespace moecomm::workload {
 Expected<std::vector<double>> readTraceLoads(StringRef traceFile,
                                              StringRef model, StringRef domain,
                                              int layer) {
-  Expected<json::Value> parsed = readUserJsonFile(traceFile, "expert-load trace");
+  Expected<json::Value> parsed =
+      readUserJsonFile(traceFile, "expert-load trace");
   if (!parsed)
     return parsed.takeError();
   auto keysOf = [](const json::Object *o) {

@@ -103,8 +103,8 @@ Error validateRouting(const RoutingProblem &p) {
     return e;
   if (Error e = atLeast("num_experts", p.numExperts, 1))
     return e;
-  if (Error e = multipleOf("num_experts", p.numExperts, "ranks", p.ranks,
-                           "E % W"))
+  if (Error e =
+          multipleOf("num_experts", p.numExperts, "ranks", p.ranks, "E % W"))
     return e;
   if (Error e = atLeast("topk", p.topk, 1))
     return e;
