@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #include "moecomm/Model/CostModel.h"
 #include "moecomm/Model/Traffic.h"
+#include "moecomm/Workload/RankLauncher.h"
 #include "moecomm/moecomm.h"
 
 #include <algorithm>
@@ -71,68 +72,62 @@ Result runStrategy(const Options &o, moecommStrategy_t strategy,
                    const std::vector<std::vector<int32_t>> &idx,
                    const std::vector<std::vector<float>> &w,
                    const std::vector<std::vector<uint16_t>> &x) {
-  moecommThreadGroup_t group = nullptr;
-  moecommComm_t comm = nullptr; // for CHECK's message
-  CHECK(moecommThreadGroupCreate(o.ranks, o.ranksPerNode, &group));
   Result result;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < o.ranks; ++r)
-    threads.emplace_back([&, r] {
-      moecommComm_t comm = nullptr;
-      CHECK(moecommCommInitThreadRank(&comm, group, r));
-      moecommLayoutDesc_t d{};
-      d.numTokens = o.tokens;
-      d.topk = o.topk;
-      d.numExperts = o.experts;
-      d.idxType = moecommInt32;
-      d.topkIdx = idx[r].data();
-      d.topkWeights = w[r].data();
-      d.strategy = strategy;
-      d.hidden = o.hidden;
-      d.wireType = moecommBfloat16;
-      moecommLayout_t layout = nullptr;
-      CHECK(moecommLayoutCreate(comm, &d, &layout));
-      moecommLayoutInfo_t info;
-      CHECK(moecommLayoutGetInfo(layout, &info));
-      std::vector<uint16_t> recv(info.recvRows * o.hidden),
-          out(o.tokens * o.hidden);
-      moecommRows_t xr{const_cast<uint16_t *>(x[r].data()), nullptr, o.tokens,
-                       o.hidden, moecommBfloat16};
-      moecommRows_t rr{recv.data(), nullptr, info.recvRows, o.hidden,
-                       moecommBfloat16};
-      moecommRows_t orr{out.data(), nullptr, o.tokens, o.hidden,
-                        moecommBfloat16};
-      auto once = [&] {
-        CHECK(
-            moecommDispatch(comm, layout, &xr, moecommBfloat16, &rr, nullptr));
-        CHECK(moecommCombine(comm, layout, &rr, 1, &orr, nullptr));
-      };
-      once(); // warm-up: page faults, buffer pool
-      CHECK(moecommCommResetTraffic(comm));
-      CHECK(moecommBarrier(comm));
-      auto t0 = Clock::now();
-      for (int i = 0; i < o.iters; ++i)
-        once();
-      CHECK(moecommBarrier(comm));
-      auto t1 = Clock::now();
-      moecommTraffic_t tr;
-      CHECK(moecommCommGetTraffic(comm, 1, &tr));
-      if (r == 0) {
-        result.seconds =
-            std::chrono::duration<double>(t1 - t0).count() / o.iters;
-        result.resolved = info.strategy;
-        for (int dir = 0; dir < 2; ++dir)
-          for (int sc = 0; sc < 3; ++sc) {
-            result.intra += tr.bytes[dir][sc][0] / o.iters;
-            result.inter += tr.bytes[dir][sc][1] / o.iters;
-          }
-      }
-      CHECK(moecommLayoutDestroy(layout));
-      CHECK(moecommCommDestroy(comm));
-    });
-  for (auto &t : threads)
-    t.join();
-  CHECK(moecommThreadGroupDestroy(group));
+  llvm::Error launched = workload::runOnThreadGroup(
+      o.ranks, o.ranksPerNode, [&](moecommComm_t comm, int r) {
+        moecommLayoutDesc_t d{};
+        d.numTokens = o.tokens;
+        d.topk = o.topk;
+        d.numExperts = o.experts;
+        d.idxType = moecommInt32;
+        d.topkIdx = idx[r].data();
+        d.topkWeights = w[r].data();
+        d.strategy = strategy;
+        d.hidden = o.hidden;
+        d.wireType = moecommBfloat16;
+        moecommLayout_t layout = nullptr;
+        CHECK(moecommLayoutCreate(comm, &d, &layout));
+        moecommLayoutInfo_t info;
+        CHECK(moecommLayoutGetInfo(layout, &info));
+        std::vector<uint16_t> recv(info.recvRows * o.hidden),
+            out(o.tokens * o.hidden);
+        moecommRows_t xr{const_cast<uint16_t *>(x[r].data()), nullptr, o.tokens,
+                         o.hidden, moecommBfloat16};
+        moecommRows_t rr{recv.data(), nullptr, info.recvRows, o.hidden,
+                         moecommBfloat16};
+        moecommRows_t orr{out.data(), nullptr, o.tokens, o.hidden,
+                          moecommBfloat16};
+        auto once = [&] {
+          CHECK(moecommDispatch(comm, layout, &xr, moecommBfloat16, &rr,
+                                nullptr));
+          CHECK(moecommCombine(comm, layout, &rr, 1, &orr, nullptr));
+        };
+        once(); // warm-up: page faults, buffer pool
+        CHECK(moecommCommResetTraffic(comm));
+        CHECK(moecommBarrier(comm));
+        auto t0 = Clock::now();
+        for (int i = 0; i < o.iters; ++i)
+          once();
+        CHECK(moecommBarrier(comm));
+        auto t1 = Clock::now();
+        moecommTraffic_t tr;
+        CHECK(moecommCommGetTraffic(comm, 1, &tr));
+        if (r == 0) {
+          result.seconds =
+              std::chrono::duration<double>(t1 - t0).count() / o.iters;
+          result.resolved = info.strategy;
+          for (int dir = 0; dir < 2; ++dir)
+            for (int sc = 0; sc < 3; ++sc) {
+              result.intra += tr.bytes[dir][sc][0] / o.iters;
+              result.inter += tr.bytes[dir][sc][1] / o.iters;
+            }
+        }
+        CHECK(moecommLayoutDestroy(layout));
+      });
+  if (launched) {
+    std::fprintf(stderr, "%s\n", llvm::toString(std::move(launched)).c_str());
+    std::exit(1);
+  }
   return result;
 }
 

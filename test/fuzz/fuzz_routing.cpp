@@ -1,7 +1,7 @@
 //===- fuzz_routing.cpp - libFuzzer target: moecomm-routing-v1 parsing ----===//
 //
 // Feeds arbitrary bytes to the routing-file parser moecomm-run and
-// moecomm-bench use (tools/moecomm-run/Routing.cpp, in moecomm_tool_routing)
+// moecomm-bench use (moecomm/Workload/RoutingFile.h, in moecomm_workload)
 // and then to what the tools do next with a routing they accepted: the
 // semantic checks, the memory estimate and --save-routing's writer. Beyond
 // the sanitizers' findings, a parsed routing that does not survive being
@@ -10,7 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Routing.h"
+#include "moecomm/Workload/MemoryEstimate.h"
+#include "moecomm/Workload/RoutingFile.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -20,7 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 
-using namespace moecomm::run;
+using namespace moecomm::workload;
 
 namespace {
 
@@ -54,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   RoutingProblem &p = *parsed;
-  // The parser's shape invariants (Routing.h), which everything after it
+  // The parser's shape invariants (RoutingProblem.h), which everything after it
   // indexes by.
   require(p.ranks >= 1 && p.topk >= 1, "ranks or topk below 1");
   require(p.topkIdx.size() == static_cast<size_t>(p.ranks) &&

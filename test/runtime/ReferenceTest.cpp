@@ -1,5 +1,6 @@
 //===- ReferenceTest.cpp - The oracle itself, on hand-computed cases ------===//
 #include "moecomm/Reference/Reference.h"
+#include "moecomm/Reference/CombineBound.h"
 
 #include <gtest/gtest.h>
 
@@ -175,3 +176,23 @@ TEST(Reference, Fp8RoundTripIsPerRowAndBlock) {
 }
 
 } // namespace
+
+TEST(Reference, CombineBoundIsDocsRuntimeStatement) {
+  // docs/runtime.md: L = 0 for per_expert and for one rank (no stage),
+  // else the dispatch stages + 1.
+  EXPECT_EQ(ref::combineRoundings(moecommPerExpert, 2), 0);
+  EXPECT_EQ(ref::combineRoundings(moecommFlat, 0), 0);
+  EXPECT_EQ(ref::combineRoundings(moecommFlat, 1), 2);
+  EXPECT_EQ(ref::combineRoundings(moecommHierarchical, 1), 2);
+  EXPECT_EQ(ref::combineRoundings(moecommHierarchical, 2), 3);
+  EXPECT_EQ(ref::combineRoundings(moecommHierarchical, 2),
+            ref::kMaxCombineRoundings);
+  // ((L + 1) u + 3K 2^-24) A + (L + 1 + 3K) eta.
+  ref::CombineBound bf16 = ref::combineBound(moecommBfloat16, 8, 3);
+  EXPECT_EQ(bf16.relative, 4 * 0x1.0p-8 + 24 * 0x1.0p-24);
+  EXPECT_EQ(bf16.absolute, 28 * 0x1.0p-133);
+  EXPECT_EQ(bf16.of(2.0), 2 * bf16.relative + bf16.absolute);
+  ref::CombineBound f32 = ref::combineBound(moecommFloat32, 2, 2);
+  EXPECT_EQ(f32.relative, 3 * 0x1.0p-24 + 6 * 0x1.0p-24);
+  EXPECT_EQ(f32.absolute, 9 * 0x1.0p-149);
+}

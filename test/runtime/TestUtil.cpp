@@ -1,8 +1,9 @@
 //===- TestUtil.cpp - Problems, rank runs and oracles for runtime tests ---===//
 #include "TestUtil.h"
 
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "moecomm/Reference/CombineBound.h"
+#include "moecomm/Workload/ExpertLoad.h"
+#include "moecomm/Workload/RankLauncher.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +14,6 @@
 #include <map>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #ifndef MOECOMM_EXAMPLES_DATA
 #error "MOECOMM_EXAMPLES_DATA must point at examples/data"
@@ -64,29 +64,14 @@ std::string CaseSpec::name() const {
 }
 
 std::vector<double> loadExpertLoads(const std::string &model) {
-  std::string path =
-      std::string(MOECOMM_EXAMPLES_DATA) + "/expert_load_olmoe_mixtral.json";
-  auto buf = llvm::MemoryBuffer::getFile(path);
-  if (!buf)
-    return {};
-  auto json = llvm::json::parse((*buf)->getBuffer());
-  if (!json) {
-    llvm::consumeError(json.takeError());
+  llvm::Expected<std::vector<double>> loads = workload::readTraceLoads(
+      std::string(MOECOMM_EXAMPLES_DATA) + "/expert_load_olmoe_mixtral.json",
+      model, "arxiv", 7);
+  if (!loads) {
+    llvm::consumeError(loads.takeError());
     return {};
   }
-  std::vector<double> loads;
-  const llvm::json::Object *root = json->getAsObject();
-  const llvm::json::Object *models = root ? root->getObject("models") : nullptr;
-  const llvm::json::Object *m = models ? models->getObject(model) : nullptr;
-  const llvm::json::Object *domains = m ? m->getObject("domains") : nullptr;
-  const llvm::json::Object *arxiv =
-      domains ? domains->getObject("arxiv") : nullptr;
-  const llvm::json::Array *layer = arxiv ? arxiv->getArray("layer7") : nullptr;
-  if (!layer)
-    return {};
-  for (const llvm::json::Value &v : *layer)
-    loads.push_back(v.getAsNumber().value_or(0.0));
-  return loads;
+  return std::move(*loads);
 }
 
 ref::Problem makeProblem(const CaseSpec &spec) {
@@ -506,20 +491,14 @@ RankRun runRank(moecommComm_t comm, const Expected &exp,
 
 namespace {
 
-double unitRoundoff(moecommDataType_t t) {
-  return t == moecommBfloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -24);
-}
-
-/// Rounding levels of the combine output besides f32 accumulation: 0 for
-/// bit-exact strategies, 2 for flat (expert partial, final), 3 for two-stage
-/// hierarchical (expert partial, relay partial, final).
+/// L of the combine bound (moecomm/Reference/CombineBound.h) for strategy
+/// `s` on the problem's topology.
 int roundingLevels(const Expected &exp, moecommStrategy_t s) {
   const ref::Problem &p = exp.problem;
-  size_t stages =
-      stageScopes(p.ranks, p.ranksPerNode, s, moecommDirectionCombine).size();
-  if (stages == 0 || s == moecommPerExpert)
-    return 0;
-  return stages == 2 ? 3 : 2;
+  return ref::combineRoundings(
+      s, static_cast<int>(
+             stageScopes(p.ranks, p.ranksPerNode, s, moecommDirectionDispatch)
+                 .size()));
 }
 
 /// |got - want| <= ((levels + 1) u + 3 K 2^-24) * abs + (levels + 1 + 3 K) eta
@@ -534,14 +513,12 @@ void expectWithinBound(const std::vector<float> &got,
     EXPECT_TRUE(sameBits(got, want)) << what << " is not bit-exact";
     return;
   }
-  double u = unitRoundoff(p.dataType);
-  double rel = (levels + 1) * u + 3.0 * p.topk * std::ldexp(1.0, -24);
-  double eta = std::ldexp(1.0, p.dataType == moecommFloat32 ? -149 : -133);
-  double underflow = (levels + 1 + 3.0 * p.topk) * eta;
+  const ref::CombineBound allowed =
+      ref::combineBound(p.dataType, p.topk, levels);
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     double err = std::fabs((double)got[i] - (double)want[i]);
-    double bound = rel * abs[i] + underflow;
+    double bound = allowed.of(abs[i]);
     if (!(err <= bound)) {
       if (bad++ < 3)
         ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", reference "
@@ -606,8 +583,9 @@ void checkRank(const Expected &exp, moecommStrategy_t requested, int rank,
     // the reference's combine.
     auto kept = ref::keptSlots(p, exp.layout);
     const ref::RankRouting &rr = p.routing[rank];
-    double rel = (levels + 2) * unitRoundoff(p.dataType) +
-                 3.0 * p.topk * std::ldexp(1.0, -24);
+    // One rounding more than the reference comparison: x * sum(w) is not
+    // rounded to the data type.
+    double rel = ref::combineBound(p.dataType, p.topk, levels + 1).relative;
     int bad = 0;
     for (int64_t t = 0; t < rr.numTokens; ++t) {
       double sw = 0, sa = 0;
@@ -702,26 +680,8 @@ void checkLowerBound(const Expected &exp, const RankRun &run) {
 
 void runOnThreads(int W, int G,
                   const std::function<void(moecommComm_t, int)> &fn) {
-  moecommThreadGroup_t group = nullptr;
-  ASSERT_EQ(moecommThreadGroupCreate(W, G, &group), moecommSuccess)
-      << moecommCommGetLastError(nullptr);
-  std::vector<std::thread> threads;
-  std::vector<moecommResult_t> init(W, moecommSuccess);
-  for (int r = 0; r < W; ++r)
-    threads.emplace_back([&, r] {
-      moecommComm_t comm = nullptr;
-      init[r] = moecommCommInitThreadRank(&comm, group, r);
-      if (init[r] != moecommSuccess)
-        return;
-      fn(comm, r);
-      moecommCommDestroy(comm);
-    });
-  for (auto &t : threads)
-    t.join();
-  for (int r = 0; r < W; ++r)
-    EXPECT_EQ(init[r], moecommSuccess) << "rank " << r;
-  EXPECT_EQ(moecommThreadGroupDestroy(group), moecommSuccess)
-      << moecommCommGetLastError(nullptr);
+  if (llvm::Error e = workload::runOnThreadGroup(W, G, fn))
+    ADD_FAILURE() << llvm::toString(std::move(e));
 }
 
 } // namespace test

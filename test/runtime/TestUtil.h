@@ -143,8 +143,9 @@ void checkLowerBound(const Expected &exp, const RankRun &run);
 moecommStrategy_t resolvedStrategy(const Expected &exp,
                                    moecommStrategy_t requested);
 
-/// Runs fn(comm, rank) on W threads over a fresh thread group; returns
-/// false (and a message) if the group or a communicator cannot be made.
+/// Runs fn(comm, rank) on W threads over a fresh thread group
+/// (workload::runOnThreadGroup); a group, thread or communicator that cannot
+/// be made is a test failure.
 void runOnThreads(int W, int G,
                   const std::function<void(moecommComm_t, int)> &fn);
 

@@ -2,6 +2,9 @@
 
 #include "Cells.h"
 
+#include "moecomm/Reference/CombineBound.h"
+
+#include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -13,25 +16,25 @@ namespace moecomm::bench {
 std::string Cell::label() const {
   return formatv("{0} {1}x{2} T={3} {4} {5} {6}", config, cluster.nodes,
                  cluster.ranksPerNode, tokens, routing,
-                 run::payloadTypeName(dtype), strategyName(strategy))
+                 workload::payloadTypeName(dtype), strategyName(strategy))
       .str();
 }
 
-double payloadTolerance(run::PayloadType dtype, int topk) {
-  const double f32Terms = 3.0 * topk * std::ldexp(1.0, -24);
-  switch (dtype) {
-  case run::PayloadType::F32:
-    return 4 * std::ldexp(1.0, -24) + f32Terms;
-  case run::PayloadType::BF16:
-    return 4 * std::ldexp(1.0, -8) + f32Terms;
-  case run::PayloadType::FP8:
-    return std::ldexp(1.0, -4) + 5 * std::ldexp(1.0, -8) + f32Terms;
-  }
-  return 0;
+double payloadTolerance(workload::PayloadType dtype, int topk) {
+  // The worst strategy's combine bound (two-stage hierarchical); FP8 adds
+  // one rounding (the dequantized row to bf16) and e4m3's half-ulp 2^-4.
+  if (dtype == workload::PayloadType::FP8)
+    return ref::combineBound(moecommBfloat16, topk,
+                             ref::kMaxCombineRoundings + 1)
+               .relative +
+           0x1.0p-4;
+  return ref::combineBound(workload::hostType(dtype), topk,
+                           ref::kMaxCombineRoundings)
+      .relative;
 }
 
 std::vector<Cell> makeCells(const std::string &sweep, const RoutingGroup &g,
-                            const std::vector<run::PayloadType> &dtypes,
+                            const std::vector<workload::PayloadType> &dtypes,
                             const std::vector<moecommStrategy_t> &strategies,
                             const std::vector<DtypeCounts> &counts,
                             const DtypeCounts &bf16,
@@ -137,7 +140,7 @@ std::string compareRank(const moecommTraffic_t &got,
 } // namespace
 
 void attachMeasurement(std::vector<Cell> &cells, const RoutingGroup &g,
-                       const std::vector<run::PayloadType> &dtypes,
+                       const std::vector<workload::PayloadType> &dtypes,
                        const std::vector<DtypeCounts> &counts,
                        const DtypeCounts &bf16, const GroupMeasurement &m,
                        Findings &findings) {

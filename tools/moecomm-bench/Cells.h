@@ -12,6 +12,7 @@
 
 #include "Count.h"
 #include "Measure.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include <optional>
 #include <string>
@@ -68,7 +69,7 @@ struct Cell {
   std::string routing;          ///< as requested
   std::string routingEffective; ///< as generated
   std::string routingOrigin;    ///< the generator's description
-  run::PayloadType dtype = run::PayloadType::BF16;
+  workload::PayloadType dtype = workload::PayloadType::BF16;
   moecommStrategy_t strategy = moecommPerExpert;
   /// The strategy whose traffic this is: `strategy`, or for auto the choice
   /// under the link preset `autoLinkPreset` (the runtime's, when measured).
@@ -121,7 +122,7 @@ struct Findings {
 /// (the baseline). `choice` indexes `presets`: the preset auto chooses
 /// with (choicePreset()).
 std::vector<Cell> makeCells(const std::string &sweep, const RoutingGroup &g,
-                            const std::vector<run::PayloadType> &dtypes,
+                            const std::vector<workload::PayloadType> &dtypes,
                             const std::vector<moecommStrategy_t> &strategies,
                             const std::vector<DtypeCounts> &counts,
                             const DtypeCounts &bf16,
@@ -132,7 +133,7 @@ std::vector<Cell> makeCells(const std::string &sweep, const RoutingGroup &g,
 /// checks it rank by rank against `counts` (countTraffic) and the auto
 /// choice; problems go to `findings`.
 void attachMeasurement(std::vector<Cell> &cells, const RoutingGroup &g,
-                       const std::vector<run::PayloadType> &dtypes,
+                       const std::vector<workload::PayloadType> &dtypes,
                        const std::vector<DtypeCounts> &counts,
                        const DtypeCounts &bf16,
                        const GroupMeasurement &measurement, Findings &findings);
@@ -142,9 +143,10 @@ void attachMeasurement(std::vector<Cell> &cells, const RoutingGroup &g,
 void checkCells(const std::vector<Cell> &cells, Findings &findings);
 
 /// The payload sanity tolerance for a wire dtype (relative to the row's
-/// amax times sum |w|): the combine bound of docs/runtime.md for bf16/f32,
-/// plus e4m3's half-ulp 2^-4 for fp8.
-double payloadTolerance(run::PayloadType dtype, int topk);
+/// amax times sum |w|): the combine bound (moecomm/Reference/CombineBound.h)
+/// of the worst strategy for bf16/f32, plus a rounding and e4m3's half-ulp
+/// 2^-4 for fp8.
+double payloadTolerance(workload::PayloadType dtype, int topk);
 
 } // namespace moecomm::bench
 

@@ -2,6 +2,9 @@
 
 #include "Count.h"
 
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/ModelConfig.h"
+#include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace llvm;
@@ -9,10 +12,10 @@ using namespace llvm;
 namespace moecomm::bench {
 
 Expected<RoutingGroup>
-makeGroup(const run::ModelConfig &config, const Cluster &topo,
-          const run::RoutingDist &dist, int64_t tokens, int64_t experts,
+makeGroup(const workload::ModelConfig &config, const Cluster &topo,
+          const workload::RoutingDist &dist, int64_t tokens, int64_t experts,
           uint64_t seed, const std::string &traceFile,
-          std::shared_ptr<const run::RoutingProblem> reuse) {
+          std::shared_ptr<const workload::RoutingProblem> reuse) {
   RoutingGroup g;
   g.config = config;
   g.topo = topo;
@@ -25,7 +28,7 @@ makeGroup(const run::ModelConfig &config, const Cluster &topo,
   if (reuse) {
     g.routing = std::move(reuse);
   } else {
-    run::GenerateOptions o;
+    workload::GenerateOptions o;
     o.dist = g.effective;
     o.ranks = topo.ranks();
     o.ranksPerNode = topo.ranksPerNode;
@@ -36,12 +39,12 @@ makeGroup(const run::ModelConfig &config, const Cluster &topo,
     o.seed = seed;
     o.groups = 0; // node-limited: one group per node
     o.traceFile = traceFile;
-    Expected<run::RoutingProblem> p = run::generateRouting(o);
+    Expected<workload::RoutingProblem> p = workload::generateRouting(o);
     if (!p)
       return p.takeError();
-    g.routing = std::make_shared<const run::RoutingProblem>(std::move(*p));
+    g.routing = std::make_shared<const workload::RoutingProblem>(std::move(*p));
   }
-  const run::RoutingProblem &problem = *g.routing;
+  const workload::RoutingProblem &problem = *g.routing;
 
   const int W = topo.ranks();
   moecomm::Topology t;
@@ -95,13 +98,13 @@ TrafficTotals totalsOf(const StrategyTraffic &traffic) {
   return t;
 }
 
-DtypeCounts countDtype(const RoutingGroup &group, run::PayloadType dtype,
+DtypeCounts countDtype(const RoutingGroup &group, workload::PayloadType dtype,
                        const std::vector<LinkPreset> &presets) {
   DtypeCounts c;
   c.dtype = dtype;
   const int64_t H = group.config.hidden;
-  c.dispatchRowBytes = wireRowBytes(run::wireType(dtype), H);
-  c.combineRowBytes = wireRowBytes(run::hostType(dtype), H);
+  c.dispatchRowBytes = wireRowBytes(workload::wireType(dtype), H);
+  c.combineRowBytes = wireRowBytes(workload::hostType(dtype), H);
   for (moecommStrategy_t s : kFixedStrategies) {
     c.traffic[s] =
         countTraffic(group.summary, s, c.dispatchRowBytes, c.combineRowBytes);
@@ -126,8 +129,8 @@ DtypeCounts countDtype(const RoutingGroup &group, run::PayloadType dtype,
   return c;
 }
 
-bool routingDependsOnNodes(const run::RoutingDist &dist) {
-  return dist.kind == run::RoutingDist::NodeLimited;
+bool routingDependsOnNodes(const workload::RoutingDist &dist) {
+  return dist.kind == workload::RoutingDist::NodeLimited;
 }
 
 bool presetApplies(const LinkPreset &p, const Cluster &topo) {

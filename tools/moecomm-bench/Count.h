@@ -15,6 +15,9 @@
 
 #include "moecomm/Model/CostModel.h"
 #include "moecomm/Model/Traffic.h"
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/ModelConfig.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include <array>
 #include <memory>
@@ -26,17 +29,17 @@ namespace moecomm::bench {
 /// One generated routing and everything derived from it that does not
 /// depend on the wire dtype.
 struct RoutingGroup {
-  run::ModelConfig config;
+  workload::ModelConfig config;
   Cluster topo;
-  run::RoutingDist requested; ///< as given in the sweep
-  run::RoutingDist effective; ///< as generated (effectiveRouting)
+  workload::RoutingDist requested; ///< as given in the sweep
+  workload::RoutingDist effective; ///< as generated (effectiveRouting)
   int64_t tokens = 0;         ///< per rank
   int64_t experts = 0;        ///< E used (cellExperts)
   uint64_t seed = 1;
   /// The routing (shared between groups that differ only in G when the
   /// distribution does not depend on the nodes: uniform, zipf, trace).
-  std::shared_ptr<const run::RoutingProblem> routing;
-  const run::RoutingProblem &problem() const { return *routing; }
+  std::shared_ptr<const workload::RoutingProblem> routing;
+  const workload::RoutingProblem &problem() const { return *routing; }
   std::vector<RoutingView> views; ///< [W] views into `routing`
   RoutingSummary summary;         ///< summarizeRouting(views), no capacity
   /// Sum over all tokens of the number of distinct nodes other than the
@@ -46,20 +49,20 @@ struct RoutingGroup {
   int64_t remoteNodeCopies = 0;
 };
 
-/// Generates the routing of one group (run::generateRouting with groups =
+/// Generates the routing of one group (workload::generateRouting with groups =
 /// nodes for node-limited routing) - or reuses `reuse` when it is non-null
 /// (a routing generated with the same options) - and summarizes it.
 /// Errors: invalid_argument with one line (e.g. node-limited groups too
 /// small for K).
 llvm::Expected<RoutingGroup>
-makeGroup(const run::ModelConfig &config, const Cluster &topo,
-          const run::RoutingDist &dist, int64_t tokens, int64_t experts,
+makeGroup(const workload::ModelConfig &config, const Cluster &topo,
+          const workload::RoutingDist &dist, int64_t tokens, int64_t experts,
           uint64_t seed, const std::string &traceFile,
-          std::shared_ptr<const run::RoutingProblem> reuse = nullptr);
+          std::shared_ptr<const workload::RoutingProblem> reuse = nullptr);
 
 /// Whether the routing generated for `dist` depends on the node count (and
 /// so cannot be shared between clusters of equal W and different G).
-bool routingDependsOnNodes(const run::RoutingDist &dist);
+bool routingDependsOnNodes(const workload::RoutingDist &dist);
 
 /// Payload bytes and messages summed over ranks and stages, by direction
 /// (dispatch, combine) and link class (moecommLinkClass_t); copies to self
@@ -78,7 +81,7 @@ constexpr std::array<moecommStrategy_t, 3> kFixedStrategies = {
 
 /// Everything counted and modelled for one group and one wire dtype.
 struct DtypeCounts {
-  run::PayloadType dtype = run::PayloadType::BF16;
+  workload::PayloadType dtype = workload::PayloadType::BF16;
   int64_t dispatchRowBytes = 0;           ///< wireRowBytes(wire type, H)
   int64_t combineRowBytes = 0;            ///< wireRowBytes(data type, H)
   std::array<StrategyTraffic, 3> traffic; ///< indexed by moecommStrategy_t
@@ -93,7 +96,7 @@ struct DtypeCounts {
 };
 
 /// Counts and models `group` with wire dtype `dtype` on every preset.
-DtypeCounts countDtype(const RoutingGroup &group, run::PayloadType dtype,
+DtypeCounts countDtype(const RoutingGroup &group, workload::PayloadType dtype,
                        const std::vector<LinkPreset> &presets);
 
 /// Whether preset `p` models a cell with G ranks per node: its NVLink domain

@@ -1,7 +1,9 @@
 //===- Measure.cpp - measured dispatch + combine on the CPU backends ------===//
 
 #include "Measure.h"
-#include "RankThreads.h"
+#include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "moecomm/Reference/Reference.h"
 
@@ -14,9 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #ifdef MOECOMM_HAVE_MPI
-#include "moecomm/moecomm_mpi.h"
 #include <mpi.h>
 #endif
 
@@ -32,13 +34,6 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-bool launchedByMpirun() {
-  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
-    if (std::getenv(var))
-      return true;
-  return false;
 }
 
 namespace {
@@ -71,9 +66,9 @@ using AllToAllFn =
 
 Error runtimeFailure(moecommComm_t comm, moecommResult_t rc, int rank,
                      StringRef call) {
-  return run::systemError(formatv("rank {0}: {1} failed ({2}): {3}", rank, call,
-                                  moecommGetErrorString(rc),
-                                  moecommCommGetLastError(comm)));
+  return workload::systemError(formatv("rank {0}: {1} failed ({2}): {3}", rank,
+                                       call, moecommGetErrorString(rc),
+                                       moecommCommGetLastError(comm)));
 }
 
 #define BENCH_CHECK(call)                                                      \
@@ -87,9 +82,9 @@ Error runtimeFailure(moecommComm_t comm, moecommResult_t rc, int rank,
 /// timed iterations of layout + dispatch + combine; then the baseline.
 Expected<RankRecord> rankProgram(
     moecommComm_t comm, int rank, const RoutingGroup &g,
-    const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+    const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>> &ops,
     const MeasureOptions &opt, const AllToAllFn &allToAll) {
-  const run::RoutingProblem &p = g.problem();
+  const workload::RoutingProblem &p = g.problem();
   const int W = p.ranks;
   const int64_t T = p.numTokens[rank], H = p.hidden;
   const int K = p.topk;
@@ -99,12 +94,12 @@ Expected<RankRecord> rankProgram(
   // bf16, so both hold the same numbers.
   std::vector<float> xf = ref::standardX(rank, T, H);
   std::vector<uint16_t> xb(xf.size());
-  std::transform(xf.begin(), xf.end(), xb.begin(), run::floatToBf16);
+  std::transform(xf.begin(), xf.end(), xb.begin(), workload::floatToBf16);
   std::vector<uint8_t> recvBuf, outBuf(static_cast<size_t>(T * H) * 4);
 
   RankRecord rec;
   for (const auto &[dtype, strategy] : ops) {
-    const moecommDataType_t host = run::hostType(dtype);
+    const moecommDataType_t host = workload::hostType(dtype);
     const size_t elem = host == moecommFloat32 ? 4 : 2;
     RankRecord::Op op;
     moecommLayoutDesc_t desc{};
@@ -117,7 +112,7 @@ Expected<RankRecord> rankProgram(
     desc.capacity = 0;
     desc.strategy = strategy;
     desc.hidden = H;
-    desc.wireType = run::wireType(dtype);
+    desc.wireType = workload::wireType(dtype);
     for (int it = 0; it < total; ++it) {
       const bool first = it == opt.warmup;
       BENCH_CHECK(moecommBarrier(comm));
@@ -163,7 +158,7 @@ Expected<RankRecord> rankProgram(
             const double got =
                 host == moecommFloat32
                     ? reinterpret_cast<const float *>(outBuf.data())[t * H + h]
-                    : run::bf16ToFloat(reinterpret_cast<const uint16_t *>(
+                    : workload::bf16ToFloat(reinterpret_cast<const uint16_t *>(
                           outBuf.data())[t * H + h]);
             const double err = std::fabs(got - xf[t * H + h] * sumW);
             worst = std::max(worst, err / (amax * sumAbsW + 1e-30));
@@ -229,7 +224,7 @@ Expected<RankRecord> rankProgram(
       rec.baseline.push_back(seconds(t0, t1));
   }
   if (back != send)
-    return run::systemError(formatv(
+    return workload::systemError(formatv(
         "rank {0}: the baseline all-to-all did not return the rows it sent",
         rank));
   return rec;
@@ -238,7 +233,8 @@ Expected<RankRecord> rankProgram(
 /// Reduces the ranks' records: per iteration the maximum over ranks.
 GroupMeasurement
 reduce(const std::vector<RankRecord> &ranks,
-       const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops) {
+       const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>>
+           &ops) {
   GroupMeasurement m;
   auto maxOver = [&](auto get) {
     std::vector<double> out;
@@ -282,54 +278,43 @@ public:
 
   Expected<GroupMeasurement>
   run(const RoutingGroup &g,
-      const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+      const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>>
+          &ops,
       const MeasureOptions &opt) override {
     const int W = g.topo.ranks();
-    moecommThreadGroup_t group = nullptr;
-    if (moecommResult_t rc =
-            moecommThreadGroupCreate(W, g.topo.ranksPerNode, &group);
-        rc != moecommSuccess)
-      return run::systemError(formatv("moecommThreadGroupCreate failed: {0}",
-                                      moecommCommGetLastError(nullptr)));
     std::vector<RankRecord> records(W);
     std::vector<std::string> errors(W);
-    Error started = run::runOnRankThreads(W, [&](int r) {
-      moecommComm_t comm = nullptr;
-      if (moecommCommInitThreadRank(&comm, group, r) != moecommSuccess) {
-        errors[r] = formatv("rank {0}: moecommCommInitThreadRank: {1}", r,
-                            moecommCommGetLastError(nullptr));
-        return;
-      }
-      moecommCommSetLinkModel(comm, &opt.autoLink);
-      const int64_t H = g.problem().hidden;
-      AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sc,
-                           uint16_t *recv, const int64_t *rc) -> Error {
-        int64_t ns = 0, nr = 0;
-        for (int q = 0; q < W; ++q) {
-          ns += sc[q];
-          nr += rc[q];
-        }
-        moecommRows_t s{const_cast<uint16_t *>(send), nullptr, ns, H,
-                        moecommBfloat16};
-        moecommRows_t d{recv, nullptr, nr, H, moecommBfloat16};
-        moecommResult_t res = moecommAllToAll(comm, &s, sc, &d, rc, nullptr);
-        if (res != moecommSuccess)
-          return runtimeFailure(comm, res, r, "moecommAllToAll");
-        return Error::success();
-      };
-      Expected<RankRecord> rec = rankProgram(comm, r, g, ops, opt, a2a);
-      if (!rec)
-        errors[r] = toString(rec.takeError());
-      else
-        records[r] = std::move(*rec);
-      moecommCommDestroy(comm);
-    });
-    moecommThreadGroupDestroy(group);
-    if (started)
-      return std::move(started);
+    Error launched = workload::runOnThreadGroup(
+        W, g.topo.ranksPerNode, [&](moecommComm_t comm, int r) {
+          moecommCommSetLinkModel(comm, &opt.autoLink);
+          const int64_t H = g.problem().hidden;
+          AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sc,
+                               uint16_t *recv, const int64_t *rc) -> Error {
+            int64_t ns = 0, nr = 0;
+            for (int q = 0; q < W; ++q) {
+              ns += sc[q];
+              nr += rc[q];
+            }
+            moecommRows_t s{const_cast<uint16_t *>(send), nullptr, ns, H,
+                            moecommBfloat16};
+            moecommRows_t d{recv, nullptr, nr, H, moecommBfloat16};
+            moecommResult_t res =
+                moecommAllToAll(comm, &s, sc, &d, rc, nullptr);
+            if (res != moecommSuccess)
+              return runtimeFailure(comm, res, r, "moecommAllToAll");
+            return Error::success();
+          };
+          Expected<RankRecord> rec = rankProgram(comm, r, g, ops, opt, a2a);
+          if (!rec)
+            errors[r] = toString(rec.takeError());
+          else
+            records[r] = std::move(*rec);
+        });
+    if (launched)
+      return std::move(launched);
     for (const std::string &e : errors)
       if (!e.empty())
-        return run::systemError(e);
+        return workload::systemError(e);
     GroupMeasurement m = reduce(records, ops);
     m.backend = "threads";
     m.baselineKind = "moecommAllToAll";
@@ -344,61 +329,67 @@ public:
 #ifdef MOECOMM_HAVE_MPI
 class MpiExecutor : public Executor {
 public:
-  MpiExecutor(int size, int rank) : size(size), rank(rank) {}
-  ~MpiExecutor() override { MPI_Finalize(); }
-  bool isRoot() const override { return rank == 0; }
-  bool canRun(const Cluster &c) const override { return c.ranks() == size; }
+  explicit MpiExecutor(workload::MpiWorld world) : world(world) {}
+  ~MpiExecutor() override { workload::finalizeMpi(world); }
+  bool isRoot() const override { return world.rank == 0; }
+  bool canRun(const Cluster &c) const override {
+    return c.ranks() == world.size;
+  }
 
   Expected<GroupMeasurement>
   run(const RoutingGroup &g,
-      const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+      const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>>
+          &ops,
       const MeasureOptions &opt) override {
-    const int W = size;
+    const int W = world.size, rank = world.rank;
     const int64_t H = g.problem().hidden;
-    moecommComm_t comm = nullptr;
-    if (moecommResult_t rc =
-            moecommCommInitMpi(&comm, MPI_COMM_WORLD, g.topo.ranksPerNode);
-        rc != moecommSuccess)
-      return run::systemError(formatv("rank {0}: moecommCommInitMpi: {1}", rank,
-                                      moecommCommGetLastError(nullptr)));
-    moecommCommSetLinkModel(comm, &opt.autoLink);
-    MPI_Datatype row;
-    MPI_Type_contiguous(static_cast<int>(H * 2), MPI_BYTE, &row);
-    MPI_Type_commit(&row);
-    std::vector<int> sc(W), sd(W), rc(W), rd(W);
-    AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sendCounts,
-                         uint16_t *recv, const int64_t *recvCounts) -> Error {
-      int64_t so = 0, ro = 0;
-      for (int q = 0; q < W; ++q) {
-        if (so + sendCounts[q] > INT32_MAX || ro + recvCounts[q] > INT32_MAX)
-          return run::systemError("baseline: more than 2^31 rows per rank");
-        sc[q] = static_cast<int>(sendCounts[q]);
-        sd[q] = static_cast<int>(so);
-        rc[q] = static_cast<int>(recvCounts[q]);
-        rd[q] = static_cast<int>(ro);
-        so += sendCounts[q];
-        ro += recvCounts[q];
-      }
-      if (MPI_Alltoallv(send, sc.data(), sd.data(), row, recv, rc.data(),
-                        rd.data(), row, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return run::systemError(
-            formatv("rank {0}: MPI_Alltoallv failed", rank));
-      return Error::success();
-    };
-    Expected<RankRecord> rec = rankProgram(comm, rank, g, ops, opt, a2a);
-    MPI_Type_free(&row);
-    moecommCommDestroy(comm);
-    int failed = rec ? 0 : 1;
-    if (agreeMax(failed)) {
-      if (!rec)
-        return rec.takeError();
-      return run::systemError("another MPI rank failed during the measurement");
+    std::optional<Expected<RankRecord>> rec;
+    if (Error e = workload::runOnMpiWorld(
+            world, g.topo.ranksPerNode, [&](moecommComm_t comm, int) {
+              moecommCommSetLinkModel(comm, &opt.autoLink);
+              MPI_Datatype row;
+              MPI_Type_contiguous(static_cast<int>(H * 2), MPI_BYTE, &row);
+              MPI_Type_commit(&row);
+              std::vector<int> sc(W), sd(W), rc(W), rd(W);
+              AllToAllFn a2a = [&](const uint16_t *send,
+                                   const int64_t *sendCounts, uint16_t *recv,
+                                   const int64_t *recvCounts) -> Error {
+                int64_t so = 0, ro = 0;
+                for (int q = 0; q < W; ++q) {
+                  if (so + sendCounts[q] > INT32_MAX ||
+                      ro + recvCounts[q] > INT32_MAX)
+                    return workload::systemError(
+                        "baseline: more than 2^31 rows per rank");
+                  sc[q] = static_cast<int>(sendCounts[q]);
+                  sd[q] = static_cast<int>(so);
+                  rc[q] = static_cast<int>(recvCounts[q]);
+                  rd[q] = static_cast<int>(ro);
+                  so += sendCounts[q];
+                  ro += recvCounts[q];
+                }
+                if (MPI_Alltoallv(send, sc.data(), sd.data(), row, recv,
+                                  rc.data(), rd.data(), row,
+                                  MPI_COMM_WORLD) != MPI_SUCCESS)
+                  return workload::systemError(
+                      formatv("rank {0}: MPI_Alltoallv failed", rank));
+                return Error::success();
+              };
+              rec.emplace(rankProgram(comm, rank, g, ops, opt, a2a));
+              MPI_Type_free(&row);
+            }))
+      return std::move(e);
+    const int failed = *rec ? 0 : 1;
+    if (workload::mpiMaxInt(world, failed)) {
+      if (!*rec)
+        return rec->takeError();
+      return workload::systemError(
+          "another MPI rank failed during the measurement");
     }
 
     // Gather every rank's record on rank 0 (fixed sizes on every rank).
     std::vector<double> mine;
     std::vector<moecommTraffic_t> traffic;
-    for (const RankRecord::Op &op : rec->ops) {
+    for (const RankRecord::Op &op : (*rec)->ops) {
       for (const std::vector<double> *v :
            {&op.layout, &op.dispatch, &op.combine, &op.total})
         mine.insert(mine.end(), v->begin(), v->end());
@@ -406,7 +397,7 @@ public:
       mine.push_back(op.payloadErr);
       traffic.push_back(op.traffic);
     }
-    mine.insert(mine.end(), rec->baseline.begin(), rec->baseline.end());
+    mine.insert(mine.end(), (*rec)->baseline.begin(), (*rec)->baseline.end());
     const int nd = static_cast<int>(mine.size());
     const int nt = static_cast<int>(traffic.size() * sizeof(moecommTraffic_t));
     std::vector<double> allD(rank == 0 ? static_cast<size_t>(nd) * W : 0);
@@ -445,14 +436,7 @@ public:
   }
 
 private:
-  /// Max of `value` over all processes.
-  int agreeMax(int value) {
-    int out = value;
-    MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return out;
-  }
-
-  int size, rank;
+  workload::MpiWorld world;
 };
 #endif
 
@@ -463,35 +447,27 @@ std::unique_ptr<Executor> makeThreadsExecutor() {
 }
 
 Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc, char **&argv) {
+  if (!workload::haveMpi())
+    return workload::inputError(
+        "--backend mpi is not available: moecomm-bench was built without MPI "
+        "(MOECOMM_ENABLE_MPI=OFF or MPI not found)");
 #ifdef MOECOMM_HAVE_MPI
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized && MPI_Init(&argc, &argv) != MPI_SUCCESS)
-    return run::systemError("MPI_Init failed");
-  int size = 1, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  auto executor = std::make_unique<MpiExecutor>(size, rank);
+  Expected<workload::MpiWorld> world = workload::initMpi(argc, argv);
+  if (!world)
+    return world.takeError();
+  auto executor = std::make_unique<MpiExecutor>(*world);
   // Processes given different flags (e.g. --iterations) would wait on each
   // other forever in the collectives of a measurement.
   std::string commandLine;
   for (int i = 1; i < argc; ++i)
     commandLine.append(argv[i]).push_back('\0');
-  unsigned long long mine = llvm::xxh3_64bits(commandLine), low = 0, high = 0;
-  MPI_Allreduce(&mine, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
-                MPI_COMM_WORLD);
-  MPI_Allreduce(&mine, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
-                MPI_COMM_WORLD);
-  if (low != high)
-    return run::inputError("the MPI processes were started with different "
-                           "command lines; give every process the same flags");
+  if (!workload::mpiSameOnEveryRank(*world, llvm::xxh3_64bits(commandLine)))
+    return workload::inputError(
+        "the MPI processes were started with different command lines; give "
+        "every process the same flags");
   return std::unique_ptr<Executor>(std::move(executor));
 #else
-  (void)argc;
-  (void)argv;
-  return run::inputError("--backend mpi is not available: moecomm-bench was "
-                         "built without MPI (MOECOMM_ENABLE_MPI=OFF or MPI "
-                         "not found)");
+  return nullptr; // unreachable: haveMpi() is false
 #endif
 }
 

@@ -22,6 +22,7 @@
 #define MOECOMM_TOOLS_BENCH_MEASURE_H
 
 #include "Count.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include <memory>
 #include <string>
@@ -32,7 +33,7 @@ namespace moecomm::bench {
 
 /// One (wire dtype, strategy) measured on one group.
 struct OpMeasurement {
-  run::PayloadType dtype = run::PayloadType::BF16;
+  workload::PayloadType dtype = workload::PayloadType::BF16;
   moecommStrategy_t strategy = moecommPerExpert;
   /// Per timed iteration, maximum over ranks, seconds.
   std::vector<double> layoutSec, dispatchSec, combineSec, totalSec;
@@ -81,16 +82,13 @@ public:
   /// (exit status 3) naming the call and the runtime's message.
   virtual llvm::Expected<GroupMeasurement>
   run(const RoutingGroup &group,
-      const std::vector<std::pair<run::PayloadType, moecommStrategy_t>> &ops,
+      const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>>
+          &ops,
       const MeasureOptions &options) = 0;
 };
 
 /// The threads backend.
 std::unique_ptr<Executor> makeThreadsExecutor();
-
-/// Whether this process was started by mpirun (Open MPI, PMIx or PMI
-/// environment variables), so `--backend auto` means mpi.
-bool launchedByMpirun();
 
 /// Initializes MPI (MPI_Init) and returns the mpi backend; the executor
 /// finalizes MPI when destroyed. invalid_argument when moecomm-bench was

@@ -2,6 +2,7 @@
 
 #include "Output.h"
 
+#include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -90,7 +91,7 @@ std::string stagesText(const std::vector<double> &s) {
 void printScaling(raw_ostream &os, const BenchReport &report) {
   // Series: (config, G, routing, tokens, dtype) with >= 2 rank counts.
   using SeriesKey =
-      std::tuple<std::string, int, std::string, int64_t, run::PayloadType>;
+      std::tuple<std::string, int, std::string, int64_t, workload::PayloadType>;
   std::map<SeriesKey, std::map<int, std::vector<const Cell *>>> series;
   for (const Cell &c : report.cells)
     series[{c.config, c.cluster.ranksPerNode, c.routing, c.tokens, c.dtype}]
@@ -110,7 +111,7 @@ void printScaling(raw_ostream &os, const BenchReport &report) {
     }
     os << formatv("\n  {0}, {1} ranks/node, {2}, {3} tokens/rank, {4} wire, "
                   "modelled on {5}\n",
-                  config, G, routing, tokens, run::payloadTypeName(dtype),
+                  config, G, routing, tokens, workload::payloadTypeName(dtype),
                   p < 0 ? std::string("(no preset applies)")
                         : std::string(report.presets[p].name));
     os << formatv("  {0,6} {1,6} {2,6} | {3,12} {4,12} {5,12} | {6,10} {7,10} "
@@ -241,7 +242,8 @@ void printTable(raw_ostream &os, const BenchReport &report) {
       os << formatv(
           "  {0,-24} {1,-4} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
           "{8} {9} {10,8} {11,6}",
-          name, run::payloadTypeName(c->dtype), humanBytes(c->interBytes()),
+          name, workload::payloadTypeName(c->dtype),
+          humanBytes(c->interBytes()),
           humanBytes(c->traffic.bytes[0][0] + c->traffic.bytes[1][0]),
           c->traffic.messages[0][1] + c->traffic.messages[1][1],
           lb ? formatv("{0:f3}", ratio(c->interBytes(), lb)).str()
@@ -419,7 +421,7 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
                                   std::to_string(c.seed),
                                   c.routing,
                                   c.routingEffective,
-                                  run::payloadTypeName(c.dtype).str(),
+                                  workload::payloadTypeName(c.dtype).str(),
                                   strategyName(c.strategy),
                                   strategyName(c.used),
                                   report.presets[c.autoLinkPreset].name,
@@ -553,7 +555,7 @@ json::Value toJson(const BenchReport &report) {
         {"routing", c.routing},
         {"routing_effective", c.routingEffective},
         {"routing_origin", c.routingOrigin},
-        {"dtype", run::payloadTypeName(c.dtype)},
+        {"dtype", workload::payloadTypeName(c.dtype)},
         {"strategy", strategyName(c.strategy)},
         {"strategy_used", strategyName(c.used)},
         {"auto_link_preset", report.presets[c.autoLinkPreset].name},

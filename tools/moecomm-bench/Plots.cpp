@@ -1,7 +1,10 @@
 //===- Plots.cpp - PNG plots of a sweep with gnuplot ----------------------===//
 
 #include "Plots.h"
-#include "ToolSupport.h"
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/OutputFiles.h"
+#include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -92,7 +95,7 @@ writeFigure(const std::string &dir, const std::string &base,
   sys::path::append(gp, base + ".gp");
   int index = 0;
   std::vector<std::vector<int>> indices;
-  if (Error e = run::writeOutputFile("--plots", dat, [&](raw_ostream &d) {
+  if (Error e = workload::writeOutputFile("--plots", dat, [&](raw_ostream &d) {
         for (const Panel &p : panels) {
           indices.emplace_back();
           for (const Series &s : p.series) {
@@ -106,7 +109,7 @@ writeFigure(const std::string &dir, const std::string &base,
         }
       }))
     return std::move(e);
-  if (Error e = run::writeOutputFile("--plots", gp, [&](raw_ostream &g) {
+  if (Error e = workload::writeOutputFile("--plots", gp, [&](raw_ostream &g) {
         // Every string from the user (file names, config and model names,
         // routing specs) goes through gnuplotString.
         g << "# Written by moecomm-bench; data in " << commentText(base)
@@ -145,13 +148,13 @@ Error checkPlottable(const std::vector<SweepSpec> &plan) {
   // The series writePlots draws, keyed as there, with the rank counts the
   // plan gives each (across sweeps: a series may span two).
   using SeriesKey = std::tuple<std::string, int, int64_t, std::string,
-                               run::PayloadType, moecommStrategy_t>;
+                               workload::PayloadType, moecommStrategy_t>;
   std::map<SeriesKey, std::set<int>> ranks;
   for (const SweepSpec &sw : plan)
     for (const std::string &config : sw.configs)
       for (const Cluster &topo : sw.topologies)
-        for (const run::RoutingDist &routing : sw.routings)
-          for (run::PayloadType dtype : sw.dtypes)
+        for (const workload::RoutingDist &routing : sw.routings)
+          for (workload::PayloadType dtype : sw.dtypes)
             for (moecommStrategy_t strategy : sw.strategies)
               if (strategy != moecommAuto) {
                 std::set<int> &w = ranks[{config, topo.ranksPerNode, sw.tokens,
@@ -160,7 +163,7 @@ Error checkPlottable(const std::vector<SweepSpec> &plan) {
                 if (w.size() >= 2)
                   return Error::success();
               }
-  return run::inputError(
+  return workload::inputError(
       "--plots has nothing to plot: a plot needs a fixed strategy at two or "
       "more rank counts with the same ranks per node (e.g. --topologies "
       "1x8,2x8)");
@@ -180,17 +183,19 @@ Expected<std::string> preparePlots(const std::string &dir,
   if (!ec)
     ec = sys::fs::access(dir, sys::fs::AccessMode::Write);
   if (ec)
-    return run::systemError(formatv("--plots {0}: {1}", dir, ec.message()));
+    return workload::systemError(
+        formatv("--plots {0}: {1}", dir, ec.message()));
   if (!gnuplot.empty()) {
     if (!sys::fs::can_execute(gnuplot))
-      return run::systemError(
+      return workload::systemError(
           formatv("--gnuplot {0} is not an executable program", gnuplot));
     return gnuplot;
   }
   ErrorOr<std::string> found = sys::findProgramByName("gnuplot");
   if (!found)
-    return run::systemError("--plots needs gnuplot (Debian: apt-get install "
-                            "gnuplot-nox); not found on PATH");
+    return workload::systemError(
+        "--plots needs gnuplot (Debian: apt-get install "
+        "gnuplot-nox); not found on PATH");
   return *found;
 }
 
@@ -201,10 +206,11 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
   // (config, G, tokens) -> routing -> (dtype, strategy) -> ranks -> cell.
   using FigKey = std::tuple<std::string, int, int64_t>;
   std::map<FigKey, std::vector<std::string>> routingOrder;
-  std::map<FigKey,
-           std::map<std::string,
-                    std::map<std::pair<run::PayloadType, moecommStrategy_t>,
-                             std::map<int, const Cell *>>>>
+  std::map<
+      FigKey,
+      std::map<std::string,
+               std::map<std::pair<workload::PayloadType, moecommStrategy_t>,
+                        std::map<int, const Cell *>>>>
       figs;
   for (const Cell &c : report.cells) {
     if (c.strategy == moecommAuto)
@@ -244,8 +250,10 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
       {moecommPerExpert, "#d62728"},
       {moecommFlat, "#2ca02c"},
       {moecommHierarchical, "#1f77b4"}};
-  auto dashOf = [](run::PayloadType t) {
-    return t == run::PayloadType::BF16 ? 1 : t == run::PayloadType::FP8 ? 2 : 3;
+  auto dashOf = [](workload::PayloadType t) {
+    return t == workload::PayloadType::BF16  ? 1
+           : t == workload::PayloadType::FP8 ? 2
+                                             : 3;
   };
 
   for (const auto &[k, byRouting] : figs) {
@@ -263,7 +271,7 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
           if (s == strategy)
             color = c;
         std::string title = (std::string(strategyName(strategy)) + " " +
-                             run::payloadTypeName(dtype))
+                             workload::payloadTypeName(dtype))
                                 .str();
         Series bs{title, color, dashOf(dtype), {}};
         Series ts = bs;
@@ -310,7 +318,7 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
       SmallString<128> log;
       if (std::error_code ec =
               sys::fs::createTemporaryFile("moecomm-bench-gnuplot", "log", log))
-        return run::systemError(
+        return workload::systemError(
             formatv("cannot create a temporary file: {0}", ec.message()));
       FileRemover removeLog(log);
       std::optional<StringRef> redirects[] = {std::nullopt, std::nullopt,
@@ -321,8 +329,9 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
         std::string why = lastLine(log);
         if (why.empty())
           why = err;
-        return run::systemError(formatv("gnuplot failed on {0}{1}", *script,
-                                        why.empty() ? "" : ": " + why));
+        return workload::systemError(formatv("gnuplot failed on {0}{1}",
+                                             *script,
+                                             why.empty() ? "" : ": " + why));
       }
       SmallString<256> png(dir);
       sys::path::append(png, f.name + ".png");

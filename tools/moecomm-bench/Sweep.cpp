@@ -2,6 +2,9 @@
 
 #include "Sweep.h"
 
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/ToolIO.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -19,7 +22,7 @@ Expected<std::vector<std::string>> splitList(StringRef value, StringRef flag) {
   for (StringRef part : parts) {
     part = part.trim();
     if (part.empty())
-      return run::inputError(
+      return workload::inputError(
           formatv("--{0} '{1}' has an empty item", flag, value));
     out.push_back(part.str());
   }
@@ -37,7 +40,7 @@ Expected<std::vector<Cluster>> parseTopologies(StringRef value) {
     if (n.getAsInteger(10, t.nodes) || g.getAsInteger(10, t.ranksPerNode) ||
         t.nodes < 1 || t.ranksPerNode < 1 ||
         static_cast<int64_t>(t.nodes) * t.ranksPerNode > kMaxClusterRanks)
-      return run::inputError(
+      return workload::inputError(
           formatv("bad --topologies entry '{0}': expected NODESxRANKS_PER_NODE "
                   "with both >= 1 and at most {1} ranks (e.g. 8x8)",
                   item, kMaxClusterRanks));
@@ -52,9 +55,9 @@ Expected<std::vector<moecommStrategy_t>> parseStrategies(StringRef value) {
     return items.takeError();
   std::vector<moecommStrategy_t> out;
   for (const std::string &item : *items) {
-    std::optional<moecommStrategy_t> s = run::parseStrategyName(item);
+    std::optional<moecommStrategy_t> s = workload::parseStrategyName(item);
     if (!s)
-      return run::inputError(
+      return workload::inputError(
           formatv("unknown strategy '{0}' in --strategies (expected "
                   "per_expert, flat, hierarchical or auto)",
                   item));
@@ -64,15 +67,15 @@ Expected<std::vector<moecommStrategy_t>> parseStrategies(StringRef value) {
   return out;
 }
 
-Expected<std::vector<run::PayloadType>> parseDtypes(StringRef value) {
+Expected<std::vector<workload::PayloadType>> parseDtypes(StringRef value) {
   Expected<std::vector<std::string>> items = splitList(value, "dtypes");
   if (!items)
     return items.takeError();
-  std::vector<run::PayloadType> out;
+  std::vector<workload::PayloadType> out;
   for (const std::string &item : *items) {
-    std::optional<run::PayloadType> t = run::parsePayloadType(item);
+    std::optional<workload::PayloadType> t = workload::parsePayloadType(item);
     if (!t)
-      return run::inputError(formatv(
+      return workload::inputError(formatv(
           "unknown dtype '{0}' in --dtypes (expected bf16, fp8 or f32)", item));
     if (std::find(out.begin(), out.end(), *t) == out.end())
       out.push_back(*t);
@@ -80,13 +83,13 @@ Expected<std::vector<run::PayloadType>> parseDtypes(StringRef value) {
   return out;
 }
 
-Expected<std::vector<run::RoutingDist>> parseRoutings(StringRef value) {
+Expected<std::vector<workload::RoutingDist>> parseRoutings(StringRef value) {
   Expected<std::vector<std::string>> items = splitList(value, "routing-dist");
   if (!items)
     return items.takeError();
-  std::vector<run::RoutingDist> out;
+  std::vector<workload::RoutingDist> out;
   for (const std::string &item : *items) {
-    Expected<run::RoutingDist> d = run::parseRoutingDist(item);
+    Expected<workload::RoutingDist> d = workload::parseRoutingDist(item);
     if (!d)
       return d.takeError();
     out.push_back(*d);
@@ -95,11 +98,11 @@ Expected<std::vector<run::RoutingDist>> parseRoutings(StringRef value) {
 }
 
 std::vector<SweepSpec> defaultPlan(const std::vector<std::string> &configs) {
-  std::vector<run::RoutingDist> routings =
+  std::vector<workload::RoutingDist> routings =
       cantFail(parseRoutings("uniform,node-limited:4,"
                              "trace:olmoe-1b-7b:github:15"));
-  std::vector<run::PayloadType> dtypes = {run::PayloadType::BF16,
-                                          run::PayloadType::FP8};
+  std::vector<workload::PayloadType> dtypes = {workload::PayloadType::BF16,
+                                               workload::PayloadType::FP8};
   std::vector<moecommStrategy_t> strategies = {
       moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto};
 
@@ -141,10 +144,11 @@ int64_t cellExperts(int64_t configExperts, int ranks, bool scale) {
   return configExperts + (ranks - configExperts % ranks);
 }
 
-run::RoutingDist effectiveRouting(const run::RoutingDist &dist,
-                                  const Cluster &topo) {
-  run::RoutingDist d = dist;
-  if (d.kind == run::RoutingDist::NodeLimited && d.groupLimit > topo.nodes) {
+workload::RoutingDist effectiveRouting(const workload::RoutingDist &dist,
+                                       const Cluster &topo) {
+  workload::RoutingDist d = dist;
+  if (d.kind == workload::RoutingDist::NodeLimited &&
+      d.groupLimit > topo.nodes) {
     d.groupLimit = topo.nodes;
     d.spec = formatv("node-limited:{0}", topo.nodes).str();
   }

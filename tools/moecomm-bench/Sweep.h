@@ -10,9 +10,8 @@
 #ifndef MOECOMM_TOOLS_BENCH_SWEEP_H
 #define MOECOMM_TOOLS_BENCH_SWEEP_H
 
-#include "ModelConfig.h"
-#include "Routing.h"
-#include "RoutingGen.h"
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include "moecomm/moecomm.h"
 
@@ -37,8 +36,8 @@ struct SweepSpec {
   std::string name; ///< "measured", "scaling" or "custom" (for the report)
   std::vector<std::string> configs;
   std::vector<Cluster> topologies;
-  std::vector<run::RoutingDist> routings;
-  std::vector<run::PayloadType> dtypes;
+  std::vector<workload::RoutingDist> routings;
+  std::vector<workload::PayloadType> dtypes;
   std::vector<moecommStrategy_t> strategies;
   int64_t tokens = 1024; ///< tokens per rank
 };
@@ -68,24 +67,24 @@ llvm::Expected<std::vector<Cluster>> parseTopologies(llvm::StringRef value);
 llvm::Expected<std::vector<moecommStrategy_t>>
 parseStrategies(llvm::StringRef value);
 /// Parses a list of wire dtypes (bf16, fp8, f32).
-llvm::Expected<std::vector<run::PayloadType>>
+llvm::Expected<std::vector<workload::PayloadType>>
 parseDtypes(llvm::StringRef value);
 /// Parses a list of routing distributions (RoutingGen.h syntax).
-llvm::Expected<std::vector<run::RoutingDist>>
+llvm::Expected<std::vector<workload::RoutingDist>>
 parseRoutings(llvm::StringRef value);
 
 /// The expert count a cell uses: the config's E when W divides it; else, with
 /// `scale`, the smallest multiple of W that is >= E (finer experts, same H
 /// and K: how DeepSeek-V3 / Kimi-K2 shapes reach 512 and 1024 ranks); else 0
-/// (the cell is skipped). `configExperts` is at most run::kMaxExperts
+/// (the cell is skipped). `configExperts` is at most workload::kMaxExperts
 /// (loadModelConfig's bound), so the rounding cannot overflow.
 int64_t cellExperts(int64_t configExperts, int ranks, bool scale);
 
 /// The routing actually generated for `dist` on `topo`: node-limited:M is
 /// "at most M nodes per token" (groups = nodes) with M capped at the node
 /// count.
-run::RoutingDist effectiveRouting(const run::RoutingDist &dist,
-                                  const Cluster &topo);
+workload::RoutingDist effectiveRouting(const workload::RoutingDist &dist,
+                                       const Cluster &topo);
 
 } // namespace moecomm::bench
 

@@ -17,12 +17,20 @@
 #include "Cells.h"
 #include "Count.h"
 #include "Measure.h"
+#include "MoECommVersion.h"
 #include "Output.h"
 #include "Plots.h"
-#include "Progress.h"
 #include "Sweep.h"
-#include "ToolSupport.h"
-#include "MoECommVersion.h"
+#include "moecomm/Workload/DataDir.h"
+#include "moecomm/Workload/ExpertLoad.h"
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/MemoryEstimate.h"
+#include "moecomm/Workload/ModelConfig.h"
+#include "moecomm/Workload/OutputFiles.h"
+#include "moecomm/Workload/Progress.h"
+#include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -161,12 +169,12 @@ cl::opt<bool> quiet("quiet", cl::desc("No table and no progress line"),
 /// Prints `e` as one line ("moecomm-bench: error: ...") when `print`, and
 /// returns its exit status: 2 for invalid_argument, else 3.
 int report(Error e, bool print) {
-  return run::reportError("moecomm-bench", std::move(e), print);
+  return workload::reportError("moecomm-bench", std::move(e), print);
 }
 
 /// Parses the command line; returns false with one line in `error`.
 bool parseFlags(int argc, char **argv, std::string &error) {
-  return run::parseCommandLine(
+  return workload::parseCommandLine(
       argc, argv,
       "moecomm-bench: exact traffic, modelled time and measured time of MoE "
       "dispatch + combine per strategy (docs/BENCHMARKS.md)\n",
@@ -176,7 +184,7 @@ bool parseFlags(int argc, char **argv, std::string &error) {
 /// Everything decided from the flags before any work.
 struct Setup {
   std::vector<SweepSpec> plan;
-  std::map<std::string, run::ModelConfig> configs;
+  std::map<std::string, workload::ModelConfig> configs;
   std::vector<LinkPreset> presets;
   size_t autoPreset = 0;
   std::string traceFile;
@@ -186,7 +194,7 @@ struct Setup {
 Error buildSetup(const char *argv0, Setup &s) {
   std::vector<std::string> dirs = configDir.getNumOccurrences()
                                       ? std::vector<std::string>{configDir}
-                                      : run::dataDirs(argv0, "configs");
+                                      : workload::dataDirs(argv0, "configs");
   // Presets.
   Expected<std::vector<std::string>> presetNames =
       splitList(presetsOpt, "presets");
@@ -201,14 +209,14 @@ Error buildSetup(const char *argv0, Setup &s) {
   for (const std::string &name : *presetNames) {
     const LinkPreset *p = findLinkPreset(name);
     if (!p)
-      return run::inputError(formatv(
+      return workload::inputError(formatv(
           "unknown preset '{0}' in --presets (known: {1})", name, known()));
     s.presets.push_back(*p);
   }
   const LinkPreset *ap = findLinkPreset(autoPresetOpt);
   if (!ap)
-    return run::inputError(formatv("unknown --auto-preset '{0}' (known: {1})",
-                                   autoPresetOpt, known()));
+    return workload::inputError(formatv(
+        "unknown --auto-preset '{0}' (known: {1})", autoPresetOpt, known()));
   s.autoPreset = s.presets.size();
   for (size_t i = 0; i < s.presets.size(); ++i)
     if (s.presets[i].name == std::string(ap->name))
@@ -216,7 +224,7 @@ Error buildSetup(const char *argv0, Setup &s) {
   if (s.autoPreset == s.presets.size())
     s.presets.push_back(*ap);
   if (!(autoTolerance >= 0) || autoTolerance > 10)
-    return run::inputError(
+    return workload::inputError(
         formatv("--auto-tolerance must be in [0, 10], got {0}", autoTolerance));
 
   // Numbers.
@@ -224,18 +232,19 @@ Error buildSetup(const char *argv0, Setup &s) {
            std::tuple<const cl::opt<long long> *, long long, long long>>{
            {&iterationsOpt, 1, 1000},
            {&warmupOpt, 0, 1000},
-           {&measureMaxRanks, 0, run::kMaxThreadRanks},
+           {&measureMaxRanks, 0, workload::kMaxThreadRanks},
            {&measureMaxMiB, 0, 1 << 30}})
     if (*o < lo || *o > hi)
-      return run::inputError(formatv("--{0} must be in [{1}, {2}], got {3}",
-                                     o->ArgStr, lo, hi, (long long)*o));
+      return workload::inputError(
+          formatv("--{0} must be in [{1}, {2}], got {3}", o->ArgStr, lo, hi,
+                  (long long)*o));
   if (tokensOpt.getNumOccurrences() && (tokensOpt < 0 || tokensOpt > (1 << 24)))
-    return run::inputError(formatv("--tokens must be in [0, 16777216], got {0}",
-                                   (long long)tokensOpt));
-  if (Error e = run::checkPathsNotEmpty(
+    return workload::inputError(formatv(
+        "--tokens must be in [0, 16777216], got {0}", (long long)tokensOpt));
+  if (Error e = workload::checkPathsNotEmpty(
           {&configDir, &traceFile, &csvFile, &jsonFile, &plotsDir}))
     return e;
-  if (Error e = run::checkDistinctOutputs(
+  if (Error e = workload::checkDistinctOutputs(
           {{"--csv", csvFile},
            {"--json", jsonFile},
            {"--plots", plotsDir, isPlotFileName}}))
@@ -243,14 +252,15 @@ Error buildSetup(const char *argv0, Setup &s) {
 
   // Backend.
   if (backendOpt == "auto")
-    s.backend = launchedByMpirun() ? "mpi" : "threads";
+    s.backend = workload::launchedByMpirun() ? "mpi" : "threads";
   else if (backendOpt == "count" || backendOpt == "threads" ||
            backendOpt == "mpi")
     s.backend = backendOpt;
   else
-    return run::inputError(formatv("unknown --backend '{0}' (expected auto, "
-                                   "count, threads or mpi)",
-                                   backendOpt));
+    return workload::inputError(
+        formatv("unknown --backend '{0}' (expected auto, "
+                "count, threads or mpi)",
+                backendOpt));
 
   // Configs.
   std::vector<std::string> configNames;
@@ -260,22 +270,23 @@ Error buildSetup(const char *argv0, Setup &s) {
       return names.takeError();
     configNames = *names;
   } else {
-    configNames = run::listModelConfigs(dirs);
+    configNames = workload::listModelConfigs(dirs);
     if (configNames.empty())
-      return run::inputError(formatv("no model configs found in {0}; give "
-                                     "--config-dir",
-                                     join(dirs, " or ")));
+      return workload::inputError(formatv("no model configs found in {0}; give "
+                                          "--config-dir",
+                                          join(dirs, " or ")));
   }
   for (std::string &name : configNames) {
-    Expected<run::ModelConfig> c = run::loadModelConfig(name, dirs);
+    Expected<workload::ModelConfig> c = workload::loadModelConfig(name, dirs);
     if (!c)
       return c.takeError();
     name = c->name;
     // Configs are keyed by name: a second one would replace the first.
     if (!s.configs.try_emplace(c->name, *c).second)
-      return run::inputError(formatv("two configs are named {0}; rename one "
-                                     "of the files",
-                                     c->name));
+      return workload::inputError(
+          formatv("two configs are named {0}; rename one "
+                  "of the files",
+                  c->name));
   }
 
   // The plan.
@@ -295,7 +306,7 @@ Error buildSetup(const char *argv0, Setup &s) {
     if (!topo)
       return topo.takeError();
     sw.topologies = *topo;
-    Expected<std::vector<run::RoutingDist>> routings =
+    Expected<std::vector<workload::RoutingDist>> routings =
         parseRoutings(routingOpt.getNumOccurrences()
                           ? StringRef(routingOpt)
                           : StringRef("uniform,node-limited:4,"
@@ -303,7 +314,7 @@ Error buildSetup(const char *argv0, Setup &s) {
     if (!routings)
       return routings.takeError();
     sw.routings = *routings;
-    Expected<std::vector<run::PayloadType>> dtypes = parseDtypes(
+    Expected<std::vector<workload::PayloadType>> dtypes = parseDtypes(
         dtypesOpt.getNumOccurrences() ? StringRef(dtypesOpt) : "bf16,fp8");
     if (!dtypes)
       return dtypes.takeError();
@@ -322,18 +333,18 @@ Error buildSetup(const char *argv0, Setup &s) {
   // The trace file, when some routing needs it.
   bool needTrace = false;
   for (const SweepSpec &sw : s.plan)
-    for (const run::RoutingDist &d : sw.routings)
-      needTrace = needTrace || d.kind == run::RoutingDist::Trace;
+    for (const workload::RoutingDist &d : sw.routings)
+      needTrace = needTrace || d.kind == workload::RoutingDist::Trace;
   if (needTrace) {
-    Expected<std::string> file = run::findTraceFile(argv0, traceFile);
+    Expected<std::string> file = workload::findTraceFile(argv0, traceFile);
     if (!file)
       return file.takeError();
     s.traceFile = *file;
     // Fail early (exit 2) on an unknown model/domain/layer.
     for (const SweepSpec &sw : s.plan)
-      for (const run::RoutingDist &d : sw.routings)
-        if (d.kind == run::RoutingDist::Trace) {
-          Expected<std::vector<double>> loads = run::loadTraceLoads(
+      for (const workload::RoutingDist &d : sw.routings)
+        if (d.kind == workload::RoutingDist::Trace) {
+          Expected<std::vector<double>> loads = workload::loadTraceLoads(
               s.traceFile, d.traceModel, d.traceDomain, d.traceLayer, 64);
           if (!loads)
             return loads.takeError();
@@ -346,12 +357,12 @@ Error buildSetup(const char *argv0, Setup &s) {
   for (const SweepSpec &sw : s.plan)
     for (const std::string &name : sw.configs)
       for (const Cluster &topo : sw.topologies) {
-        const run::ModelConfig &config = s.configs.at(name);
+        const workload::ModelConfig &config = s.configs.at(name);
         const int64_t experts =
             cellExperts(config.numExperts, topo.ranks(), scaleExperts);
         const int64_t tokens = sw.tokens * topo.ranks();
-        if (Error e = run::checkMemory(
-                run::estimateRoutingBytes(tokens, config.topk, experts),
+        if (Error e = workload::checkMemory(
+                workload::estimateRoutingBytes(tokens, config.topk, experts),
                 formatv("config {0} on {1}x{2}: the routing of {3} tokens x "
                         "top-{4} over {5} experts{6}",
                         name, topo.nodes, topo.ranksPerNode, tokens,
@@ -363,12 +374,12 @@ Error buildSetup(const char *argv0, Setup &s) {
       }
 
   // No output may replace a file the sweep reads.
-  std::vector<run::InputFile> inputs;
+  std::vector<workload::InputFile> inputs;
   for (const auto &[name, config] : s.configs)
     inputs.push_back({"model config", config.path});
   inputs.push_back({"expert-load trace", s.traceFile});
   inputs.push_back({"--gnuplot program", gnuplotOpt});
-  return run::checkOutputsSpareInputs(
+  return workload::checkOutputsSpareInputs(
       inputs, {{"--csv", csvFile},
                {"--json", jsonFile},
                {"--plots", plotsDir, isPlotFileName}});
@@ -378,14 +389,14 @@ struct GroupSpec {
   const SweepSpec *sweep;
   std::string config;
   Cluster topo;
-  run::RoutingDist routing;
+  workload::RoutingDist routing;
 };
 
 } // namespace
 
 int main(int argc, char **argv) {
   const auto started = std::chrono::steady_clock::now();
-  const bool printer = run::isReportingProcess();
+  const bool printer = workload::isReportingProcess();
   cl::HideUnrelatedOptions({&sweepCat, &modelCat});
   cl::AddExtraVersionPrinter(moecomm::printMoECommVersion);
   std::string command;
@@ -394,14 +405,14 @@ int main(int argc, char **argv) {
   {
     std::string error;
     if (!parseFlags(argc, argv, error))
-      return report(run::inputError(error), printer);
+      return report(workload::inputError(error), printer);
   }
   if (listConfigs) {
-    std::vector<std::string> dirs = configDir.getNumOccurrences()
-                                        ? std::vector<std::string>{configDir}
-                                        : run::dataDirs(argv[0], "configs");
-    for (const std::string &name : run::listModelConfigs(dirs)) {
-      Expected<run::ModelConfig> c = run::loadModelConfig(name, dirs);
+    std::vector<std::string> dirs =
+        configDir.getNumOccurrences() ? std::vector<std::string>{configDir}
+                                      : workload::dataDirs(argv[0], "configs");
+    for (const std::string &name : workload::listModelConfigs(dirs)) {
+      Expected<workload::ModelConfig> c = workload::loadModelConfig(name, dirs);
       if (!c)
         return report(c.takeError(), printer);
       outs() << formatv("{0,-18} {1,-18} H={2} E={3} K={4}\n", c->name,
@@ -424,7 +435,7 @@ int main(int argc, char **argv) {
          {std::pair<const char *, std::string>{"--json", jsonFile},
           {"--csv", csvFile}})
       if (!path.empty() && path != "-")
-        if (Error e = run::checkOutputFile(option, path))
+        if (Error e = workload::checkOutputFile(option, path))
           return report(std::move(e), printer);
     if (!plotsDir.empty()) {
       Expected<std::string> program = preparePlots(plotsDir, gnuplotOpt);
@@ -477,7 +488,7 @@ int main(int argc, char **argv) {
       for (int W : sizes)
         for (const Cluster &topo : sw.topologies)
           if (topo.ranks() == W)
-            for (const run::RoutingDist &d : sw.routings)
+            for (const workload::RoutingDist &d : sw.routings)
               groups.push_back({&sw, config, topo, d});
     }
   // Under MPI the groups every process measures come first: for the others
@@ -490,15 +501,15 @@ int main(int argc, char **argv) {
           measuredFirst.push_back(g);
     groups = std::move(measuredFirst);
   }
-  std::map<std::string, std::shared_ptr<const run::RoutingProblem>> cache;
+  std::map<std::string, std::shared_ptr<const workload::RoutingProblem>> cache;
   std::string cacheScope;
 
-  run::Progress progress("moecomm-bench", root && !quiet);
+  workload::Progress progress("moecomm-bench", root && !quiet);
   bool anyMeasured = false;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const GroupSpec &gs = groups[gi];
     const SweepSpec &sw = *gs.sweep;
-    const run::ModelConfig &config = setup.configs.at(gs.config);
+    const workload::ModelConfig &config = setup.configs.at(gs.config);
     const int W = gs.topo.ranks();
     progress.update(formatv("[{0}/{1}] {2} {3}x{4} {5}", gi, groups.size(),
                             gs.config, gs.topo.nodes, gs.topo.ranksPerNode,
@@ -513,12 +524,12 @@ int main(int argc, char **argv) {
                                        config.numExperts, W)});
       continue;
     }
-    const bool measure = executor && executor->canRun(gs.topo) &&
-                         (setup.backend == "mpi" || W <= measureMaxRanks) &&
-                         run::estimateRunBytes(sw.tokens * gs.topo.ranks(),
-                                               config.hidden, config.topk,
-                                               experts) <=
-                             static_cast<double>(measureMaxMiB) * (1 << 20);
+    const bool measure =
+        executor && executor->canRun(gs.topo) &&
+        (setup.backend == "mpi" || W <= measureMaxRanks) &&
+        workload::estimateRunBytes(sw.tokens * gs.topo.ranks(), config.hidden,
+                                   config.topk, experts) <=
+            static_cast<double>(measureMaxMiB) * (1 << 20);
     if (!root && !measure)
       continue;
     const std::string scope =
@@ -527,7 +538,8 @@ int main(int argc, char **argv) {
       cache.clear();
       cacheScope = scope;
     }
-    std::shared_ptr<const run::RoutingProblem> &cached = cache[gs.routing.spec];
+    std::shared_ptr<const workload::RoutingProblem> &cached =
+        cache[gs.routing.spec];
     const bool shareable = !routingDependsOnNodes(gs.routing);
     Expected<RoutingGroup> g =
         makeGroup(config, gs.topo, gs.routing, sw.tokens, experts, seedOpt,
@@ -550,21 +562,21 @@ int main(int argc, char **argv) {
     DtypeCounts bf16;
     if (root) {
       bool haveBf16 = false;
-      for (run::PayloadType t : sw.dtypes) {
+      for (workload::PayloadType t : sw.dtypes) {
         counts.push_back(countDtype(*g, t, setup.presets));
-        if (t == run::PayloadType::BF16) {
+        if (t == workload::PayloadType::BF16) {
           bf16 = counts.back();
           haveBf16 = true;
         }
       }
       if (!haveBf16)
-        bf16 = countDtype(*g, run::PayloadType::BF16, setup.presets);
+        bf16 = countDtype(*g, workload::PayloadType::BF16, setup.presets);
       cells = makeCells(sw.name, *g, sw.dtypes, sw.strategies, counts, bf16,
                         setup.presets, choice);
     }
     if (measure) {
-      std::vector<std::pair<run::PayloadType, moecommStrategy_t>> ops;
-      for (run::PayloadType t : sw.dtypes)
+      std::vector<std::pair<workload::PayloadType, moecommStrategy_t>> ops;
+      for (workload::PayloadType t : sw.dtypes)
         for (moecommStrategy_t s : sw.strategies)
           ops.push_back({t, s});
       Expected<GroupMeasurement> m = executor->run(*g, ops, mopt);
@@ -599,12 +611,12 @@ int main(int argc, char **argv) {
           .count();
 
   if (!csvFile.empty())
-    if (Error e = run::writeOutputFile(
+    if (Error e = workload::writeOutputFile(
             "--csv", csvFile, [&](raw_ostream &os) { writeCsv(os, rep); }))
       return report(std::move(e), printer);
   if (!jsonFile.empty())
     if (Error e =
-            run::writeOutputFile("--json", jsonFile, [&](raw_ostream &os) {
+            workload::writeOutputFile("--json", jsonFile, [&](raw_ostream &os) {
               os << formatv("{0:2}", toJson(rep)) << "\n";
             }))
       return report(std::move(e), printer);
@@ -613,6 +625,6 @@ int main(int argc, char **argv) {
     outs().flush();
   }
   executor.reset();
-  return run::finishStdout("moecomm-bench",
-                           rep.findings.failures.empty() ? 0 : 1);
+  return workload::finishStdout("moecomm-bench",
+                                rep.findings.failures.empty() ? 0 : 1);
 }

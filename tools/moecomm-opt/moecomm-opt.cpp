@@ -9,11 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "MoECommVersion.h"
-#include "ToolIO.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "moecomm/InitAllDialects.h"
 #include "moecomm/InitAllPasses.h"
+#include "moecomm/Workload/ToolIO.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -44,13 +44,13 @@ private:
 };
 
 /// Reads `path` ("-": stdin) within the tools' input limit
-/// (moecomm::run::readBoundedFile); on failure prints one line and returns
+/// (moecomm::workload::readBoundedFile); on failure prints one line and returns
 /// nullptr.
 std::unique_ptr<llvm::MemoryBuffer> readBoundedInput(llvm::StringRef path) {
   llvm::Expected<std::string> text =
-      moecomm::run::readBoundedFile(path, /*allowStdin=*/true);
+      moecomm::workload::readBoundedFile(path, /*allowStdin=*/true);
   if (!text) {
-    moecomm::run::printErrorLine(
+    moecomm::workload::printErrorLine(
         "moecomm-opt", llvm::formatv("{0}: cannot read input: {1}", path,
                                      llvm::toString(text.takeError()))
                            .str());
@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &errorMessage);
   if (!output) {
-    moecomm::run::printErrorLine("moecomm-opt", errorMessage);
+    moecomm::workload::printErrorLine("moecomm-opt", errorMessage);
     return 1;
   }
   if (mlir::failed(

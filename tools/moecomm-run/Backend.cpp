@@ -2,8 +2,11 @@
 
 #include "Backend.h"
 #include "Dump.h"
-#include "Progress.h"
-#include "RankThreads.h"
+#include "moecomm/Workload/Progress.h"
+#include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/RuntimeError.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -14,11 +17,11 @@
 #include <optional>
 
 #ifdef MOECOMM_RUN_HAVE_MPI
-#include "moecomm/moecomm_mpi.h"
 #include <mpi.h>
 #endif
 
 using namespace llvm;
+using namespace moecomm::workload;
 
 namespace moecomm::run {
 
@@ -125,36 +128,24 @@ private:
 Expected<RunSummary> runThreads(const BackendOptions &options,
                                 ExecutionPath &path, const RoutingProblem &p,
                                 const ReferenceResult &reference) {
-  moecommThreadGroup_t group = nullptr;
-  if (Error e = runtimeError(
-          moecommThreadGroupCreate(p.ranks, p.ranksPerNode, &group), nullptr,
-          "moecommThreadGroupCreate"))
-    return std::move(e);
-
   RunSummary summary;
   summary.ranks.resize(p.ranks);
   std::vector<std::optional<Failure>> failures(p.ranks);
   FlagBarrier barrier(p.ranks);
   Progress progress("moecomm-run", options.progress);
   const auto start = Clock::now();
-  Error started = runOnRankThreads(p.ranks, [&](int r) {
-    moecommComm_t comm = nullptr;
-    if (Error e = runtimeError(moecommCommInitThreadRank(&comm, group, r),
-                               nullptr, "moecommCommInitThreadRank")) {
-      failures[r] = toFailure(std::move(e));
-      return;
-    }
-    failures[r] = rankLoop(
-        comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
-        [&](bool failed) { return barrier.arrive(failed); }, summary.ranks[r]);
-    moecommCommDestroy(comm);
-  });
+  Error launched =
+      runOnThreadGroup(p.ranks, p.ranksPerNode, [&](moecommComm_t comm, int r) {
+        failures[r] = rankLoop(
+            comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
+            [&](bool failed) { return barrier.arrive(failed); },
+            summary.ranks[r]);
+      });
   summary.wallSeconds =
       std::chrono::duration<double>(Clock::now() - start).count();
   progress.finish();
-  moecommThreadGroupDestroy(group);
-  if (started)
-    return std::move(started);
+  if (launched)
+    return std::move(launched);
   for (const std::optional<Failure> &f : failures)
     if (f)
       return fromFailure(*f);
@@ -284,27 +275,21 @@ Expected<RunSummary> runMpi(const BackendOptions &options,
                             const MpiWorld &world, ExecutionPath &path,
                             const RoutingProblem &p,
                             const ReferenceResult &reference) {
-  moecommComm_t comm = nullptr;
   std::vector<IterationSummary> mine;
   std::optional<Failure> failure;
   Progress progress("moecomm-run", options.progress && world.rank == 0);
   const auto start = Clock::now();
-  if (Error e = runtimeError(
-          moecommCommInitMpi(&comm, MPI_COMM_WORLD, p.ranksPerNode), nullptr,
-          "moecommCommInitMpi")) {
+  if (Error e = runOnMpiWorld(
+          world, p.ranksPerNode, [&](moecommComm_t comm, int rank) {
+            failure = rankLoop(
+                comm, rank, options, path, p, reference,
+                rank == 0 ? &progress : nullptr,
+                [&](bool failed) {
+                  return mpiMaxInt(world, failed ? 1 : 0) != 0;
+                },
+                mine);
+          }))
     failure = toFailure(std::move(e));
-  } else {
-    failure = rankLoop(
-        comm, world.rank, options, path, p, reference,
-        world.rank == 0 ? &progress : nullptr,
-        [&](bool failed) {
-          int local = failed ? 1 : 0, any = 0;
-          MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-          return any != 0;
-        },
-        mine);
-    moecommCommDestroy(comm);
-  }
   const double wall =
       std::chrono::duration<double>(Clock::now() - start).count();
   progress.finish();
@@ -351,63 +336,6 @@ Expected<RunSummary> runMpi(const BackendOptions &options,
 
 } // namespace
 
-Expected<MpiWorld> initMpi(int &argc, char **&argv) {
-#ifdef MOECOMM_RUN_HAVE_MPI
-  MpiWorld world;
-  // moecomm calls MPI only from the calling thread: any thread level works.
-  if (MPI_Init(&argc, &argv) != MPI_SUCCESS)
-    return systemError("MPI_Init failed");
-  world.initialized = true;
-  MPI_Comm_size(MPI_COMM_WORLD, &world.size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
-  return world;
-#else
-  (void)argc;
-  (void)argv;
-  return inputError("--backend mpi is not available: moecomm-run was built "
-                    "without MPI (MOECOMM_ENABLE_MPI=OFF)");
-#endif
-}
-
-void finalizeMpi(const MpiWorld &world) {
-#ifdef MOECOMM_RUN_HAVE_MPI
-  if (world.initialized)
-    MPI_Finalize();
-#else
-  (void)world;
-#endif
-}
-
-bool mpiSameOnEveryRank(const MpiWorld &world, uint64_t value) {
-#ifdef MOECOMM_RUN_HAVE_MPI
-  if (world.initialized) {
-    unsigned long long mine = value, low = 0, high = 0;
-    MPI_Allreduce(&mine, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
-                  MPI_COMM_WORLD);
-    MPI_Allreduce(&mine, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
-                  MPI_COMM_WORLD);
-    return low == high;
-  }
-#else
-  (void)world;
-  (void)value;
-#endif
-  return true;
-}
-
-int mpiMaxInt(const MpiWorld &world, int value) {
-#ifdef MOECOMM_RUN_HAVE_MPI
-  if (world.initialized) {
-    int result = value;
-    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return result;
-  }
-#else
-  (void)world;
-#endif
-  return value;
-}
-
 Expected<RunSummary> runOnBackend(const BackendOptions &options,
                                   const MpiWorld &world, ExecutionPath &path,
                                   const RoutingProblem &problem,
@@ -418,8 +346,7 @@ Expected<RunSummary> runOnBackend(const BackendOptions &options,
   return runMpi(options, world, path, problem, reference);
 #else
   (void)world;
-  return inputError("--backend mpi is not available: moecomm-run was built "
-                    "without MPI (MOECOMM_ENABLE_MPI=OFF)");
+  return inputError(kNoMpi);
 #endif
 }
 

@@ -13,6 +13,8 @@
 
 #include "LayerResult.h"
 #include "Verify.h"
+#include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include <functional>
 #include <string>
@@ -21,6 +23,10 @@
 namespace moecomm::run {
 
 enum class BackendKind { Threads, Mpi };
+
+/// The error of `--backend mpi` in a build without the MPI backend.
+constexpr const char *kNoMpi = "--backend mpi is not available: moecomm-run "
+                               "was built without MPI (MOECOMM_ENABLE_MPI=OFF)";
 
 /// "threads" / "mpi".
 const char *backendName(BackendKind kind);
@@ -52,26 +58,6 @@ struct BackendOptions {
   bool progress = true;
 };
 
-/// MPI process state (world size and rank); size 1 / rank 0 without MPI.
-struct MpiWorld {
-  int size = 1;
-  int rank = 0;
-  bool initialized = false;
-};
-
-/// Initializes MPI (MPI_Init). Errors: io_error when MPI_Init fails;
-/// invalid_argument ("--backend mpi is not available ...") when moecomm-run is
-/// built without MPI (MOECOMM_RUN_HAVE_MPI unset).
-llvm::Expected<MpiWorld> initMpi(int &argc, char **&argv);
-/// MPI_Finalize when initialized.
-void finalizeMpi(const MpiWorld &world);
-/// Returns the maximum of `value` over all MPI ranks (the value itself
-/// without MPI): used to agree on exit codes.
-int mpiMaxInt(const MpiWorld &world, int value);
-/// Whether `value` (e.g. a hash of a rank's inputs) is the same on every MPI
-/// rank (true without MPI). Collective.
-bool mpiSameOnEveryRank(const MpiWorld &world, uint64_t value);
-
 /// Runs `path` on the ranks this process owns, `options.iterations` times each
 /// with a fresh layout per iteration on one communicator per rank, verifying
 /// every iteration against `reference`. Returns the summaries of all ranks on
@@ -79,9 +65,9 @@ bool mpiSameOnEveryRank(const MpiWorld &world, uint64_t value);
 /// (the same on every rank: the runtime agrees on errors collectively) stops
 /// the run and is returned, from the lowest failing rank.
 llvm::Expected<RunSummary> runOnBackend(const BackendOptions &options,
-                                        const MpiWorld &world,
+                                        const workload::MpiWorld &world,
                                         ExecutionPath &path,
-                                        const RoutingProblem &problem,
+                                        const workload::RoutingProblem &problem,
                                         const ReferenceResult &reference);
 
 } // namespace moecomm::run

@@ -9,6 +9,7 @@
 #define MOECOMM_TOOLS_RUN_DIRECTPATH_H
 
 #include "LayerResult.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 namespace moecomm::run {
 
@@ -27,8 +28,9 @@ public:
   /// See ExecutionPath::runIteration. The payload is DESIGN.md §8's fixed
   /// x (moecomm::ref::standardX) in the problem's host type; weights are
   /// passed as NULL when the routing file had none (runtime default 1.0).
-  llvm::Error runIteration(moecommComm_t comm, const RoutingProblem &problem,
-                           int rank, LayerResult &out) override;
+  llvm::Error runIteration(moecommComm_t comm,
+                           const workload::RoutingProblem &problem, int rank,
+                           LayerResult &out) override;
 
 private:
   PathOptions options;

@@ -1,7 +1,8 @@
 //===- Dump.cpp - moecomm-run --dump: NumPy files per rank ----------------===//
 
 #include "Dump.h"
-#include "ToolSupport.h"
+#include "moecomm/Workload/OutputFiles.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -12,6 +13,7 @@
 #include <xtensor/xnpy.hpp>
 
 using namespace llvm;
+using namespace moecomm::workload;
 
 namespace moecomm::run {
 

@@ -2,7 +2,9 @@
 
 #include "GraphPath.h"
 #include "HostRows.h"
-#include "ToolSupport.h"
+#include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/RuntimeError.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "moecomm/InitAllDialects.h"
@@ -29,6 +31,7 @@
 #include <limits>
 
 using namespace llvm;
+using namespace moecomm::workload;
 
 namespace moecomm::run {
 

@@ -22,6 +22,7 @@
 
 #include "LayerResult.h"
 #include "Verify.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include <atomic>
 #include <memory>
@@ -57,7 +58,7 @@ class CompiledGraph;
 /// an entry whose signature breaks the contract, collectives over another
 /// expert count, or dispatches that disagree (one line, naming the problem).
 llvm::Expected<std::shared_ptr<CompiledGraph>>
-compileGraph(const GraphOptions &options, RoutingProblem &problem);
+compileGraph(const GraphOptions &options, workload::RoutingProblem &problem);
 
 /// How the graph was obtained, for reports ("examples/x.mlir (JIT)").
 const std::string &graphLabel(const CompiledGraph &graph);
@@ -77,8 +78,9 @@ public:
   /// See ExecutionPath::runIteration. Sources are not an output of the
   /// graph: they are taken from the dispatch order of the reference (the
   /// rows themselves are checked bit for bit).
-  llvm::Error runIteration(moecommComm_t comm, const RoutingProblem &problem,
-                           int rank, LayerResult &out) override;
+  llvm::Error runIteration(moecommComm_t comm,
+                           const workload::RoutingProblem &problem, int rank,
+                           LayerResult &out) override;
 
 private:
   std::shared_ptr<CompiledGraph> graph;

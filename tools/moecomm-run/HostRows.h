@@ -3,7 +3,7 @@
 #ifndef MOECOMM_TOOLS_RUN_HOSTROWS_H
 #define MOECOMM_TOOLS_RUN_HOSTROWS_H
 
-#include "Routing.h"
+#include "moecomm/Workload/RoutingProblem.h"
 #include "moecomm/moecomm.h"
 
 #include <cstdint>
@@ -33,7 +33,7 @@ struct HostRows {
       return;
     }
     for (size_t i = 0; i < values.size(); ++i)
-      bf16[i] = floatToBf16(values[i]);
+      bf16[i] = workload::floatToBf16(values[i]);
   }
   void toFloat(std::vector<float> &out) const {
     if (type == moecommFloat32) {
@@ -42,7 +42,7 @@ struct HostRows {
     }
     out.resize(bf16.size());
     for (size_t i = 0; i < bf16.size(); ++i)
-      out[i] = bf16ToFloat(bf16[i]);
+      out[i] = workload::bf16ToFloat(bf16[i]);
   }
   moecommRows_t rows(int64_t count, int64_t hidden) {
     return moecommRows_t{data(), nullptr, count, hidden, type};

@@ -13,7 +13,7 @@
 #ifndef MOECOMM_TOOLS_RUN_LAYERRESULT_H
 #define MOECOMM_TOOLS_RUN_LAYERRESULT_H
 
-#include "Routing.h"
+#include "moecomm/Workload/RoutingProblem.h"
 
 #include "moecomm/moecomm.h"
 
@@ -108,15 +108,9 @@ public:
   /// whose error code is invalid_argument for InvalidArgument / Mismatch /
   /// Unsupported results (bad input: exit status 2) and io_error otherwise.
   virtual llvm::Error runIteration(moecommComm_t comm,
-                                   const RoutingProblem &problem, int rank,
-                                   LayerResult &out) = 0;
+                                   const workload::RoutingProblem &problem,
+                                   int rank, LayerResult &out) = 0;
 };
-
-/// Converts a failed moecommResult_t of `comm` into an llvm::Error carrying
-/// "<what>: <GetErrorString>: <last error>" (see ExecutionPath::runIteration
-/// for the error codes). Returns success for moecommSuccess.
-llvm::Error runtimeError(moecommResult_t result, moecommComm_t comm,
-                         llvm::StringRef what);
 
 } // namespace moecomm::run
 

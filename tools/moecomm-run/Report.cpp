@@ -2,6 +2,7 @@
 
 #include "Report.h"
 
+#include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -10,6 +11,7 @@
 #include <numeric>
 
 using namespace llvm;
+using namespace moecomm::workload;
 
 namespace moecomm::run {
 
@@ -70,7 +72,9 @@ RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
   if (!run.ranks.empty() && !run.ranks[0].empty()) {
     const IterationSummary &s = run.ranks[0][0];
     r.combineTolerance =
-        combineTolerance(p, combineRoundings(s.strategy, s.stages));
+        moecomm::ref::combineBound(hostType(p.dtype), p.topk,
+                                   combineRoundings(s.strategy, s.stages))
+            .relative;
   }
   r.wallSeconds = run.wallSeconds;
   const int W = static_cast<int>(run.ranks.size());

@@ -11,6 +11,7 @@
 
 #include "Backend.h"
 
+#include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -60,12 +61,12 @@ struct RunReport {
 /// Builds the global outcome from every rank's summaries; `passes` is the
 /// number of dispatch+combine pairs per iteration (ExecutionPath::passes), by
 /// which the lower bounds are multiplied.
-RunReport analyzeRun(const RoutingProblem &problem,
+RunReport analyzeRun(const workload::RoutingProblem &problem,
                      const ReferenceResult &reference, const RunSummary &run,
                      int passes = 1);
 
 /// The readable report.
-void printReport(llvm::raw_ostream &os, const RoutingProblem &problem,
+void printReport(llvm::raw_ostream &os, const workload::RoutingProblem &problem,
                  const RunInfo &info, const RunReport &report);
 
 /// The --json document: strategy, backend, ranks, ranks_per_node, num_experts,
@@ -74,8 +75,8 @@ void printReport(llvm::raw_ostream &os, const RoutingProblem &problem,
 /// under bytes_by_direction), inter_node_lower_bound_bytes (dispatch),
 /// verified, max_abs_err, plus per-direction/scope traffic, stages, metadata
 /// bytes, failures and timings. See docs/moecomm-run.md for every key.
-llvm::json::Value reportJson(const RoutingProblem &problem, const RunInfo &info,
-                             const RunReport &report);
+llvm::json::Value reportJson(const workload::RoutingProblem &problem,
+                             const RunInfo &info, const RunReport &report);
 
 } // namespace moecomm::run
 

@@ -2,12 +2,14 @@
 
 #include "Verify.h"
 
+#include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <cstring>
 
 using namespace llvm;
+using namespace moecomm::workload;
 
 namespace moecomm::run {
 
@@ -79,20 +81,7 @@ int combineRoundings(moecommStrategy_t strategy, ArrayRef<StageInfo> stages) {
       static_cast<int>(llvm::count_if(stages, [](const StageInfo &s) {
         return s.direction == moecommDirectionDispatch;
       }));
-  if (strategy == moecommPerExpert || dispatchStages == 0)
-    return 0;
-  return dispatchStages + 1;
-}
-
-double combineTolerance(const RoutingProblem &p, int roundings) {
-  const double u = hostType(p.dtype) == moecommFloat32 ? 0x1.0p-24 : 0x1.0p-8;
-  return (roundings + 1) * u + 3 * p.topk * 0x1.0p-24;
-}
-
-double combineUnderflow(const RoutingProblem &p, int roundings) {
-  const double eta =
-      hostType(p.dtype) == moecommFloat32 ? 0x1.0p-149 : 0x1.0p-133;
-  return (roundings + 1 + 3 * p.topk) * eta;
+  return moecomm::ref::combineRoundings(strategy, dispatchStages);
 }
 
 namespace {
@@ -109,8 +98,8 @@ void checkCombineLike(const RoutingProblem &p, const ReferenceResult &ref,
                    values.size(), T * H));
     return;
   }
-  const double tol = combineTolerance(p, roundings);
-  const double underflow = combineUnderflow(p, roundings);
+  const moecomm::ref::CombineBound bound =
+      moecomm::ref::combineBound(hostType(p.dtype), p.topk, roundings);
   const int K = p.topk;
   const std::vector<float> &x = ref.x[r];
   const std::vector<bool> &kept = ref.kept[r];
@@ -127,19 +116,20 @@ void checkCombineLike(const RoutingProblem &p, const ReferenceResult &ref,
       c.maxAbsErr = std::max(c.maxAbsErr, absError(got, exact));
       const double err = absError(got, ref.combine[r][i]);
       c.maxAbsErrVsReference = std::max(c.maxAbsErrVsReference, err);
-      const double bound = tol * ref.combineAbsSum[r][i] + underflow;
-      const double ratio = err == 0 ? 0 : (bound > 0 ? err / bound : HUGE_VAL);
+      const double allowed = bound.of(ref.combineAbsSum[r][i]);
+      const double ratio =
+          err == 0 ? 0 : (allowed > 0 ? err / allowed : HUGE_VAL);
       c.worstBoundRatio = std::max(c.worstBoundRatio, ratio);
-      if (!reported &&
-          (bitExact ? std::memcmp(&values[i], &ref.combine[r][i],
-                                  sizeof(float)) != 0
-                    : !(err <= bound))) {
+      if (!reported && (bitExact ? std::memcmp(&values[i], &ref.combine[r][i],
+                                               sizeof(float)) != 0
+                                 : !(err <= allowed))) {
         reported = true;
         c.fail(formatv(
             "rank {0}: {1} token {2} h={3} is {4}, reference {5} ({6})", r,
             what, t, h, got, ref.combine[r][i],
-            bitExact ? std::string("per_expert and one rank must be bit-exact")
-                     : formatv("|err| {0:e} > bound {1:e}", err, bound).str()));
+            bitExact
+                ? std::string("per_expert and one rank must be bit-exact")
+                : formatv("|err| {0:e} > bound {1:e}", err, allowed).str()));
       }
     }
   }

@@ -17,9 +17,11 @@
 
 #include "LayerResult.h"
 
-#include "moecomm/Reference/Reference.h"
 #include "moecomm/Model/Traffic.h"
+#include "moecomm/Reference/CombineBound.h"
+#include "moecomm/Reference/Reference.h"
 
+#include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
@@ -47,30 +49,17 @@ struct ReferenceResult {
 
 /// Converts a RoutingProblem to the reference's Problem (weights omitted when
 /// the routing had none, so the reference applies its own 1.0 default).
-ref::Problem toReferenceProblem(const RoutingProblem &problem);
+ref::Problem toReferenceProblem(const workload::RoutingProblem &problem);
 
 /// Computes everything the checks need. `problem` must be valid
 /// (validateRouting). Cost: O(sum of rows * H) time and memory.
-ReferenceResult computeReference(const RoutingProblem &problem);
+ReferenceResult computeReference(const workload::RoutingProblem &problem);
 
-/// Roundings to the row dtype between the expert outputs and a combine's
-/// result (docs/runtime.md, "Combine numerics"): 0 for per_expert and for
-/// one rank (bit-exact), else the dispatch stages among `stages` + 1 (flat
-/// and one-stage hierarchical 2, two-stage hierarchical 3).
+/// L of the combine bound (moecomm/Reference/CombineBound.h) for a run with
+/// `strategy` in effect and the exchange stages `stages`: the dispatch stages
+/// among them are counted.
 int combineRoundings(moecommStrategy_t strategy,
                      llvm::ArrayRef<StageInfo> stages);
-
-/// The runtime's documented combine error bound per element with L
-/// roundings: |out - ref| <= combineTolerance * sum_k |w_k * y_k|
-/// (ReferenceResult::combineAbsSum) with combineTolerance =
-/// (L + 1) * u + 3K * 2^-24, u the unit roundoff of the output type (2^-8
-/// bf16, 2^-24 f32), plus combineUnderflow().
-double combineTolerance(const RoutingProblem &problem, int roundings);
-
-/// The bound's absolute term for results in the subnormal range, where
-/// roundings lose absolute, not relative, precision: (L + 1 + 3K) * eta, eta
-/// the smallest subnormal of the output type (2^-133 bf16, 2^-149 f32).
-double combineUnderflow(const RoutingProblem &problem, int roundings);
 
 /// The outcome of checking one rank's LayerResult.
 struct RankCheck {
@@ -97,8 +86,8 @@ llvm::json::Value errorToJson(double error);
 double errorFromJson(std::optional<double> value);
 
 /// Checks one rank's result (checks 1-3 above).
-RankCheck verifyRank(const RoutingProblem &problem, const ReferenceResult &ref,
-                     const LayerResult &result);
+RankCheck verifyRank(const workload::RoutingProblem &problem,
+                     const ReferenceResult &ref, const LayerResult &result);
 
 /// Summed inter-node payload bytes of `direction` in `traffic` (all scopes).
 uint64_t interNodeBytes(const moecommTraffic_t &traffic,

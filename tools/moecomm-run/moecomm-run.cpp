@@ -19,12 +19,18 @@
 #include "moecomm/Transforms/Passes.h"
 #endif
 #include "Dump.h"
-#include "ModelConfig.h"
-#include "Report.h"
-#include "RoutingGen.h"
-#include "ToolSupport.h"
 #include "MoECommVersion.h"
+#include "Report.h"
 #include "Verify.h"
+#include "moecomm/Workload/DataDir.h"
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/MemoryEstimate.h"
+#include "moecomm/Workload/ModelConfig.h"
+#include "moecomm/Workload/OutputFiles.h"
+#include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingFile.h"
+#include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -43,6 +49,7 @@
 
 using namespace llvm;
 using namespace moecomm::run;
+using namespace moecomm::workload;
 namespace ref = moecomm::ref;
 
 namespace {
@@ -699,6 +706,8 @@ int main(int argc, char **argv) {
                            backendOpt)),
         printer);
   MpiWorld world;
+  if (mpi && !haveMpi())
+    return report(inputError(kNoMpi), printer);
   if (mpi) {
     Expected<MpiWorld> w = initMpi(argc, argv);
     if (!w)

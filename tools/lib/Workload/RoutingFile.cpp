@@ -1,124 +1,15 @@
-//===- Routing.cpp - moecomm-routing-v1 parsing and validation ------------===//
+//===- RoutingFile.cpp - the moecomm-routing-v1 format --------------------===//
 
-#include "Routing.h"
-
-#include "ToolSupport.h"
-#include "moecomm/Model/Traffic.h"
+#include "moecomm/Workload/RoutingFile.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cmath>
-#include <cstring>
-#include <unistd.h>
-
 using namespace llvm;
 
-namespace moecomm::run {
-
-Error inputError(const Twine &message) {
-  return createStringError(std::make_error_code(std::errc::invalid_argument),
-                           message);
-}
-
-double estimateRoutingBytes(int64_t totalTokens, int64_t topk,
-                            int64_t numExperts) {
-  return static_cast<double>(totalTokens) * static_cast<double>(topk) * 12.0 +
-         static_cast<double>(numExperts) * kRunBytesPerExpert;
-}
-
-double estimateRunBytes(int64_t totalTokens, int64_t hidden, int64_t topk,
-                        int64_t numExperts) {
-  const double tokens = static_cast<double>(totalTokens);
-  return estimateRoutingBytes(totalTokens, topk, numExperts) +
-         tokens * static_cast<double>(hidden) *
-             (10.0 + 18.0 * static_cast<double>(topk));
-}
-
-Error checkMemory(double neededBytes, const Twine &what) {
-  const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
-                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  if (available <= 0 || neededBytes <= available)
-    return Error::success();
-  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  return inputError(formatv("{0} need about {1:F1} GiB, more than this "
-                            "machine's {2:F1} GiB",
-                            what.str(), neededBytes / GiB, available / GiB));
-}
-
-Error checkFitsInMemory(int64_t totalTokens, int64_t hidden, int64_t topk,
-                        int64_t numExperts) {
-  return checkMemory(
-      estimateRunBytes(totalTokens, hidden, topk, numExperts),
-      formatv("{0} tokens x hidden {1} x top-{2} over {3} experts",
-              totalTokens, hidden, topk, numExperts));
-}
-
-Error systemError(const Twine &message) {
-  return createStringError(std::make_error_code(std::errc::io_error), message);
-}
-
-std::optional<moecommStrategy_t> parseStrategyName(StringRef name) {
-  for (moecommStrategy_t s :
-       {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto})
-    if (name == ::moecomm::strategyName(s))
-      return s;
-  return std::nullopt;
-}
-
-StringRef payloadTypeName(PayloadType type) {
-  switch (type) {
-  case PayloadType::BF16:
-    return "bf16";
-  case PayloadType::F32:
-    return "f32";
-  case PayloadType::FP8:
-    return "fp8";
-  }
-  return "?";
-}
-
-std::optional<PayloadType> parsePayloadType(StringRef name) {
-  if (name == "bf16")
-    return PayloadType::BF16;
-  if (name == "f32")
-    return PayloadType::F32;
-  if (name == "fp8" || name == "fp8_e4m3") // the IR's and pipeline's spelling
-    return PayloadType::FP8;
-  return std::nullopt;
-}
-
-moecommDataType_t hostType(PayloadType type) {
-  return type == PayloadType::F32 ? moecommFloat32 : moecommBfloat16;
-}
-
-moecommDataType_t wireType(PayloadType type) {
-  return type == PayloadType::FP8 ? moecommFloat8E4M3 : hostType(type);
-}
-
-int64_t RoutingProblem::totalTokens() const {
-  int64_t total = 0;
-  for (int64_t t : numTokens)
-    total += t;
-  return total;
-}
-
-uint16_t floatToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet and a NaN
-    return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-float bf16ToFloat(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
+namespace moecomm::workload {
 
 namespace {
 
@@ -365,82 +256,6 @@ Expected<RoutingProblem> loadRoutingFile(StringRef path) {
   return parseRoutingJson(*text, path);
 }
 
-/// The largest finite bf16, 0x7f7f.
-constexpr double kMaxWeightMagnitude = 3.3895313892515355e38;
-
-Error validateRouting(const RoutingProblem &p) {
-  if (p.ranks < 1)
-    return inputError(formatv("ranks must be >= 1, got {0}", p.ranks));
-  if (p.ranksPerNode < 1)
-    return inputError(
-        formatv("ranks_per_node must be >= 1, got {0}", p.ranksPerNode));
-  if (p.ranks % p.ranksPerNode != 0)
-    return inputError(formatv("ranks ({0}) must be a multiple of "
-                              "ranks_per_node ({1}): W % G = {2}",
-                              p.ranks, p.ranksPerNode,
-                              p.ranks % p.ranksPerNode));
-  if (p.numExperts < 1)
-    return inputError(
-        formatv("num_experts must be >= 1, got {0}", p.numExperts));
-  if (p.numExperts % p.ranks != 0)
-    return inputError(formatv("num_experts ({0}) must be a multiple of ranks "
-                              "({1}): E % W = {2}",
-                              p.numExperts, p.ranks, p.numExperts % p.ranks));
-  if (p.topk < 1)
-    return inputError(formatv("topk must be >= 1, got {0}", p.topk));
-  if (p.hidden < 1)
-    return inputError(formatv("hidden must be >= 1, got {0}", p.hidden));
-  if (p.capacity < 0)
-    return inputError(formatv("capacity must be >= 0, got {0}", p.capacity));
-  if (static_cast<int>(p.topkIdx.size()) != p.ranks ||
-      static_cast<int>(p.numTokens.size()) != p.ranks ||
-      static_cast<int>(p.topkWeights.size()) != p.ranks)
-    return inputError(formatv("rank count mismatch: ranks is {0} but the "
-                              "routing has {1} ranks",
-                              p.ranks, p.topkIdx.size()));
-  for (int r = 0; r < p.ranks; ++r) {
-    const int64_t T = p.numTokens[r];
-    if (static_cast<int64_t>(p.topkIdx[r].size()) != T * p.topk ||
-        static_cast<int64_t>(p.topkWeights[r].size()) != T * p.topk)
-      return inputError(formatv("rank {0}: topk_idx/topk_weights hold {1}/{2} "
-                                "entries, expected T*K = {3}",
-                                r, p.topkIdx[r].size(), p.topkWeights[r].size(),
-                                T * p.topk));
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t *row = p.topkIdx[r].data() + t * p.topk;
-      for (int k = 0; k < p.topk; ++k) {
-        const int64_t e = row[k];
-        if (e < -1 || e >= p.numExperts)
-          return inputError(formatv("rank {0}, token {1}, slot {2}: expert id "
-                                    "{3} out of range [-1, {4})",
-                                    r, t, k, e, p.numExperts));
-        if (e < 0)
-          continue;
-        for (int j = 0; j < k; ++j)
-          if (row[j] == e)
-            return inputError(formatv("rank {0}, token {1}, slot {2}: "
-                                      "duplicate expert id {3} (also in slot "
-                                      "{4})",
-                                      r, t, k, e, j));
-      }
-      // Rows of DESIGN §8's x are below 1 in magnitude, so every partial sum
-      // of a weighted combine, in any order, is below the token's sum of
-      // |weight|; past the largest bf16 it could overflow on some strategies
-      // and not others, and no result would be right.
-      double magnitude = 0;
-      for (int k = 0; k < p.topk; ++k)
-        magnitude += std::fabs(p.topkWeights[r][t * p.topk + k]);
-      if (magnitude > kMaxWeightMagnitude)
-        return inputError(formatv("rank {0}, token {1}: the weights' "
-                                  "magnitudes sum to {2:e}, above {3:e} "
-                                  "(the largest bf16): its combine could "
-                                  "overflow",
-                                  r, t, magnitude, kMaxWeightMagnitude));
-    }
-  }
-  return Error::success();
-}
-
 json::Value routingToJson(const RoutingProblem &p) {
   json::Array idx, weights;
   for (int r = 0; r < p.ranks; ++r) {
@@ -473,4 +288,4 @@ json::Value routingToJson(const RoutingProblem &p) {
   return json::Value(std::move(o));
 }
 
-} // namespace moecomm::run
+} // namespace moecomm::workload

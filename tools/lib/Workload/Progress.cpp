@@ -1,12 +1,12 @@
 //===- Progress.cpp - progress line on stderr for long runs ---------------===//
 
-#include "Progress.h"
-#include "ToolIO.h"
+#include "moecomm/Workload/Progress.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 
-namespace moecomm::run {
+namespace moecomm::workload {
 
 Progress::Progress(llvm::StringRef tool, bool enabled)
     : tool(tool.str()), enabled(enabled),
@@ -42,4 +42,4 @@ void Progress::finish() {
   lineOpen = false;
 }
 
-} // namespace moecomm::run
+} // namespace moecomm::workload

@@ -7,8 +7,8 @@
 // moecomm-bench (sweep groups); thread-safe.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MOECOMM_TOOLS_RUN_PROGRESS_H
-#define MOECOMM_TOOLS_RUN_PROGRESS_H
+#ifndef MOECOMM_WORKLOAD_PROGRESS_H
+#define MOECOMM_WORKLOAD_PROGRESS_H
 
 #include "llvm/ADT/StringRef.h"
 
@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-namespace moecomm::run {
+namespace moecomm::workload {
 
 class Progress {
 public:
@@ -40,6 +40,6 @@ private:
   std::mutex mutex;
 };
 
-} // namespace moecomm::run
+} // namespace moecomm::workload
 
-#endif // MOECOMM_TOOLS_RUN_PROGRESS_H
+#endif // MOECOMM_WORKLOAD_PROGRESS_H

@@ -1,8 +1,7 @@
 //===- ModelConfig.cpp - MoE configurations of real models ----------------===//
 
-#include "ModelConfig.h"
-#include "Routing.h"
-#include "ToolSupport.h"
+#include "moecomm/Workload/ModelConfig.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -14,7 +13,7 @@
 
 using namespace llvm;
 
-namespace moecomm::run {
+namespace moecomm::workload {
 
 std::vector<std::string>
 listModelConfigs(const std::vector<std::string> &searchDirs) {
@@ -57,13 +56,9 @@ loadModelConfig(StringRef nameOrPath,
     }
   }
 
-  Expected<std::string> text = readInputFile(path, "model config");
-  if (!text)
-    return text.takeError();
-  Expected<json::Value> parsed = parseUserJson(*text);
+  Expected<json::Value> parsed = readUserJsonFile(path, "model config");
   if (!parsed)
-    return inputError(formatv("{0}: malformed JSON at {1}", path,
-                              toString(parsed.takeError())));
+    return parsed.takeError();
   const json::Object *root = parsed->getAsObject();
   if (!root || root->getString("format") != "moecomm-model-config-v1")
     return inputError(formatv("{0}: not a model config (expected \"format\": "
@@ -120,4 +115,4 @@ loadModelConfig(StringRef nameOrPath,
   return c;
 }
 
-} // namespace moecomm::run
+} // namespace moecomm::workload

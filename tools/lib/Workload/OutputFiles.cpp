@@ -1,127 +1,19 @@
-//===- ToolSupport.cpp - what moecomm-run and moecomm-bench share ---------===//
+//===- OutputFiles.cpp - output files written whole, never over inputs ----===//
 
-#include "ToolSupport.h"
-#include "Routing.h"
+#include "moecomm/Workload/OutputFiles.h"
+#include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/SmallString.h"
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <unistd.h>
 
 using namespace llvm;
 
-namespace moecomm::run {
-
-bool isReportingProcess() {
-  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char *v = std::getenv(var))
-      return StringRef(v) == "0";
-  return true;
-}
-
-std::vector<std::string> dataDirs(const char *argv0, StringRef sub) {
-  std::string exe =
-      sys::fs::getMainExecutable(argv0, (void *)&isReportingProcess);
-  SmallString<256> installed(sys::path::parent_path(exe));
-  sys::path::append(installed, "..", "share", "moecomm", sub);
-  SmallString<256> source(MOECOMM_TOOL_EXAMPLES_DIR);
-  sys::path::append(source, sub);
-  return {installed.str().str(), source.str().str()};
-}
-
-Expected<std::string> findTraceFile(const char *argv0, StringRef explicitFile) {
-  if (!explicitFile.empty())
-    return explicitFile.str();
-  for (const std::string &dir : dataDirs(argv0, "data")) {
-    SmallString<256> candidate(dir);
-    sys::path::append(candidate, "expert_load_olmoe_mixtral.json");
-    if (sys::fs::exists(candidate))
-      return candidate.str().str();
-  }
-  return inputError(
-      "cannot find expert_load_olmoe_mixtral.json; give --trace-file");
-}
-
-bool parseCommandLine(int argc, char **argv, StringRef overview,
-                      std::string &error) {
-  std::string text;
-  bool ok;
-  {
-    raw_string_ostream errStream(text);
-    errs().flush();
-    std::FILE *capture = std::tmpfile();
-    const int saved = capture ? ::dup(2) : -1;
-    if (saved >= 0)
-      ::dup2(::fileno(capture), 2);
-    ok = cl::ParseCommandLineOptions(argc, argv, overview, &errStream);
-    errs().flush();
-    if (saved >= 0) {
-      ::dup2(saved, 2);
-      ::close(saved);
-      std::rewind(capture);
-      char buffer[4096];
-      size_t n;
-      while ((n = std::fread(buffer, 1, sizeof(buffer), capture)) > 0)
-        text.append(buffer, n);
-    }
-    if (capture)
-      std::fclose(capture);
-  }
-  if (ok)
-    return true;
-  // One line: llvm::cl may add "Did you mean" hints on more lines.
-  StringRef tool = sys::path::filename(argv[0]);
-  SmallVector<StringRef, 4> lines;
-  StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
-  for (StringRef l : lines) {
-    l = l.trim();
-    if (l.starts_with(tool) && l.drop_front(tool.size()).starts_with(": "))
-      l = l.drop_front(tool.size() + 2);
-    error += (error.empty() ? "" : " ") + l.str();
-  }
-  if (error.empty())
-    error = "invalid command line";
-  return false;
-}
-
-Expected<json::Value> parseUserJson(StringRef text, int maxDepth) {
-  int depth = 0, line = 1;
-  size_t lineStart = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '\n') {
-      ++line;
-      lineStart = i + 1;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > maxDepth)
-        return createStringError(
-            inconvertibleErrorCode(),
-            formatv("[{0}:{1}, byte={2}]: nested deeper than {3} levels", line,
-                    i - lineStart + 1, i, maxDepth));
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return json::parse(text);
-}
+namespace moecomm::workload {
 
 std::error_code replaceFile(StringRef path,
                             function_ref<void(raw_ostream &)> write) {
@@ -239,8 +131,8 @@ Error checkDistinctOutputs(ArrayRef<OutputPath> outputs) {
       return false;
     SmallString<256> full = normalized(file);
     StringRef parent = sys::path::parent_path(full);
-    return dir.writesName(sys::path::filename(full)) &&
-           !parent.empty() && sameFile(parent, dir.path);
+    return dir.writesName(sys::path::filename(full)) && !parent.empty() &&
+           sameFile(parent, dir.path);
   };
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t j = i + 1; j < outputs.size(); ++j) {
@@ -255,10 +147,9 @@ Error checkDistinctOutputs(ArrayRef<OutputPath> outputs) {
       else if (!first.writesName && writtenInto(second, first.path))
         written = first.path;
       if (!written.empty())
-        return inputError(formatv("{0} and {1} both write {2}", first.option,
-                                  second.option,
-                                  written == "-" ? StringRef("stdout")
-                                                 : written));
+        return inputError(
+            formatv("{0} and {1} both write {2}", first.option, second.option,
+                    written == "-" ? StringRef("stdout") : written));
     }
   return Error::success();
 }
@@ -266,20 +157,11 @@ Error checkDistinctOutputs(ArrayRef<OutputPath> outputs) {
 Error checkPathsNotEmpty(ArrayRef<const cl::opt<std::string> *> options) {
   for (const cl::opt<std::string> *o : options)
     if (o->getNumOccurrences() && o->getValue().empty())
-      return inputError(o->isPositional()
-                            ? std::string("the graph's path is empty")
-                            : formatv("--{0}: the path is empty", o->ArgStr)
-                                  .str());
+      return inputError(
+          o->isPositional()
+              ? std::string("the graph's path is empty")
+              : formatv("--{0}: the path is empty", o->ArgStr).str());
   return Error::success();
-}
-
-Expected<std::string>
-readInputFile(StringRef path, StringRef what, bool allowStdin) {
-  Expected<std::string> text = readBoundedFile(path, allowStdin);
-  if (!text)
-    return inputError(formatv("{0}: cannot read {1}: {2}", path, what,
-                              toString(text.takeError())));
-  return text;
 }
 
 namespace {
@@ -313,9 +195,9 @@ Error checkOutputsSpareInputs(ArrayRef<InputFile> inputs,
   };
   auto refuse = [](const OutputPath &out, StringRef written,
                    const InputFile &in) {
-    std::string target =
-        written == out.path ? std::string("the")
-                            : formatv("{0}, which is the", written).str();
+    std::string target = written == out.path
+                             ? std::string("the")
+                             : formatv("{0}, which is the", written).str();
     return inputError(formatv("{0} {1} would overwrite {2} {3} {4}; write the "
                               "output elsewhere",
                               out.option, out.path, target, in.what,
@@ -339,27 +221,4 @@ Error checkOutputsSpareInputs(ArrayRef<InputFile> inputs,
   return Error::success();
 }
 
-int reportError(StringRef tool, Error error, bool print) {
-  int code = 3;
-  std::string message;
-  handleAllErrors(std::move(error), [&](const ErrorInfoBase &info) {
-    if (info.convertToErrorCode() ==
-        std::make_error_code(std::errc::invalid_argument))
-      code = 2;
-    message = info.message();
-  });
-  if (print)
-    printErrorLine(tool, message);
-  return code;
-}
-
-int finishStdout(StringRef tool, int status) {
-  outs().flush();
-  if (!outs().has_error())
-    return status;
-  printErrorLine(tool, "cannot write to stdout: " + outs().error().message());
-  outs().clear_error();
-  return 3;
-}
-
-} // namespace moecomm::run
+} // namespace moecomm::workload

@@ -1,27 +1,26 @@
-//===- Routing.h - moecomm-run routing problems -----------------*- C++ -*-===//
+//===- RoutingProblem.h - one routing problem -------------------*- C++ -*-===//
 //
-// The routing problem moecomm-run executes: topology (W, G), experts E, top-k
+// The routing problem the tools execute: topology (W, G), experts E, top-k
 // K, hidden size H, payload dtype, optional capacity and every rank's topk_idx
-// / topk_weights. It comes from a `moecomm-routing-v1` file (DESIGN.md §8) or a
-// generator (RoutingGen.h), and is the single input of every execution path,
-// the reference oracle and the report.
+// / topk_weights. It comes from a `moecomm-routing-v1` file (RoutingFile.h,
+// DESIGN.md §8) or a generator (Generators.h), and is the single input of
+// every execution path, the reference oracle and the reports.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MOECOMM_TOOLS_RUN_ROUTING_H
-#define MOECOMM_TOOLS_RUN_ROUTING_H
+#ifndef MOECOMM_WORKLOAD_ROUTINGPROBLEM_H
+#define MOECOMM_WORKLOAD_ROUTINGPROBLEM_H
 
 #include "moecomm/moecomm.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace moecomm::run {
+namespace moecomm::workload {
 
 /// The "dtype" of DESIGN.md §8: the payload type in and out of dispatch and
 /// combine, and the type on the wire. `FP8` means bf16 in/out with FP8 e4m3
@@ -86,15 +85,6 @@ float bf16ToFloat(uint16_t bits);
 /// Parses a `moecomm-routing-v1` document (DESIGN.md §8). `name` prefixes
 /// messages (usually the file path). Checks the format tag, every field's
 /// presence and type, `ranks` == len(topk_idx), each row's length == topk and
-/// the weights' shape; id ranges and duplicates are validateRouting()'s job.
-/// Errors are llvm::StringError with std::errc::invalid_argument and a
-/// one-line message naming the rank, token and slot where they apply;
-/// malformed JSON reports its line and column.
-llvm::Expected<RoutingProblem> parseRoutingJson(llvm::StringRef text,
-                                                llvm::StringRef name);
-/// Reads `path` and parses it with parseRoutingJson(). An unreadable file is
-/// an invalid_argument error too.
-llvm::Expected<RoutingProblem> loadRoutingFile(llvm::StringRef path);
 
 /// Semantic checks, all of DESIGN.md §3's input rules: W >= 1, G >= 1,
 /// W % G == 0, E >= 1, E % W == 0, K >= 1, H >= 1, every id in [-1, E), no
@@ -104,45 +94,6 @@ llvm::Expected<RoutingProblem> loadRoutingFile(llvm::StringRef path);
 /// (naming rank, token and slot for id errors).
 llvm::Error validateRouting(const RoutingProblem &problem);
 
-/// Bytes per expert of a run: the arrays of one count per local expert
-/// (the reference's, the runtime's layout, each rank's result and its copy
-/// in the summaries, the report's), the generators' per-expert weights and
-/// keys, and the JSON text of tokens_per_expert.
-constexpr double kRunBytesPerExpert = 160;
+} // namespace moecomm::workload
 
-/// Rough bytes of a routing problem alone (moecomm-bench's counting, which
-/// moves no payload): 12 bytes per slot plus kRunBytesPerExpert per expert,
-/// in double (no product of the inputs can overflow).
-double estimateRoutingBytes(int64_t totalTokens, int64_t topk,
-                            int64_t numExperts);
-
-/// Rough peak bytes of one process running `totalTokens` tokens (all ranks
-/// together) of hidden size `hidden` with top-k `topk` over `numExperts`
-/// experts: the routing (12 bytes per slot) plus x, the received rows, the
-/// outputs, the runtime's stage buffers and the reference (about 10 + 18 K
-/// bytes per token and hidden element), plus kRunBytesPerExpert per expert.
-/// In double, so that no product of the inputs can overflow.
-double estimateRunBytes(int64_t totalTokens, int64_t hidden, int64_t topk,
-                        int64_t numExperts);
-
-/// invalid_argument when estimateRunBytes exceeds this machine's physical
-/// memory: such a run would be killed by the kernel (or end in bad_alloc)
-/// part way through.
-llvm::Error checkFitsInMemory(int64_t totalTokens, int64_t hidden,
-                              int64_t topk, int64_t numExperts);
-
-/// invalid_argument "<what> need(s) about X GiB, more than this machine's Y
-/// GiB" when `neededBytes` exceeds this machine's physical memory.
-llvm::Error checkMemory(double neededBytes, const llvm::Twine &what);
-
-/// The problem as a `moecomm-routing-v1` document (weights always written).
-llvm::json::Value routingToJson(const RoutingProblem &problem);
-
-/// Builds an invalid_argument llvm::StringError (exit status 2).
-llvm::Error inputError(const llvm::Twine &message);
-/// Builds an io_error llvm::StringError (exit status 3: not the input's fault).
-llvm::Error systemError(const llvm::Twine &message);
-
-} // namespace moecomm::run
-
-#endif // MOECOMM_TOOLS_RUN_ROUTING_H
+#endif // MOECOMM_WORKLOAD_ROUTINGPROBLEM_H

@@ -1,4 +1,4 @@
-//===- RoutingGen.h - generated routing for moecomm-run ---------*- C++ -*-===//
+//===- Generators.h - seeded routing generators -----------------*- C++ -*-===//
 //
 // Seeded, reproducible routing generators (`--routing-dist`):
 //   uniform               each token's K experts uniformly without replacement;
@@ -13,21 +13,25 @@
 //   trace:MODEL:DOMAIN:LAYER
 //                         K drawn without replacement ∝ the real per-expert
 //                         loads of the shipped trace file (examples/data),
-//                         re-binned to E experts (see docs/moecomm-run.md).
+//                         re-binned to E experts (ExpertLoad.h).
 // The same options and seed give the same routing on every machine: the
 // generator uses its own splitmix64 stream per rank, no std:: distributions.
 //
+//
 //===----------------------------------------------------------------------===//
-#ifndef MOECOMM_TOOLS_RUN_ROUTINGGEN_H
-#define MOECOMM_TOOLS_RUN_ROUTINGGEN_H
+#ifndef MOECOMM_WORKLOAD_GENERATORS_H
+#define MOECOMM_WORKLOAD_GENERATORS_H
 
-#include "Routing.h"
+#include "moecomm/Workload/RoutingProblem.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace moecomm::run {
+namespace moecomm::workload {
 
 /// The most tokens one rank may have in a generated routing (--tokens).
 constexpr int64_t kMaxTokensPerRank = int64_t(1) << 28;
@@ -71,21 +75,6 @@ struct GenerateOptions {
 /// Errors are invalid_argument with a one-line message.
 llvm::Expected<RoutingProblem> generateRouting(const GenerateOptions &options);
 
-/// The per-expert loads of trace `model`/`domain`/`layer` in `traceFile`,
-/// relative to the largest trace load (so any finite loads re-bin without
-/// overflow), re-binned to `numExperts` experts: the trace's E_t loads are a
-/// histogram on [0, 1) with E_t equal bins; expert e receives the mass of
-/// [e/E, (e+1)/E). So E == E_t keeps the loads, E = m*E_t splits each trace
-/// expert's load over m consecutive experts, and E_t = m*E sums m consecutive
-/// trace experts. When `traceExperts` is given it receives E_t.
-/// invalid_argument (one line) when the file, model, domain or layer is
-/// missing or malformed, a load is not a finite number >= 0, the layer is
-/// empty, or no load is > 0.
-llvm::Expected<std::vector<double>>
-loadTraceLoads(llvm::StringRef traceFile, llvm::StringRef model,
-               llvm::StringRef domain, int layer, int64_t numExperts,
-               int64_t *traceExperts = nullptr);
+} // namespace moecomm::workload
 
-} // namespace moecomm::run
-
-#endif // MOECOMM_TOOLS_RUN_ROUTINGGEN_H
+#endif // MOECOMM_WORKLOAD_GENERATORS_H

@@ -5,8 +5,8 @@
 // that `moecomm-run --config NAME` uses for generated routing.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MOECOMM_TOOLS_RUN_MODELCONFIG_H
-#define MOECOMM_TOOLS_RUN_MODELCONFIG_H
+#ifndef MOECOMM_WORKLOAD_MODELCONFIG_H
+#define MOECOMM_WORKLOAD_MODELCONFIG_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace moecomm::run {
+namespace moecomm::workload {
 
 /// The bounds of a config's numbers, the same as moecomm-run's flags
 /// (--experts, --topk, --hidden): far above any real model, and low enough
@@ -54,6 +54,6 @@ loadModelConfig(llvm::StringRef nameOrPath,
 std::vector<std::string>
 listModelConfigs(const std::vector<std::string> &searchDirs);
 
-} // namespace moecomm::run
+} // namespace moecomm::workload
 
-#endif // MOECOMM_TOOLS_RUN_MODELCONFIG_H
+#endif // MOECOMM_WORKLOAD_MODELCONFIG_H

@@ -1,0 +1,105 @@
+//===- WorkloadTest.cpp - the workload library on small cases -------------===//
+//
+// The pieces moecomm-run, moecomm-bench, bench/ and the runtime tests share:
+// the rank launcher, the expert-load re-binning, the routing file format's
+// round trip and the generators' reproducibility. The tools' lit tests cover
+// the same code through the command line.
+//
+//===----------------------------------------------------------------------===//
+#include "moecomm/Workload/ExpertLoad.h"
+#include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingFile.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <system_error>
+#include <vector>
+
+using namespace moecomm;
+using namespace moecomm::workload;
+
+namespace {
+
+TEST(RankLauncher, ThreadGroupGivesEveryRankItsCommunicator) {
+  std::vector<int> seen(6, -1), sizes(6, 0);
+  llvm::Error e = runOnThreadGroup(6, 3, [&](moecommComm_t comm, int r) {
+    moecommCommRank(comm, &seen[r]);
+    moecommCommSize(comm, &sizes[r]);
+    moecommBarrier(comm);
+  });
+  ASSERT_FALSE(e) << llvm::toString(std::move(e));
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(seen[r], r);
+    EXPECT_EQ(sizes[r], 6);
+  }
+}
+
+TEST(RankLauncher, BadTopologyIsBadInputAndRunsNothing) {
+  std::atomic<int> ran{0};
+  llvm::Error e = runOnThreadGroup(6, 4, [&](moecommComm_t, int) { ++ran; });
+  ASSERT_TRUE(static_cast<bool>(e));
+  EXPECT_EQ(llvm::errorToErrorCode(std::move(e)),
+            std::make_error_code(std::errc::invalid_argument));
+  EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(RankLauncher, RankThreadsRunEveryRankOnce) {
+  std::vector<std::atomic<int>> runs(17);
+  llvm::Error e = runOnRankThreads(17, [&](int r) { ++runs[r]; });
+  ASSERT_FALSE(e) << llvm::toString(std::move(e));
+  for (const std::atomic<int> &n : runs)
+    EXPECT_EQ(n.load(), 1);
+}
+
+TEST(ExpertLoad, RebinKeepsSplitsAndSums) {
+  const std::vector<double> loads{1.0, 0.5, 0.25, 0.0};
+  EXPECT_EQ(rebinLoads(loads, 4), loads);
+  EXPECT_EQ(rebinLoads(loads, 8),
+            (std::vector<double>{0.5, 0.5, 0.25, 0.25, 0.125, 0.125, 0, 0}));
+  EXPECT_EQ(rebinLoads(loads, 2), (std::vector<double>{1.5, 0.25}));
+}
+
+TEST(RoutingFile, WrittenDocumentParsesBack) {
+  GenerateOptions o;
+  o.ranks = 4;
+  o.ranksPerNode = 2;
+  o.numExperts = 8;
+  o.topk = 2;
+  o.hidden = 16;
+  o.tokens = {3, 0, 5, 1};
+  llvm::Expected<RoutingProblem> p = generateRouting(o);
+  ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << routingToJson(*p);
+  llvm::Expected<RoutingProblem> q = parseRoutingJson(text, "round trip");
+  ASSERT_TRUE(static_cast<bool>(q)) << llvm::toString(q.takeError());
+  llvm::Error valid = validateRouting(*q);
+  EXPECT_FALSE(static_cast<bool>(valid)) << llvm::toString(std::move(valid));
+  EXPECT_EQ(q->numTokens, p->numTokens);
+  EXPECT_EQ(q->topkIdx, p->topkIdx);
+  EXPECT_EQ(q->topkWeights, p->topkWeights);
+}
+
+TEST(Generators, SameSeedSameRouting) {
+  GenerateOptions o;
+  llvm::Expected<RoutingDist> dist = parseRoutingDist("zipf:1.2");
+  ASSERT_TRUE(static_cast<bool>(dist)) << llvm::toString(dist.takeError());
+  o.dist = *dist;
+  o.seed = 7;
+  llvm::Expected<RoutingProblem> a = generateRouting(o);
+  ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
+  llvm::Expected<RoutingProblem> b = generateRouting(o);
+  ASSERT_TRUE(static_cast<bool>(b)) << llvm::toString(b.takeError());
+  EXPECT_EQ(a->topkIdx, b->topkIdx);
+  o.seed = 8;
+  llvm::Expected<RoutingProblem> c = generateRouting(o);
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_NE(a->topkIdx, c->topkIdx);
+}
+
+} // namespace
