@@ -191,7 +191,7 @@ RowBuffer RowBuffer::make(Comm &comm, int64_t n, int64_t hidden,
   int64_t dataBytes = n * hidden * elementSize(type);
   int64_t padded = (dataBytes + 63) / 64 * 64;
   int64_t scaleBytes =
-      type == moecommFloat8E4M3 ? n * fp8Blocks(hidden) * 4 : 0;
+      type == moecommFloat8E4M3 ? n * fp8ScaleRowBytes(hidden) : 0;
   b.mem = comm.acquire(padded + scaleBytes);
   b.rows.data = b.mem.data();
   b.rows.scales = type == moecommFloat8E4M3

@@ -61,8 +61,8 @@ const float *fp8Table() {
 namespace {
 template <typename Load>
 void quantizeRow(Load load, int64_t hidden, uint8_t *q, float *scales) {
-  for (int64_t b0 = 0, blk = 0; b0 < hidden; b0 += 128, ++blk) {
-    int64_t b1 = std::min<int64_t>(hidden, b0 + 128);
+  for (int64_t b0 = 0, blk = 0; b0 < hidden; b0 += kFp8BlockSize, ++blk) {
+    int64_t b1 = std::min<int64_t>(hidden, b0 + kFp8BlockSize);
     float amax = 0.0f;
     for (int64_t h = b0; h < b1; ++h)
       amax = std::max(amax, std::fabs(load(h)));
@@ -87,14 +87,14 @@ void fp8DequantizeRow(const uint8_t *q, const float *scales, int64_t hidden,
                       float *out) {
   const float *table = fp8Table();
   for (int64_t h = 0; h < hidden; ++h)
-    out[h] = table[q[h]] * scales[h / 128];
+    out[h] = table[q[h]] * scales[h / kFp8BlockSize];
 }
 
 void fp8DequantizeRowBf16(const uint8_t *q, const float *scales, int64_t hidden,
                           uint16_t *out) {
   const float *table = fp8Table();
   for (int64_t h = 0; h < hidden; ++h)
-    out[h] = f32ToBf16(table[q[h]] * scales[h / 128]);
+    out[h] = f32ToBf16(table[q[h]] * scales[h / kFp8BlockSize]);
 }
 
 } // namespace moecomm

@@ -2,8 +2,8 @@
 //
 // e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities;
 // 0x7F/0xFF are NaN; largest finite 448; smallest subnormal 2^-9.
-// Rows are quantized per block of MOECOMM_FP8_BLOCK (128) elements, the last
-// block possibly partial: scale = amax(block) / 448 (1.0 if amax == 0),
+// Rows are quantized per block of kFp8BlockSize (128) elements, the last
+// block possibly partial (WireFormat.h): scale = amax(block) / 448 (1.0 if amax == 0),
 // q = e4m3fn(x / scale) rounded to nearest even and saturated to +-448;
 // dequantized x = q * scale (f32).
 //
@@ -11,15 +11,14 @@
 #ifndef MOECOMM_LIB_FP8_H
 #define MOECOMM_LIB_FP8_H
 
+#include "moecomm/Model/WireFormat.h"
+
 #include <cstdint>
 
 namespace moecomm {
 
 /// Largest finite e4m3fn value.
 constexpr float kFp8Max = 448.0f;
-
-/// Scale blocks of a row of `hidden` elements: ceil(hidden / 128).
-inline int64_t fp8Blocks(int64_t hidden) { return (hidden + 127) / 128; }
 
 /// Encodes one f32 value: round to nearest even, saturating to +-448
 /// (infinities too); NaN -> 0x7F (sign kept).
@@ -35,7 +34,7 @@ void fp8QuantizeRow(const float *x, int64_t hidden, uint8_t *q, float *scales);
 /// Same for a bf16 row (raw bits).
 void fp8QuantizeRowBf16(const uint16_t *x, int64_t hidden, uint8_t *q,
                         float *scales);
-/// out[h] = decode(q[h]) * scales[h / 128] in f32.
+/// out[h] = decode(q[h]) * scales[h / kFp8BlockSize] in f32.
 void fp8DequantizeRow(const uint8_t *q, const float *scales, int64_t hidden,
                       float *out);
 /// Same, rounded to bf16 (nearest even).

@@ -34,7 +34,7 @@ Exchange rowExchange(moecommScope_t scope, const moecommRows_t &send,
   };
   addPart(send.data, recv.data, send.hidden * elementSize(send.type));
   if (send.type == moecommFloat8E4M3)
-    addPart(send.scales, recv.scales, fp8Blocks(send.hidden) * 4);
+    addPart(send.scales, recv.scales, fp8ScaleRowBytes(send.hidden));
   return ex;
 }
 

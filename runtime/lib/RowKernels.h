@@ -3,6 +3,7 @@
 #define MOECOMM_LIB_ROWKERNELS_H
 
 #include "Status.h"
+#include "moecomm/Model/WireFormat.h"
 #include "moecomm/Runtime/Plan.h"
 
 #include <cstdint>
@@ -60,7 +61,7 @@ struct RowSource {
     return rowPtrs ? rowPtrs[i] : base + i * rowBytes;
   }
   const float *rowScales(int64_t i) const {
-    return scalePtrs ? scalePtrs[i] : scales + i * ((hidden + 127) / 128);
+    return scalePtrs ? scalePtrs[i] : scales + i * fp8Blocks(hidden);
   }
   static RowSource of(const moecommRows_t &rows);
 };

@@ -157,10 +157,8 @@ ExpectedTraffic expectedTrafficUniform(int ranks, int ranksPerNode,
       stages.push_back(symmetricStage(moecommScopeGlobal, rows, rows, G - 1,
                                       W - G, atLeastOne(pRank, T), rb));
     } else if (strategy != moecommHierarchical || G == W || G == 1) {
-      moecommScope_t scope = strategy != moecommHierarchical
-                                 ? moecommScopeGlobal
-                             : G == W ? moecommScopeIntraNode
-                                      : moecommScopeInterNode;
+      moecommScope_t scope =
+          stageScope(W, G, strategy, moecommDirectionDispatch, 0);
       double rows = T * pRank;
       stages.push_back(symmetricStage(scope, rows, rows, G - 1, W - G,
                                       atLeastOne(pRank, T), rb));
@@ -205,26 +203,31 @@ ModelledTime modelTime(const ExpectedTraffic &traffic,
   return t;
 }
 
+UniformCosts uniformCosts(int ranks, int ranksPerNode, int64_t numExperts,
+                          int topk, double tokensPerRank,
+                          int64_t dispatchRowBytes, int64_t combineRowBytes,
+                          const moecommLinkModel_t &link) {
+  UniformCosts costs;
+  for (moecommStrategy_t s :
+       {moecommPerExpert, moecommFlat, moecommHierarchical}) {
+    costs.traffic[s] =
+        expectedTrafficUniform(ranks, ranksPerNode, numExperts, topk,
+                               tokensPerRank, s, dispatchRowBytes,
+                               combineRowBytes);
+    costs.time[s] = modelTime(costs.traffic[s], link);
+    if (costs.time[s].totalSec() < costs.time[costs.best].totalSec())
+      costs.best = s;
+  }
+  return costs;
+}
+
 moecommStrategy_t
 chooseStrategyUniform(int ranks, int ranksPerNode, int64_t numExperts, int topk,
                       double tokensPerRank, int64_t dispatchRowBytes,
                       int64_t combineRowBytes, const moecommLinkModel_t &link) {
-  moecommStrategy_t best = moecommPerExpert;
-  double bestTime = 0;
-  for (moecommStrategy_t s :
-       {moecommPerExpert, moecommFlat, moecommHierarchical}) {
-    double t =
-        modelTime(expectedTrafficUniform(ranks, ranksPerNode, numExperts, topk,
-                                         tokensPerRank, s, dispatchRowBytes,
-                                         combineRowBytes),
-                  link)
-            .totalSec();
-    if (s == moecommPerExpert || t < bestTime) {
-      best = s;
-      bestTime = t;
-    }
-  }
-  return best;
+  return uniformCosts(ranks, ranksPerNode, numExperts, topk, tokensPerRank,
+                      dispatchRowBytes, combineRowBytes, link)
+      .best;
 }
 
 } // namespace moecomm

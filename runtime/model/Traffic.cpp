@@ -54,43 +54,6 @@ const char *directionName(moecommDirection_t direction) {
   return "unknown";
 }
 
-std::vector<moecommScope_t> stageScopes(int ranks, int ranksPerNode,
-                                        moecommStrategy_t strategy,
-                                        moecommDirection_t direction) {
-  if (ranks <= 1)
-    return {};
-  if (strategy != moecommHierarchical)
-    return {moecommScopeGlobal};
-  if (ranksPerNode == ranks)
-    return {moecommScopeIntraNode};
-  if (ranksPerNode == 1)
-    return {moecommScopeInterNode};
-  if (direction == moecommDirectionCombine)
-    return {moecommScopeIntraNode, moecommScopeInterNode};
-  return {moecommScopeInterNode, moecommScopeIntraNode};
-}
-
-int64_t wireRowBytes(moecommDataType_t type, int64_t hidden) {
-  switch (type) {
-  case moecommFloat32:
-  case moecommInt32:
-    return saturatingMul(4, hidden);
-  case moecommBfloat16:
-    return saturatingMul(2, hidden);
-  case moecommFloat8E4M3:
-    // ceil(H / 128) without forming H + 127.
-    return saturatingAdd(hidden,
-                         saturatingMul(4, hidden / MOECOMM_FP8_BLOCK +
-                                              (hidden % MOECOMM_FP8_BLOCK != 0)));
-  case moecommInt64:
-    return saturatingMul(8, hidden);
-  case moecommDataTypeMinEnum: // not a type
-  case moecommDataTypeMaxEnum:
-    break;
-  }
-  return 0;
-}
-
 std::vector<int64_t> pairCountsOfRank(const Topology &topo,
                                       const RoutingView &routing) {
   std::vector<int64_t> counts(topo.ranks, 0);

@@ -156,4 +156,27 @@ TEST(CostModel, ExpectedTrafficMatchesUniformRouting) {
             moecommFlat);
 }
 
+// uniformCosts is each strategy's expected traffic and modelled time, and
+// picks the cheapest as chooseStrategyUniform does (the compiler's static
+// choice and moecomm-cost-report's table come from it).
+TEST(CostModel, UniformCostsOfEveryStrategy) {
+  moecommLinkModel_t m = defaultLinkModel();
+  UniformCosts costs = uniformCosts(64, 8, 256, 8, 4096, 14336, 14336, m);
+  double best = costs.time[costs.best].totalSec();
+  for (moecommStrategy_t s :
+       {moecommPerExpert, moecommFlat, moecommHierarchical}) {
+    ExpectedTraffic traffic =
+        expectedTrafficUniform(64, 8, 256, 8, 4096, s, 14336, 14336);
+    EXPECT_EQ(costs.traffic[s].dispatch.size(), traffic.dispatch.size());
+    EXPECT_EQ(costs.time[s].totalSec(), modelTime(traffic, m).totalSec());
+    EXPECT_LE(best, costs.time[s].totalSec()) << strategyName(s);
+  }
+  EXPECT_EQ(costs.best,
+            chooseStrategyUniform(64, 8, 256, 8, 4096, 14336, 14336, m));
+  // A tie (hierarchical on one node costs what flat does) goes to the
+  // earlier strategy.
+  EXPECT_EQ(uniformCosts(8, 8, 256, 8, 4096, 14336, 14336, m).best,
+            moecommFlat);
+}
+
 } // namespace

@@ -114,6 +114,9 @@ TEST(SizeOverflow, HiddenHintTrafficSaturates) {
   EXPECT_EQ(wireRowBytes(moecommFloat32, INT64_MAX), INT64_MAX);
   EXPECT_EQ(wireRowBytes(moecommFloat8E4M3, INT64_MAX), INT64_MAX);
   EXPECT_EQ(wireRowBytes(moecommFloat8E4M3, 129), 129 + 8);
+  // ceil(H / 128) of any int64 H, without forming H + 127.
+  EXPECT_EQ(fp8Blocks(INT64_MAX), INT64_MAX / 128 + 1);
+  EXPECT_EQ(fp8Blocks(128), 1);
 }
 
 // An empty block still has rows of its hidden size: their byte and FP8

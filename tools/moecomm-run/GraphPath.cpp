@@ -490,7 +490,7 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   mlir::moecomm::PipelineOptions pipeline;
   pipeline.ranks = problem.ranks;
   pipeline.ranksPerNode = problem.ranksPerNode;
-  pipeline.strategy = ::moecomm::strategyName(options.strategy);
+  pipeline.strategy = static_cast<mlir::moecomm::Strategy>(options.strategy);
   // The routing's dtype decides the wire, whatever the graph says.
   pipeline.wireDtype = payloadTypeName(problem.dtype).str();
   pipeline.capacity = 0; // the IR's, set above

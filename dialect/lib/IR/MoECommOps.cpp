@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "moecomm/Model/StageRule.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -16,29 +17,32 @@ using namespace mlir;
 using namespace mlir::moecomm;
 
 //===----------------------------------------------------------------------===//
-// Stage rule (shared with the runtime's plans)
+// Stage rule (moecomm/Model/StageRule.h)
 //===----------------------------------------------------------------------===//
+
+// The dialect's enums are the C ABI's, value for value.
+static_assert(int(Strategy::per_expert) == moecommPerExpert &&
+              int(Strategy::flat) == moecommFlat &&
+              int(Strategy::hierarchical) == moecommHierarchical &&
+              int(Strategy::automatic) == moecommAuto);
+static_assert(int(Scope::global) == moecommScopeGlobal &&
+              int(Scope::intra_node) == moecommScopeIntraNode &&
+              int(Scope::inter_node) == moecommScopeInterNode);
+static_assert(int(Direction::dispatch) == moecommDirectionDispatch &&
+              int(Direction::combine) == moecommDirectionCombine);
 
 int64_t mlir::moecomm::getNumStages(Strategy strategy, int64_t ranks,
                                     int64_t ranksPerNode) {
-  if (ranks <= 1)
-    return 0;
-  if (strategy != Strategy::hierarchical)
-    return 1;
-  return (ranksPerNode == ranks || ranksPerNode == 1) ? 1 : 2;
+  return ::moecomm::numStages(ranks, ranksPerNode,
+                              static_cast<moecommStrategy_t>(strategy));
 }
 
 Scope mlir::moecomm::getStageScope(Strategy strategy, int64_t ranks,
                                    int64_t ranksPerNode, Direction direction,
                                    int64_t stage) {
-  if (strategy != Strategy::hierarchical)
-    return Scope::global;
-  if (ranksPerNode == ranks)
-    return Scope::intra_node;
-  if (ranksPerNode == 1)
-    return Scope::inter_node;
-  bool interFirst = direction == Direction::dispatch;
-  return (stage == 0) == interFirst ? Scope::inter_node : Scope::intra_node;
+  return static_cast<Scope>(::moecomm::stageScope(
+      ranks, ranksPerNode, static_cast<moecommStrategy_t>(strategy),
+      static_cast<moecommDirection_t>(direction), stage));
 }
 
 //===----------------------------------------------------------------------===//
@@ -450,13 +454,13 @@ LogicalResult LayoutOp::verify() {
 
 int64_t LayoutOp::getNumStages() {
   TopologyAttr topo = getTopology();
-  return moecomm::getNumStages(getStrategy(), topo.getRanks(),
+  return mlir::moecomm::getNumStages(getStrategy(), topo.getRanks(),
                                topo.getRanksPerNode());
 }
 
 Scope LayoutOp::getStageScope(Direction direction, int64_t stage) {
   TopologyAttr topo = getTopology();
-  return moecomm::getStageScope(getStrategy(), topo.getRanks(),
+  return mlir::moecomm::getStageScope(getStrategy(), topo.getRanks(),
                                 topo.getRanksPerNode(), direction, stage);
 }
 

@@ -203,7 +203,7 @@ void freeAfterLastUse(func::FuncOp func, SymbolTableCollection &symbols) {
 }
 
 struct MoECommBufferDeallocationPass
-    : public moecomm::impl::MoECommBufferDeallocationBase<
+    : public mlir::moecomm::impl::MoECommBufferDeallocationBase<
           MoECommBufferDeallocationPass> {
   void runOnOperation() override;
 };

@@ -2,20 +2,19 @@
 //
 // Prints, for every collective-level dispatch (and its combine), the expected
 // bytes per link class and the modelled time of each strategy and stage
-// (DESIGN.md §7; expected traffic under uniform routing, alpha-beta time),
-// and the strategy the static `auto` picks. The IR is unchanged.
+// (StrategyCostAnalysis: DESIGN.md §7, expected traffic under uniform
+// routing, alpha-beta time), and the strategy the static `auto` picks. The
+// IR is unchanged.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/OptionErrors.h"
+#include "Transforms/StrategyCostAnalysis.h"
 #include "moecomm/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "mlir/IR/BuiltinOps.h"
 
-#include "moecomm/Model/CostModel.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -29,75 +28,50 @@ using namespace mlir::moecomm;
 
 namespace {
 
-/// The runtime's data type of `elt` rows (the verifier allows f32 and bf16).
-moecommDataType_t dataTypeOf(Type elt) {
-  return elt.isF32() ? moecommFloat32 : moecommBfloat16;
-}
-
 struct CostReportPass
-    : public WithOptionErrors<
-          mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
   using WithOptionErrors::WithOptionErrors;
 
   // Options are checked once, before any IR is touched (OptionErrors.h).
   LogicalResult initialize(MLIRContext *context) override {
-    link = ::moecomm::findLinkPreset(preset);
-    if (!link)
-      return emitOptionError(context, getArgument())
-             << "unknown preset '" << preset
-             << "'; expected h100-dgx, h200-dgx or gb200-nvl72";
-    if (tokensPerRank < 1)
-      return emitOptionError(context, getArgument())
-             << "tokens-per-rank must be >= 1, got "
-             << static_cast<int64_t>(tokensPerRank);
-    return success();
+    return checkCostModelOptions(context, getArgument(), preset,
+                                 tokensPerRank, link);
   }
 
   void runOnOperation() override {
     // stderr, like --print-op-stats: the IR on stdout stays pipeable.
     llvm::raw_ostream &os = llvm::errs();
-    getOperation().walk([&](DispatchOp op) { report(op, *link, os); });
+    for (const StrategyCostAnalysis::Dispatch &d :
+         getAnalysis<StrategyCostAnalysis>().getDispatches())
+      report(d, os);
     os.flush();
+    markAllAnalysesPreserved();
   }
 
   const ::moecomm::LinkPreset *link = nullptr;
 
-  void report(DispatchOp op, const ::moecomm::LinkPreset &link,
-              llvm::raw_ostream &os) {
-    TopologyAttr topo = op.getTopology();
-    RankedTensorType x = op.getX().getType();
-    int64_t hidden = x.getDimSize(1);
-    int topk = static_cast<int>(op.getTopkIdx().getType().getDimSize(1));
-    bool staticTokens = !x.isDynamicDim(0);
-    int64_t tokens = staticTokens ? x.getDimSize(0) : tokensPerRank;
-    bool fp8 = op.getWireDtype() == WireDtype::fp8_e4m3;
-    moecommDataType_t data = dataTypeOf(x.getElementType());
-    int64_t dispatchRow =
-        ::moecomm::wireRowBytes(fp8 ? moecommFloat8E4M3 : data, hidden);
-    int64_t combineRow = ::moecomm::wireRowBytes(data, hidden);
-    int ranks = static_cast<int>(topo.getRanks());
-    int perNode = static_cast<int>(topo.getRanksPerNode());
-
+  void report(const StrategyCostAnalysis::Dispatch &d, llvm::raw_ostream &os) {
+    const DispatchWorkload &w = d.workload;
+    int64_t tokens = w.tokensPerRank(tokensPerRank);
     os << llvm::formatv(
         "moecomm-cost-report: dispatch at {0}\n  ranks={1} ranks_per_node={2} "
         "experts={3} topk={4} hidden={5} wire={6} tokens/rank={7} ({8}), "
         "link model {9} (modelled, uniform routing)\n",
-        op.getLoc(), ranks, perNode, topo.getExperts(), topk, hidden,
-        stringifyWireDtype(op.getWireDtype()), tokens,
-        staticTokens ? "static" : "assumed", link.name);
+        DispatchOp(d.op).getLoc(), w.topology.ranks, w.topology.ranksPerNode,
+        w.topology.numExperts, w.topk, w.hidden,
+        stringifyWireDtype(w.wire), tokens, w.tokens ? "static" : "assumed",
+        link->name);
     // Each right-aligned column is a space and the field: values wider than
     // their column still stay apart.
     os << llvm::formatv("  {0,-13}{1,-10}{2,-6}{3,-12} {4,15} {5,15} {6,13}\n",
                         "strategy", "direction", "stage", "scope",
                         "inter-node MB", "intra-node MB", "modelled us");
-    double best = 0;
-    moecommStrategy_t chosen = moecommPerExpert;
+    ::moecomm::UniformCosts costs =
+        StrategyCostAnalysis::costs(w, link->link, tokensPerRank);
     for (moecommStrategy_t s :
          {moecommPerExpert, moecommFlat, moecommHierarchical}) {
-      ::moecomm::ExpectedTraffic traffic = ::moecomm::expectedTrafficUniform(
-          ranks, perNode, topo.getExperts(), topk, static_cast<double>(tokens),
-          s, dispatchRow, combineRow);
-      ::moecomm::ModelledTime time = ::moecomm::modelTime(traffic, link.link);
+      const ::moecomm::ExpectedTraffic &traffic = costs.traffic[s];
+      const ::moecomm::ModelledTime &time = costs.time[s];
       const char *name = stringifyStrategy(static_cast<Strategy>(s)).data();
       auto printStages = [&](const char *direction,
                              ArrayRef<::moecomm::ExpectedStage> stages,
@@ -106,21 +80,17 @@ struct CostReportPass
           os << llvm::formatv(
               "  {0,-13}{1,-10}{2,-6}{3,-12} {4,15:F3} {5,15:F3} {6,13:F1}\n",
               name, direction, i, ::moecomm::scopeName(stage.scope),
-              stage.bytesSent[moecommLinkInterNode] * ranks / 1e6,
-              stage.bytesSent[moecommLinkIntraNode] * ranks / 1e6,
+              stage.bytesSent[moecommLinkInterNode] * w.topology.ranks / 1e6,
+              stage.bytesSent[moecommLinkIntraNode] * w.topology.ranks / 1e6,
               seconds[i] * 1e6);
       };
       printStages("dispatch", traffic.dispatch, time.dispatchStageSec);
       printStages("combine", traffic.combine, time.combineStageSec);
       os << llvm::formatv("  {0,-13}{1,-10} {2,63:F1}\n", name, "total",
                           time.totalSec() * 1e6);
-      if (s == moecommPerExpert || time.totalSec() < best) {
-        best = time.totalSec();
-        chosen = s;
-      }
     }
     os << "  auto picks: "
-       << stringifyStrategy(static_cast<Strategy>(chosen)) << "\n";
+       << stringifyStrategy(static_cast<Strategy>(costs.best)) << "\n";
   }
 };
 

@@ -116,10 +116,14 @@ struct FusePermutePass
   void runOnOperation() override {
     remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());
-    patterns.add<PermuteToPack, PermuteToUnpack>(&getContext());
+    populateFusePermutePatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
 
 } // namespace
+
+void mlir::moecomm::populateFusePermutePatterns(RewritePatternSet &patterns) {
+  patterns.add<PermuteToPack, PermuteToUnpack>(patterns.getContext());
+}

@@ -110,11 +110,15 @@ struct FuseQuantPass
   void runOnOperation() override {
     remarkUnstaged(getOperation(), getArgument());
     RewritePatternSet patterns(&getContext());
-    patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(
-        &getContext());
+    populateFuseQuantPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
 
 } // namespace
+
+void mlir::moecomm::populateFuseQuantPatterns(RewritePatternSet &patterns) {
+  patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(
+      patterns.getContext());
+}

@@ -19,7 +19,7 @@ Status DeviceRowBuffer::allocate(int64_t n, int64_t hidden,
   const bool fp8 = type == moecommFloat8E4M3;
   const int64_t dataBytes = n * hidden * elementSize(type);
   const int64_t padded = (dataBytes + 255) / 256 * 256;
-  const int64_t scaleBytes = fp8 ? n * fp8Blocks(hidden) * 4 : 0;
+  const int64_t scaleBytes = fp8 ? n * fp8ScaleRowBytes(hidden) : 0;
   if (Status st = memory.allocate(padded + scaleBytes, stream, what, pool);
       !st.ok())
     return st;

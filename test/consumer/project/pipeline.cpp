@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
   mlir::moecomm::PipelineOptions options;
   options.ranks = 4;
   options.ranksPerNode = 2;
-  options.strategy = "hierarchical";
+  options.strategy = mlir::moecomm::Strategy::hierarchical;
   mlir::moecomm::buildMoECommPipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return 1;

@@ -5,7 +5,7 @@
 // RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical="ranks=2097152 ranks-per-node=1" 2>&1 | FileCheck %s --check-prefix=LIMIT
 // RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=wire-dtype=fp16 2>&1 | FileCheck %s --check-prefix=WIRE
 
-// STRATEGY: error: moecomm-split-hierarchical: unknown strategy 'fastest'; expected per_expert, flat, hierarchical or auto
+// STRATEGY: moecomm-opt: for the --strategy option: Cannot find option named 'fastest'!
 // WIRE: error: moecomm-split-hierarchical: unknown wire-dtype 'fp16'; expected f32, bf16 or fp8_e4m3
 // RANKS: error: cannot retarget 8 ranks x 4 per node to 32 ranks x 4 per node: experts (16) must be divisible by ranks (32) so every rank hosts the same number of experts
 // PERNODE: error: cannot retarget 8 ranks x 4 per node to 8 ranks x 3 per node: ranks (8) must be a multiple of ranks_per_node (3)

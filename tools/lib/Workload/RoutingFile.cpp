@@ -3,6 +3,8 @@
 #include "moecomm/Workload/RoutingFile.h"
 #include "moecomm/Workload/ToolIO.h"
 
+#include "moecomm/Model/Limits.h"
+
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -91,16 +93,16 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
     return std::move(e);
   if (Error e = requireInt(*root, "hidden", name).moveInto(p.hidden))
     return std::move(e);
-  if (ranks < 1 || ranks > (1 << 20))
-    return inputError(formatv("{0}: \"ranks\" must be in [1, 1048576], got {1}",
-                              name, ranks));
-  if (ranksPerNode < 1 || ranksPerNode > (1 << 20))
+  if (ranks < 1 || ranks > kMaxRanks)
+    return inputError(formatv("{0}: \"ranks\" must be in [1, {2}], got {1}",
+                              name, ranks, kMaxRanks));
+  if (ranksPerNode < 1 || ranksPerNode > kMaxRanks)
     return inputError(
-        formatv("{0}: \"ranks_per_node\" must be in [1, 1048576], got {1}",
-                name, ranksPerNode));
-  if (topk < 1 || topk > 4096)
-    return inputError(
-        formatv("{0}: \"topk\" must be in [1, 4096], got {1}", name, topk));
+        formatv("{0}: \"ranks_per_node\" must be in [1, {2}], got {1}", name,
+                ranksPerNode, kMaxRanks));
+  if (topk < 1 || topk > kMaxTopk)
+    return inputError(formatv("{0}: \"topk\" must be in [1, {2}], got {1}",
+                              name, topk, kMaxTopk));
   if (p.numExperts < 1)
     return inputError(formatv("{0}: \"num_experts\" must be >= 1, got {1}",
                               name, p.numExperts));

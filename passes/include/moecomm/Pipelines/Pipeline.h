@@ -9,6 +9,7 @@
 #define MOECOMM_PIPELINES_PIPELINE_H
 
 #include "mlir/Pass/PassOptions.h"
+#include "moecomm/Transforms/Passes.h"
 
 #include <cstdint>
 #include <string>
@@ -27,11 +28,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                llvm::cl::desc("retarget topologies to this "
                                               "many ranks per node (0: keep)"),
                                llvm::cl::init(0)};
-  Option<std::string> strategy{
+  Option<Strategy> strategy{
       *this, "strategy",
       llvm::cl::desc("per_expert, flat, hierarchical or auto (default: the "
                      "static cost model picks per dispatch)"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(Strategy::automatic), strategyOptionValues()};
   Option<std::string> wireDtype{
       *this, "wire-dtype",
       llvm::cl::desc("override every dispatch's wire dtype: f32, bf16, "

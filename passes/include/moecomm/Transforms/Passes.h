@@ -13,10 +13,18 @@
 #define MOECOMM_TRANSFORMS_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
 
 #include <cstdint>
 
-namespace mlir::moecomm {
+namespace mlir {
+class RewritePatternSet;
+namespace moecomm {
+
+/// The values of every `strategy` option (the passes' and
+/// moecomm-pipeline's): per_expert, flat, hierarchical and auto, parsed and
+/// checked by llvm::cl.
+llvm::cl::ValuesClass strategyOptionValues();
 
 #define GEN_PASS_DECL
 #include "moecomm/Transforms/Passes.h.inc"
@@ -31,6 +39,22 @@ namespace mlir::moecomm {
 /// 2 s at 64 chunks, 22 s at 256). Overlap needs 2 to 8 chunks in practice.
 constexpr int64_t kMaxOverlapChunks = 64;
 
-} // namespace mlir::moecomm
+/// Patterns of moecomm-lower-collectives: moecomm.dispatch (with a concrete
+/// strategy), cached_dispatch and combine -> layout, permute and exchange
+/// stages. A consumer whose handle type carries no strategy follows
+/// `fallback` (when it is not auto; otherwise it does not match).
+void populateLowerCollectivesPatterns(RewritePatternSet &patterns,
+                                      Strategy fallback);
+
+/// Patterns of moecomm-fuse-quant: FP8 rows forwarded between exchange hops,
+/// quantized once and dequantized once.
+void populateFuseQuantPatterns(RewritePatternSet &patterns);
+
+/// Patterns of moecomm-fuse-permute: permutes (and their quantize /
+/// dequantize) folded into moecomm.pack and moecomm.unpack.
+void populateFusePermutePatterns(RewritePatternSet &patterns);
+
+} // namespace moecomm
+} // namespace mlir
 
 #endif // MOECOMM_TRANSFORMS_PASSES_H

@@ -10,19 +10,148 @@
 
 include "mlir/Pass/PassBase.td"
 
+def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir::ModuleOp"> {
+  let summary = "Retarget collectives to other ranks and override their wire dtype and capacity";
+  let description = [{
+    The first step of `moecomm-split-hierarchical`, on collective-level IR
+    (staged IR follows a retarget where its plan allows, see below).
+
+    `ranks` and `ranks-per-node` retarget every topology and handle type
+    (so one graph compiles for any EP size whose ranks divide the experts);
+    the results whose types depend on the ranks (`tokens_per_expert`,
+    `tensor<E/W x i64>`; `all_to_all`'s `recv_counts`, `tensor<W x i64>`)
+    take their new types, which follow them through `func.call` and
+    `func.return` into function results and arguments. Already staged IR
+    (`layout`, `permute`, `pack`, `exchange`, `unpack`) follows a retarget
+    only when its plan, the exchange stages and their scopes, is the same on
+    the new topology. `wire-dtype` and `capacity` override the dispatches'
+    settings: an f32 or bf16 wire applies to the dispatches of that dtype,
+    an FP8 wire to every dispatch and cached dispatch.
+
+    Errors: a retarget that a topology or handle type anywhere in the module
+    (function signatures included) would not verify with (ranks-per-node
+    not dividing the ranks, experts not dividing over the ranks, ranks
+    beyond the dialect's limit); staged IR whose plan would change with the
+    retarget ("cannot retarget staged IR planned for ...": retarget the
+    collective IR instead); a result whose type changes with the ranks
+    reaching an op that does not accept its new type or that indexes into
+    it (`tensor.extract` and the like: positions written for the old
+    shape), or an `all_to_all` whose `send_counts` have a static shape (make
+    them dynamic, e.g. with `tensor.cast` to `tensor<?xi64>`); such a result
+    passed to an external function, whose signature the pass does not
+    change, or returned by a function taken by value (`func.constant`); two
+    different types flowing into one function argument or result.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "retarget every topology to this many ranks (0: keep the IR's)">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
+           "retarget every topology to this many ranks per node (0: keep "
+           "the IR's)">,
+    Option<"wireDtype", "wire-dtype", "std::string", /*default=*/"\"\"",
+           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
+           "(default empty: keep the IR's)">,
+    Option<"capacity", "capacity", "int64_t", /*default=*/"0",
+           "set every dispatch's capacity in rows (0: keep the IR's)">
+  ];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect"];
+}
+
+def MoECommSelectStrategy : Pass<"moecomm-select-strategy", "::mlir::ModuleOp"> {
+  let summary = "Pick each dispatch's strategy and record it in its handle type";
+  let description = [{
+    The second step of `moecomm-split-hierarchical`, on collective-level
+    IR: every `moecomm.dispatch` gets a concrete `strategy<...>`: its own
+    when it has one, else the `strategy` option; `auto` is resolved by the
+    static cost model of DESIGN.md §7 (alpha-beta per stage, expected
+    traffic under uniform routing of `tokens-per-rank` tokens or the static
+    T, link model of `preset`), the same analysis `moecomm-cost-report`
+    prints. The chosen strategy is recorded in the handle type
+    (`!moecomm.handle<..., strategy = S>`), also across function arguments
+    and results, so a combine in another function (the backward pass) uses
+    the stages its dispatch was planned with.
+
+    Errors: a handle passed to an external function (whose signature the
+    pass does not change), through an op other than dispatch, combine,
+    `func.call` and `func.return`, or returned by a function taken by value
+    (`func.constant`); two different strategies flowing into one function
+    argument or result.
+  }];
+  let options = [
+    Option<"strategy", "strategy", "::mlir::moecomm::Strategy",
+           /*default=*/"::mlir::moecomm::Strategy::automatic",
+           "per_expert, flat, hierarchical or auto (default; dispatches with "
+           "their own strategy<...> keep it)",
+           "::mlir::moecomm::strategyOptionValues()">,
+    Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",
+           "link model for strategy=auto: h100-dgx, h200-dgx (default), "
+           "gb200-nvl72">,
+    Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
+           "tokens per rank assumed by strategy=auto when T is dynamic (>= 1, "
+           "default 4096)">
+  ];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect"];
+}
+
+def MoECommLowerCollectives : Pass<"moecomm-lower-collectives", "::mlir::ModuleOp"> {
+  let summary = "Lower dispatch/combine with known strategies to layout, permute, exchange stages";
+  let description = [{
+    The last step of `moecomm-split-hierarchical`: rewrites every
+    collective-level `moecomm.dispatch` (whose strategy
+    `moecomm-select-strategy` has chosen) into the staged level:
+    `moecomm.layout` (routing metadata, computed once), then for each
+    exchange stage a `moecomm.permute` into the stage's send order and a
+    `moecomm.exchange` in the stage's scope, then a `moecomm.permute` into
+    the expert-major output. Every `moecomm.combine` is mirrored: a permute
+    that sums rows per destination in f32 (weighted where the strategy
+    applies the weights), the exchanges in reverse scope order, a final
+    summing permute into `out[T, H]`; a `moecomm.cached_dispatch` moves its
+    rows along the existing layout. Stages and scopes follow the stage rule
+    (`moecomm/Model/StageRule.h`; see `moecomm-split-hierarchical`). With
+    an FP8 wire each exchange hop is quantize -> exchange -> dequantize.
+
+    A combine or cached dispatch follows the strategy of its handle's type;
+    `strategy` gives the strategy of handles whose type carries none (a
+    function argument no dispatch in this module feeds). The rewrites are
+    rewrite patterns (`populateLowerCollectivesPatterns`).
+
+    Errors: a dispatch without a concrete strategy (run
+    `moecomm-select-strategy` first); a handle reaching a combine or cached
+    dispatch whose strategy cannot be determined while `strategy=auto`.
+  }];
+  let options = [
+    Option<"strategy", "strategy", "::mlir::moecomm::Strategy",
+           /*default=*/"::mlir::moecomm::Strategy::automatic",
+           "strategy of handles whose type carries none: per_expert, flat or "
+           "hierarchical (default auto: none, such a handle is an error)",
+           "::mlir::moecomm::strategyOptionValues()">
+  ];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::ModuleOp"> {
   let summary = "Split dispatch/combine into layout, permute, exchange stages";
   let description = [{
-    Rewrites every collective-level `moecomm.dispatch` into the staged level:
-    `moecomm.layout` (routing metadata, computed once), then for each exchange
-    stage a `moecomm.permute` into the stage's send order and a
-    `moecomm.exchange` in the stage's scope, then a `moecomm.permute` into the
-    expert-major output. Every `moecomm.combine` is mirrored: a permute that
-    sums rows per destination in f32 (weighted where the strategy applies the
-    weights), the exchanges in reverse scope order, a final summing permute
-    into `out[T, H]`.
+    Collective level -> staged level in one pass: the composition of
+    `moecomm-configure-collectives` (`ranks`, `ranks-per-node`,
+    `wire-dtype`, `capacity`), `moecomm-select-strategy` (`strategy`,
+    `preset`, `tokens-per-rank`) and `moecomm-lower-collectives` (`strategy`
+    for handles whose type carries none), run in that order with this
+    pass's options; `moecomm-pipeline` runs it. Each step's description
+    says what it does and which errors it reports; the options are checked
+    once, before any IR is touched, and reported under this pass's name.
 
-    Stages by strategy (the runtime plans the same):
+    Every `moecomm.dispatch` becomes `moecomm.layout` (routing metadata,
+    computed once), then for each exchange stage a `moecomm.permute` into
+    the stage's send order and a `moecomm.exchange` in the stage's scope,
+    then a `moecomm.permute` into the expert-major output. Every
+    `moecomm.combine` is mirrored: a permute that sums rows per destination
+    in f32 (weighted where the strategy applies the weights), the exchanges
+    in reverse scope order, a final summing permute into `out[T, H]`.
+
+    Stages by strategy (the stage rule of `moecomm/Model/StageRule.h`, which
+    the runtime's plans follow too):
     * `hierarchical`: exchange(`inter_node`), one copy per (token, remote
       node) to the peer rank with the same local rank, then
       exchange(`intra_node`), one copy per (token, destination rank); combine
@@ -44,46 +173,14 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     quantize -> exchange -> dequantize; `moecomm-fuse-quant` then quantizes
     once before the first hop and keeps rows in FP8 until the output.
 
-    The chosen strategy is recorded in the handle type
-    (`!moecomm.handle<..., strategy = S>`), also across function arguments
-    and results, so a combine in another function (the backward pass) uses
-    the stages its dispatch was planned with.
-
-    `ranks` and `ranks-per-node` first retarget every topology and handle
-    type (so one graph compiles for any EP size whose ranks divide the
-    experts); the results whose types depend on the ranks
-    (`tokens_per_expert`, `tensor<E/W x i64>`; `all_to_all`'s
-    `recv_counts`, `tensor<W x i64>`) take their new types, which follow
-    them into function results and arguments as the strategy does.
-    Already staged IR (`layout`, `permute`, `pack`, `exchange`, `unpack`)
-    follows a retarget only when its plan, the exchange stages and their
-    scopes, is the same on the new topology; `strategy` does not replan it
-    (its layouts keep their strategy, like a dispatch with its own).
-    `wire-dtype` and `capacity` override the dispatches' settings (the
-    pipeline passes its options here).
-
-    Errors: a retarget that a topology or handle type anywhere in the module
-    (function signatures included) would not verify with (ranks-per-node
-    not dividing the ranks, experts not dividing over the ranks, ranks
-    beyond the dialect's limit); staged IR whose plan would change with
-    the retarget ("cannot retarget staged IR planned for ...": retarget
-    the collective IR instead); a result whose type changes with the ranks
-    reaching an op that does not accept its new type or that indexes into
-    it (`tensor.extract` and the like: positions written for the old
-    shape), or an `all_to_all`
-    whose `send_counts` have a static shape (make them dynamic, e.g. with
-    `tensor.cast` to `tensor<?xi64>`); a handle or such a result passed to
-    an external function, whose signature the pass does not change, or
-    returned by a function taken by value (`func.constant`); a
-    handle reaching a combine whose strategy cannot be determined (e.g. a
-    function argument never fed by a dispatch in this module) while
-    `strategy=auto`; two different strategies or types flowing into one
-    function argument or result.
+    Errors: those of the three steps.
   }];
   let options = [
-    Option<"strategy", "strategy", "std::string", /*default=*/"\"auto\"",
+    Option<"strategy", "strategy", "::mlir::moecomm::Strategy",
+           /*default=*/"::mlir::moecomm::Strategy::automatic",
            "per_expert, flat, hierarchical or auto (default; ops with their "
-           "own strategy<...> keep it)">,
+           "own strategy<...> keep it)",
+           "::mlir::moecomm::strategyOptionValues()">,
     Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks per node (0: keep "
            "the IR's)">,

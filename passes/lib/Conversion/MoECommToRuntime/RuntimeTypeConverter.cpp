@@ -54,7 +54,7 @@ void mlir::moecomm::populateMoECommToRuntimeLegality(
 
 void mlir::moecomm::registerConvertMoECommToRuntimeInterfaces(
     DialectRegistry &registry) {
-  moecomm::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::moecomm::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);

@@ -9,7 +9,7 @@
 // received); the stage time is the maximum over ranks and link classes; a
 // direction's time is the sum over its stages.
 //
-// Library: moecomm_cost_model (C++17, no dependencies). Namespace moecomm.
+// Library: moecomm_model (C++17, no dependencies). Namespace moecomm.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_COSTMODEL_H
@@ -99,7 +99,22 @@ ExpectedTraffic expectedTrafficUniform(int ranks, int ranksPerNode,
 /// Modelled time of expected traffic (same formula as modelTime).
 ModelledTime modelTime(const ExpectedTraffic &traffic,
                        const moecommLinkModel_t &link);
-/// The strategy with the least modelled time under uniform routing.
+/// Expected traffic and modelled time of per_expert, flat and hierarchical
+/// (indexed by moecommStrategy_t) under uniform routing, and the strategy
+/// with the least modelled time (ties go to the earlier).
+struct UniformCosts {
+  ExpectedTraffic traffic[3];
+  ModelledTime time[3];
+  moecommStrategy_t best = moecommPerExpert;
+};
+/// The costs of every strategy when every rank has `tokensPerRank` tokens
+/// routed uniformly (expectedTrafficUniform, modelTime).
+UniformCosts uniformCosts(int ranks, int ranksPerNode, int64_t numExperts,
+                          int topk, double tokensPerRank,
+                          int64_t dispatchRowBytes, int64_t combineRowBytes,
+                          const moecommLinkModel_t &link);
+/// uniformCosts(...).best: the static choice of the compiler and the
+/// benchmark.
 moecommStrategy_t
 chooseStrategyUniform(int ranks, int ranksPerNode, int64_t numExperts, int topk,
                       double tokensPerRank, int64_t dispatchRowBytes,

@@ -6,15 +6,10 @@
 // `moecommAuto` and its tests check them against the runtime's traffic
 // counters; the benchmark uses them for up to 1024 ranks.
 //
-// Library: moecomm_cost_model (C++17, no dependencies). Namespace moecomm.
+// Library: moecomm_model (C++17, no dependencies). Namespace moecomm.
 //
-// Stage rules (DESIGN.md §2, docs/runtime.md):
-//   W == 1                      -> 0 stages
-//   per_expert, flat            -> 1 stage, scope global
-//   hierarchical, G == W        -> 1 stage, intra_node
-//   hierarchical, G == 1        -> 1 stage, inter_node
-//   hierarchical, otherwise     -> dispatch [inter_node, intra_node],
-//                                  combine  [intra_node, inter_node]
+// Stages and their scopes follow the stage rule (StageRule.h); row sizes
+// the wire format (WireFormat.h).
 // Rows per stage (after capacity drops):
 //   per_expert: one row per kept (token, expert) to the expert's rank.
 //   flat (and the 1-stage hierarchical forms): one row per (token, rank
@@ -31,6 +26,8 @@
 #ifndef MOECOMM_TRAFFIC_H
 #define MOECOMM_TRAFFIC_H
 
+#include "moecomm/Model/StageRule.h"
+#include "moecomm/Model/WireFormat.h"
 #include "moecomm/moecomm.h"
 
 #include <cstdint>
@@ -76,13 +73,6 @@ struct RoutingView {
   }
 };
 
-/// The exchange scopes of `strategy` in execution order for `direction`
-/// (dispatch or combine); see the stage rules above. `strategy` must not be
-/// moecommAuto.
-std::vector<moecommScope_t> stageScopes(int ranks, int ranksPerNode,
-                                        moecommStrategy_t strategy,
-                                        moecommDirection_t direction);
-
 /// Names used in reports, flags and plans: "per_expert", "flat",
 /// "hierarchical", "auto"; "global", "intra_node", "inter_node"; "dispatch",
 /// "combine", "all_to_all"; "unknown" for values outside the enums.
@@ -90,10 +80,6 @@ const char *strategyName(moecommStrategy_t strategy);
 const char *scopeName(moecommScope_t scope);
 const char *directionName(moecommDirection_t direction);
 
-
-/// Bytes of one row on the wire: H * sizeof(type); FP8: H + 4*ceil(H/128);
-/// INT64_MAX when that does not fit in int64; 0 for a type outside the enum.
-int64_t wireRowBytes(moecommDataType_t type, int64_t hidden);
 
 /// [W] non-masked (token, expert) pairs of one (valid) rank per destination
 /// rank.

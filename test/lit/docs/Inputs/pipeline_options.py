@@ -13,6 +13,10 @@ def main():
     indent = len(help_lines[start]) - len(help_lines[start].lstrip())
     registered = set()
     for line in help_lines[start + 1:]:
+        # llvm::cl lists an enum option's values ("=flat") below it, less
+        # indented than the options.
+        if line.lstrip().startswith("="):
+            continue
         if len(line) - len(line.lstrip()) <= indent:
             break
         registered.add(re.match(r"\s*--([\w-]+)", line).group(1))

@@ -8,6 +8,8 @@
 #ifndef MOECOMM_WORKLOAD_MODELCONFIG_H
 #define MOECOMM_WORKLOAD_MODELCONFIG_H
 
+#include "moecomm/Model/Limits.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -20,9 +22,10 @@ namespace moecomm::workload {
 /// The bounds of a config's numbers, the same as moecomm-run's flags
 /// (--experts, --topk, --hidden): far above any real model, and low enough
 /// that no size computed from them (E rounded up to a multiple of the ranks,
-/// per-expert arrays, tokens x K) can overflow.
+/// per-expert arrays, tokens x K) can overflow. Top-k's is the whole
+/// project's (moecomm/Model/Limits.h).
 constexpr int64_t kMaxExperts = int64_t(1) << 24;
-constexpr int64_t kMaxTopk = 4096;
+using ::moecomm::kMaxTopk;
 constexpr int64_t kMaxHidden = int64_t(1) << 24;
 
 struct ModelConfig {

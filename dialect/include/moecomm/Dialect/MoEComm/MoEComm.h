@@ -16,6 +16,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "moecomm/Model/Limits.h"
+#include "moecomm/Model/WireFormat.h"
 
 #include "moecomm/Dialect/MoEComm/MoECommDialect.h.inc"
 #include "moecomm/Dialect/MoEComm/MoECommEnums.h.inc"
@@ -29,38 +31,32 @@ struct CollectiveResource
   StringRef getName() final { return "MoECommCollective"; }
 };
 
-/// Elements per FP8 scale block (DeepSeek-V3's 1x128 activation blocks).
-constexpr int64_t kFp8BlockSize = 128;
-
-/// Limits of what the runtime can address: ranks, experts (31-bit ids) and
-/// the hidden size (elements of one row).
-constexpr int64_t kMaxRanks = int64_t(1) << 20;
-constexpr int64_t kMaxExperts = (int64_t(1) << 31) - 1;
-constexpr int64_t kMaxHidden = (int64_t(1) << 31) - 1;
-
-/// The largest top-k the verifier accepts. Compiling a layer takes time
-/// linear in a static K (the cost model sums over the K slots), a minute
-/// near 2^31; models route to at most a few dozen experts. The same bound
-/// as moecomm-run's routing files.
-constexpr int64_t kMaxTopk = 4096;
+/// The limits of what the runtime can address (moecomm/Model/Limits.h) and
+/// the FP8 block size (moecomm/Model/WireFormat.h), which the verifiers check.
+using ::moecomm::kFp8BlockSize;
+using ::moecomm::kMaxExperts;
+using ::moecomm::kMaxHidden;
+using ::moecomm::kMaxRanks;
+using ::moecomm::kMaxTopk;
 
 /// Parses an integer topology parameter (MoEComm_CountParameter), rejecting
 /// `true` and `false`.
 FailureOr<int64_t> parseCount(AsmParser &parser);
 
-/// Scales per row of hidden size `hidden`: ceil(hidden / 128).
+/// Scales per row of hidden size `hidden`: ceil(hidden / 128)
+/// (::moecomm::fp8Blocks).
 inline int64_t getNumScaleBlocks(int64_t hidden) {
-  return (hidden + kFp8BlockSize - 1) / kFp8BlockSize;
+  return ::moecomm::fp8Blocks(hidden);
 }
 
 /// Exchange stages of `strategy` on a topology of `ranks` ranks with
-/// `ranksPerNode` per node (the runtime uses the same rule): 0 when W == 1;
-/// 1 (global) for per_expert and flat; hierarchical: 1 (intra_node) when
-/// G == W, 1 (inter_node) when G == 1, else 2.
+/// `ranksPerNode` per node: the stage rule of moecomm/Model/StageRule.h (0
+/// when W == 1; 1 (global) for per_expert and flat; hierarchical: 1
+/// (intra_node) when G == W, 1 (inter_node) when G == 1, else 2).
 int64_t getNumStages(Strategy strategy, int64_t ranks, int64_t ranksPerNode);
 
 /// Scope of exchange stage `stage` (< getNumStages) of `direction`; combine
-/// stages mirror dispatch stages in reverse order.
+/// stages mirror dispatch stages in reverse order (StageRule.h).
 Scope getStageScope(Strategy strategy, int64_t ranks, int64_t ranksPerNode,
                     Direction direction, int64_t stage);
 

@@ -1,0 +1,321 @@
+//===- ConfigureCollectives.cpp - retarget and override collectives -------===//
+//
+// moecomm-configure-collectives: the wire-dtype and capacity overrides, and
+// the retarget of every topology and handle type to other ranks / ranks per
+// node with the re-inferred types carried through function signatures (see
+// Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/ConfigureCollectives.h"
+
+#include "Transforms/OptionErrors.h"
+#include "Transforms/SignaturePropagation.h"
+#include "moecomm/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_MOECOMMCONFIGURECOLLECTIVES
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+LogicalResult mlir::moecomm::checkConfigureOptions(
+    MLIRContext *context, StringRef pass, int64_t ranks, int64_t ranksPerNode,
+    StringRef wireDtype, int64_t capacity, std::optional<WireDtype> &wire) {
+  if (ranks < 0 || ranksPerNode < 0)
+    return emitOptionError(context, pass)
+           << "ranks and ranks-per-node must be >= 0 (0: keep the IR's), got "
+           << ranks << " and " << ranksPerNode;
+  if (capacity < 0)
+    return emitOptionError(context, pass)
+           << "capacity must be >= 0 rows, got " << capacity;
+  // "fp8" is the tools' spelling (moecomm-run, moecomm-bench); empty keeps
+  // the IR's wire dtypes.
+  wire = symbolizeWireDtype(wireDtype == "fp8" ? StringRef("fp8_e4m3")
+                                               : wireDtype);
+  if (wire || wireDtype.empty())
+    return success();
+  return emitOptionError(context, pass)
+         << "unknown wire-dtype '" << wireDtype
+         << "'; expected f32, bf16 or fp8_e4m3 (or fp8)";
+}
+
+namespace {
+
+/// Whether `op` still verifies, without reporting why not. A terminator's
+/// types are checked by the op owning its region, which is verified too.
+bool stillVerifies(Operation *op) {
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  if (failed(verify(op, /*verifyRecursively=*/false)))
+    return false;
+  return !op->hasTrait<OpTrait::IsTerminator>() ||
+         succeeded(verify(op->getParentOp(), /*verifyRecursively=*/false));
+}
+
+/// `type` with every dimension dynamic.
+RankedTensorType dynamicShape(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.clone(
+      SmallVector<int64_t>(tensor.getRank(), ShapedType::kDynamic));
+}
+
+/// Applies the `wire-dtype` and `capacity` overrides.
+void overrideWireAndCapacity(ModuleOp module, std::optional<WireDtype> wire,
+                             int64_t capacity) {
+  // A bf16/f32 override applies to the dispatches of that dtype only; fp8
+  // applies to all (cached dispatches included).
+  auto setWire = [&](Operation *op, RankedTensorType x) {
+    if (wire && (*wire == WireDtype::fp8_e4m3 ||
+                 (*wire == WireDtype::f32) == x.getElementType().isF32()))
+      op->setAttr("wire", WireDtypeAttr::get(op->getContext(), *wire));
+  };
+  module.walk([&](Operation *op) {
+    if (auto cached = dyn_cast<CachedDispatchOp>(op))
+      setWire(op, cached.getX().getType());
+    auto dispatch = dyn_cast<DispatchOp>(op);
+    if (!dispatch)
+      return;
+    setWire(op, dispatch.getX().getType());
+    if (capacity > 0)
+      dispatch.setCapacityAttr(Builder(op).getI64IntegerAttr(capacity));
+  });
+}
+
+/// Retargets every topology and handle type of the module to `newRanks`
+/// ranks and/or `newPerNode` ranks per node (0: keep), then re-infers the
+/// moecomm result types that depend on them (tokens_per_expert is [E/W],
+/// all_to_all's recv_counts [W]) and carries them through function
+/// signatures.
+LogicalResult retarget(ModuleOp module, int64_t newRanks, int64_t newPerNode,
+                       SymbolTableCollection &symbols) {
+  if (newRanks == 0 && newPerNode == 0)
+    return success();
+  auto target = [&](int64_t w, int64_t g) {
+    return std::make_pair(newRanks > 0 ? newRanks : w,
+                          newPerNode > 0 ? newPerNode : g);
+  };
+
+  // Every topology and handle type, wherever it appears (function signatures
+  // included), must pass its own verifier once retargeted: a retarget is
+  // all or nothing.
+  Operation *current = nullptr;
+  auto retargetError = [&](int64_t w, int64_t g) {
+    return [&current, w, g, wg = target(w, g)] {
+      return current->emitError()
+             << "cannot retarget " << w << " ranks x " << g << " per node to "
+             << wg.first << " ranks x " << wg.second << " per node: ";
+    };
+  };
+  AttrTypeWalker checker;
+  checker.addWalk([&](TopologyAttr topo) {
+    auto [w, g] = target(topo.getRanks(), topo.getRanksPerNode());
+    return WalkResult(TopologyAttr::verify(
+        retargetError(topo.getRanks(), topo.getRanksPerNode()), w, g,
+        topo.getExperts()));
+  });
+  checker.addWalk([&](HandleType type) {
+    auto [w, g] = target(type.getRanks(), type.getRanksPerNode());
+    return WalkResult(HandleType::verify(
+        retargetError(type.getRanks(), type.getRanksPerNode()), w, g,
+        type.getExperts(), type.getStrategy()));
+  });
+  // Staged IR (layout, permute, pack, exchange, unpack) was planned for its
+  // topology: its stage numbers and scopes follow getNumStages and
+  // getStageScope there. It can follow a retarget only when that plan is the
+  // same on the new topology (then the staged IR is what splitting the
+  // collective IR there would give); otherwise the stages are stale.
+  auto checkStagedPlan = [&](Operation *op) -> LogicalResult {
+    if (!isa<LayoutOp, PermuteOp, PackOp, UnpackOp, ExchangeOp,
+             ExchangeStartOp>(op))
+      return success();
+    SmallVector<Type> types(op->getOperandTypes());
+    llvm::append_range(types, op->getResultTypes());
+    for (Type t : types) {
+      auto type = dyn_cast<HandleType>(t);
+      if (!type || !type.getStrategy())
+        continue;
+      Strategy s = *type.getStrategy();
+      int64_t w = type.getRanks(), g = type.getRanksPerNode();
+      auto [nw, ng] = target(w, g);
+      if (nw == w && ng == g)
+        continue;
+      auto plan = [&](int64_t ranks, int64_t perNode) {
+        SmallVector<Scope> scopes;
+        for (Direction d : {Direction::dispatch, Direction::combine})
+          for (int64_t i = 0, e = getNumStages(s, ranks, perNode); i < e; ++i)
+            scopes.push_back(getStageScope(s, ranks, perNode, d, i));
+        return scopes;
+      };
+      SmallVector<Scope> before = plan(w, g), after = plan(nw, ng);
+      if (before == after)
+        continue;
+      InFlightDiagnostic diag = op->emitError();
+      diag << "cannot retarget staged IR planned for "
+           << stringifyStrategy(s) << " on " << w << " ranks x " << g
+           << " per node to " << nw << " ranks x " << ng << " per node: its ";
+      auto describe = [&](ArrayRef<Scope> scopes) -> InFlightDiagnostic & {
+        if (scopes.empty())
+          return diag << "no exchange stage";
+        diag << scopes.size() / 2 << " exchange stage(s) (";
+        llvm::interleaveComma(scopes.take_front(scopes.size() / 2), diag,
+                              [&](Scope sc) { diag << stringifyScope(sc); });
+        return diag << ")";
+      };
+      describe(before) << " would become ";
+      describe(after)
+          << "; retarget the collective IR (dispatch/combine, before "
+             "moecomm-split-hierarchical) instead";
+      return failure();
+    }
+    return success();
+  };
+
+  SmallVector<std::pair<AllToAllOp, int64_t>> allToAlls;
+  WalkResult bad = module.walk([&](Operation *op) {
+    current = op;
+    if (failed(checkStagedPlan(op)))
+      return WalkResult::interrupt();
+    if (auto a2a = dyn_cast<AllToAllOp>(op))
+      allToAlls.push_back({a2a, a2a.getTopology().getRanks()});
+    SmallVector<Type> types(op->getResultTypes());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        llvm::append_range(types, block.getArgumentTypes());
+    if (checker.walk(op->getAttrDictionary()).wasInterrupted() ||
+        llvm::any_of(types, [&](Type type) {
+          return checker.walk(type).wasInterrupted();
+        }))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (bad.wasInterrupted())
+    return failure();
+
+  AttrTypeReplacer replacer;
+  replacer.addReplacement([&](TopologyAttr topo) {
+    auto [w, g] = target(topo.getRanks(), topo.getRanksPerNode());
+    return TopologyAttr::get(topo.getContext(), w, g, topo.getExperts());
+  });
+  replacer.addReplacement([&](HandleType type) {
+    auto [w, g] = target(type.getRanks(), type.getRanksPerNode());
+    return HandleType::get(type.getContext(), w, g, type.getExperts(),
+                           type.getStrategy());
+  });
+  replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+
+  // Every re-inferred type is set before any is propagated, so that the uses
+  // checked below see their operands and results consistent.
+  SmallVector<std::pair<Value, Type>> retyped;
+  module.walk([&](Operation *op) {
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer || !isa<MoECommDialect>(op->getDialect()))
+      return;
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)))
+      return;
+    for (auto [result, type] : llvm::zip(op->getResults(), types)) {
+      if (result.getType() == type)
+        continue;
+      retyped.push_back({result, result.getType()});
+      result.setType(type);
+    }
+  });
+  for (auto &entry : retyped) {
+    Value value = entry.first;
+    Type type = value.getType(), oldType = entry.second;
+    auto checkValue = [&](Value v) -> LogicalResult {
+      if (v.getType() == oldType)
+        return success();
+      return emitError(v.getLoc())
+             << "this value would be both " << v.getType() << " and " << type
+             << " once retargeted to " << newRanks
+             << " ranks; tensor.cast the values reaching it to "
+             << dynamicShape(type);
+    };
+    // Other uses keep the new type when they still verify with it, e.g. a
+    // tensor.cast to a dynamic shape; but an op that indexes into the value
+    // (index operands, or static offsets) still verifies with fewer elements
+    // and would read past them.
+    auto checkUse = [&](OpOperand &use) -> LogicalResult {
+      Operation *user = use.getOwner();
+      auto call = dyn_cast<func::CallOp>(user);
+      const bool indexes = !isa<tensor::DimOp>(user) &&
+                           (isa<OffsetSizeAndStrideOpInterface>(user) ||
+                            llvm::any_of(user->getOperandTypes(),
+                                         [](Type t) { return t.isIndex(); }));
+      if (!call && !indexes && stillVerifies(user))
+        return success();
+      InFlightDiagnostic diag = user->emitError();
+      diag << "cannot retarget to " << newRanks << " ranks: operand #"
+           << use.getOperandNumber() << " becomes " << type << " (was "
+           << oldType << "), which ";
+      if (call)
+        diag << "the external function @" << call.getCallee()
+             << " does not take";
+      else if (indexes)
+        diag << "'" << user->getName()
+             << "' indexes into with positions written for the old shape";
+      else
+        diag << "'" << user->getName() << "' does not accept";
+      return diag << "; tensor.cast it to " << dynamicShape(type)
+                  << " before this use";
+    };
+    if (failed(propagateUses(value, symbols, {checkValue, checkUse})))
+      return failure();
+  }
+
+  // A count operand of static shape [W] cannot follow the retarget.
+  for (auto [op, oldRanks] : allToAlls) {
+    auto counts = cast<RankedTensorType>(op.getSendCounts().getType());
+    if (counts.isDynamicDim(0) ||
+        counts.getDimSize(0) == op.getTopology().getRanks())
+      continue;
+    return op.emitError() << "cannot retarget this all_to_all from " << oldRanks
+                          << " to " << op.getTopology().getRanks()
+                          << " ranks: its send_counts have the static shape "
+                          << counts << "; give them a dynamic shape ("
+                          << dynamicShape(counts)
+                          << ", checked against the ranks at run time)";
+  }
+  return success();
+}
+struct ConfigureCollectivesPass
+    : public WithOptionErrors<mlir::moecomm::impl::MoECommConfigureCollectivesBase<
+          ConfigureCollectivesPass>> {
+  using WithOptionErrors::WithOptionErrors;
+
+  // Options are checked once, before any IR is touched (OptionErrors.h).
+  LogicalResult initialize(MLIRContext *context) override {
+    return checkConfigureOptions(context, getArgument(), ranks, ranksPerNode,
+                                 wireDtype, capacity, wire);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTableCollection symbols;
+    overrideWireAndCapacity(module, wire, capacity);
+    if (failed(retarget(module, ranks, ranksPerNode, symbols)) ||
+        failed(checkSignatures(module, symbols)))
+      return signalPassFailure();
+  }
+
+  std::optional<WireDtype> wire;
+};
+
+} // namespace
