@@ -210,12 +210,17 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
     return failure();
   }
   Block *block = layout->getBlock();
+  if (llvm::any_of(outs,
+                   [&](Operation *out) { return out->getBlock() != block; })) {
+    why = "a combine is in a different block";
+    return failure();
+  }
+  // Program order, not use-list order: the chunks' outputs come out in the
+  // order the IR wrote them, whether a pass built it or the parser read it.
+  llvm::sort(outs,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   llvm::SetVector<Operation *> bwd;
   for (Operation *out : outs) {
-    if (out->getBlock() != block) {
-      why = "a combine is in a different block";
-      return failure();
-    }
     bwd.set_union(backwardSlice(out));
     layer.outputs.push_back(out->getResult(0));
   }

@@ -1,5 +1,6 @@
-// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-quant --moecomm-fuse-permute | FileCheck %s
-// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute | FileCheck %s --check-prefix=FLAT
+// RUN: moecomm-opt %s -split-input-file --moecomm-fuse-permute | FileCheck %s
+// Input: staged IR as moecomm-split-hierarchical=strategy=hierarchical and
+// moecomm-fuse-quant print it (a permute before and after every exchange).
 
 // Fused FP8 dispatch: pack quantizes while gathering, the relay packs FP8
 // rows with their scales, unpack dequantizes while gathering; combine packs
@@ -20,16 +21,22 @@
 // CHECK-NOT: moecomm.quantize
 // CHECK: return %[[OUT]]
 // Without fuse-quant the quantize of the (only) hop still folds into pack.
-// FLAT-LABEL: func.func @layer
-// FLAT: moecomm.pack %arg0, %{{.*}} dispatch stage 0 : {{.*}} -> tensor<?x7168xf8E4M3FN>, tensor<?x56xf32>
-// FLAT-NEXT: moecomm.exchange {{.*}} scope<global>
-// FLAT-NEXT: moecomm.dequantize
-// FLAT-NEXT: moecomm.unpack {{.*}} dispatch
-func.func @layer(%x: tensor<?x7168xbf16>, %idx: tensor<?x8xi32>, %w: tensor<?x8xf32>) -> tensor<?x7168xbf16> {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 16, ranks_per_node = 8, experts = 256> wire<fp8_e4m3> : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
-  %y = arith.mulf %recv, %recv : tensor<?x7168xbf16>
-  %out = moecomm.combine %y, %h weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256> -> tensor<?x7168xbf16>
-  return %out : tensor<?x7168xbf16>
+func.func @layer(%arg0: tensor<?x7168xbf16>, %arg1: tensor<?x8xi32>, %arg2: tensor<?x8xf32>) -> tensor<?x7168xbf16> {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 16, ranks_per_node = 8, experts = 256> strategy<hierarchical> : tensor<?x8xi32>, tensor<?x8xf32>
+  %out = moecomm.permute %arg0, %handle dispatch stage 0 : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %q, %scales = moecomm.quantize %out : tensor<?x7168xbf16>
+  %recv, %recv_scales = moecomm.exchange %q scales(%scales : tensor<?x56xf32>), %handle dispatch stage 0 scope<inter_node> : tensor<?x7168xf8E4M3FN>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %out_0, %out_scales = moecomm.permute %recv scales(%recv_scales : tensor<?x56xf32>), %handle dispatch stage 1 : tensor<?x7168xf8E4M3FN>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %recv_1, %recv_scales_2 = moecomm.exchange %out_0 scales(%out_scales : tensor<?x56xf32>), %handle dispatch stage 1 scope<intra_node> : tensor<?x7168xf8E4M3FN>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %out_3, %out_scales_4 = moecomm.permute %recv_1 scales(%recv_scales_2 : tensor<?x56xf32>), %handle dispatch output : tensor<?x7168xf8E4M3FN>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %0 = moecomm.dequantize %out_3, %out_scales_4 : tensor<?x7168xf8E4M3FN>, tensor<?x56xf32> -> tensor<?x7168xbf16>
+  %1 = arith.mulf %0, %0 : tensor<?x7168xbf16>
+  %out_5 = moecomm.permute %1, %handle combine stage 0 weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %recv_6 = moecomm.exchange %out_5, %handle combine stage 0 scope<intra_node> : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %out_7 = moecomm.permute %recv_6, %handle combine stage 1 weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %recv_8 = moecomm.exchange %out_7, %handle combine stage 1 scope<inter_node> : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  %out_9 = moecomm.permute %recv_8, %handle combine output weighted : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+  return %out_9 : tensor<?x7168xbf16>
 }
 
 // -----
@@ -39,8 +46,13 @@ func.func @layer(%x: tensor<?x7168xbf16>, %idx: tensor<?x8xi32>, %w: tensor<?x8x
 // CHECK: moecomm.pack %arg0, {{.*}} dispatch stage 0
 // CHECK: %[[O:.*]], %[[OS:.*]] = moecomm.permute {{.*}} dispatch output : tensor<?x128xf8E4M3FN>
 // CHECK: return %[[O]], %[[OS]]
-func.func @fp8_consumer(%x: tensor<?x128xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x128xf8E4M3FN>, tensor<?x1xf32>) {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> wire<fp8_e4m3> : tensor<?x128xf32>, tensor<?x2xi32>, tensor<?x2xf32>
-  %q, %s = moecomm.quantize %recv : tensor<?x128xf32>
-  return %q, %s : tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+func.func @fp8_consumer(%arg0: tensor<?x128xf32>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>) -> (tensor<?x128xf8E4M3FN>, tensor<?x1xf32>) {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 4, ranks_per_node = 2, experts = 8> strategy<hierarchical> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.permute %arg0, %handle dispatch stage 0 : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %q, %scales = moecomm.quantize %out : tensor<?x128xf32>
+  %recv, %recv_scales = moecomm.exchange %q scales(%scales : tensor<?x1xf32>), %handle dispatch stage 0 scope<inter_node> : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %out_0, %out_scales = moecomm.permute %recv scales(%recv_scales : tensor<?x1xf32>), %handle dispatch stage 1 : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %recv_1, %recv_scales_2 = moecomm.exchange %out_0 scales(%out_scales : tensor<?x1xf32>), %handle dispatch stage 1 scope<intra_node> : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %out_3, %out_scales_4 = moecomm.permute %recv_1 scales(%recv_scales_2 : tensor<?x1xf32>), %handle dispatch output : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  return %out_3, %out_scales_4 : tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
 }

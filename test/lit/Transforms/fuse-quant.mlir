@@ -1,4 +1,6 @@
-// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-quant | FileCheck %s
+// RUN: moecomm-opt %s -split-input-file --moecomm-fuse-quant | FileCheck %s
+// Input: staged IR as moecomm-split-hierarchical=strategy=hierarchical
+// prints it: an FP8 wire quantizes before and dequantizes after every stage.
 
 // Quantize once before the inter-node stage, forward FP8 rows with their
 // scales through the relay, dequantize once after the final gather.
@@ -13,9 +15,18 @@
 // CHECK-NOT: moecomm.quantize
 // CHECK-NOT: moecomm.dequantize
 // CHECK: return %[[D]]
-func.func @two_level(%x: tensor<?x300xbf16>, %idx: tensor<?x3xi64>, %w: tensor<?x3xf32>) -> tensor<?x300xbf16> {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> wire<fp8_e4m3> : tensor<?x300xbf16>, tensor<?x3xi64>, tensor<?x3xf32>
-  return %recv : tensor<?x300xbf16>
+func.func @two_level(%arg0: tensor<?x300xbf16>, %arg1: tensor<?x3xi64>, %arg2: tensor<?x3xf32>) -> tensor<?x300xbf16> {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<hierarchical> : tensor<?x3xi64>, tensor<?x3xf32>
+  %out = moecomm.permute %arg0, %handle dispatch stage 0 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  %q, %scales = moecomm.quantize %out : tensor<?x300xbf16>
+  %recv, %recv_scales = moecomm.exchange %q scales(%scales : tensor<?x3xf32>), %handle dispatch stage 0 scope<inter_node> : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  %0 = moecomm.dequantize %recv, %recv_scales : tensor<?x300xf8E4M3FN>, tensor<?x3xf32> -> tensor<?x300xbf16>
+  %out_0 = moecomm.permute %0, %handle dispatch stage 1 : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  %q_1, %scales_2 = moecomm.quantize %out_0 : tensor<?x300xbf16>
+  %recv_3, %recv_scales_4 = moecomm.exchange %q_1 scales(%scales_2 : tensor<?x3xf32>), %handle dispatch stage 1 scope<intra_node> : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  %1 = moecomm.dequantize %recv_3, %recv_scales_4 : tensor<?x300xf8E4M3FN>, tensor<?x3xf32> -> tensor<?x300xbf16>
+  %out_5 = moecomm.permute %1, %handle dispatch output : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  return %out_5 : tensor<?x300xbf16>
 }
 
 // -----
@@ -26,10 +37,19 @@ func.func @two_level(%x: tensor<?x300xbf16>, %idx: tensor<?x3xi64>, %w: tensor<?
 // CHECK: %[[O:.*]], %[[OS:.*]] = moecomm.permute {{.*}} dispatch output : tensor<?x128xf8E4M3FN>
 // CHECK-NOT: moecomm.dequantize
 // CHECK: return %[[O]], %[[OS]]
-func.func @fp8_consumer(%x: tensor<?x128xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x128xf8E4M3FN>, tensor<?x1xf32>) {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> wire<fp8_e4m3> : tensor<?x128xf32>, tensor<?x2xi32>, tensor<?x2xf32>
-  %q, %s = moecomm.quantize %recv : tensor<?x128xf32>
-  return %q, %s : tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+func.func @fp8_consumer(%arg0: tensor<?x128xf32>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>) -> (tensor<?x128xf8E4M3FN>, tensor<?x1xf32>) {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 4, ranks_per_node = 2, experts = 8> strategy<hierarchical> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.permute %arg0, %handle dispatch stage 0 : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %q, %scales = moecomm.quantize %out : tensor<?x128xf32>
+  %recv, %recv_scales = moecomm.exchange %q scales(%scales : tensor<?x1xf32>), %handle dispatch stage 0 scope<inter_node> : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %0 = moecomm.dequantize %recv, %recv_scales : tensor<?x128xf8E4M3FN>, tensor<?x1xf32> -> tensor<?x128xf32>
+  %out_0 = moecomm.permute %0, %handle dispatch stage 1 : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %q_1, %scales_2 = moecomm.quantize %out_0 : tensor<?x128xf32>
+  %recv_3, %recv_scales_4 = moecomm.exchange %q_1 scales(%scales_2 : tensor<?x1xf32>), %handle dispatch stage 1 scope<intra_node> : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %1 = moecomm.dequantize %recv_3, %recv_scales_4 : tensor<?x128xf8E4M3FN>, tensor<?x1xf32> -> tensor<?x128xf32>
+  %out_5 = moecomm.permute %1, %handle dispatch output : tensor<?x128xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %q_6, %scales_7 = moecomm.quantize %out_5 : tensor<?x128xf32>
+  return %q_6, %scales_7 : tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
 }
 
 // -----
@@ -39,8 +59,17 @@ func.func @fp8_consumer(%x: tensor<?x128xf32>, %idx: tensor<?x2xi32>, %w: tensor
 // CHECK-NOT: moecomm.quantize
 // CHECK-NOT: moecomm.dequantize
 // CHECK: return
-func.func @bf16_wire(%x: tensor<?x128xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x128xbf16> {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> : tensor<?x128xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
-  %out = moecomm.combine %recv, %h weighted : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8> -> tensor<?x128xbf16>
-  return %out : tensor<?x128xbf16>
+func.func @bf16_wire(%arg0: tensor<?x128xbf16>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>) -> tensor<?x128xbf16> {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 4, ranks_per_node = 2, experts = 8> strategy<hierarchical> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.permute %arg0, %handle dispatch stage 0 : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %recv = moecomm.exchange %out, %handle dispatch stage 0 scope<inter_node> : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %out_0 = moecomm.permute %recv, %handle dispatch stage 1 : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %recv_1 = moecomm.exchange %out_0, %handle dispatch stage 1 scope<intra_node> : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %out_2 = moecomm.permute %recv_1, %handle dispatch output : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %out_3 = moecomm.permute %out_2, %handle combine stage 0 weighted : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %recv_4 = moecomm.exchange %out_3, %handle combine stage 0 scope<intra_node> : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %out_5 = moecomm.permute %recv_4, %handle combine stage 1 weighted : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %recv_6 = moecomm.exchange %out_5, %handle combine stage 1 scope<inter_node> : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  %out_7 = moecomm.permute %recv_6, %handle combine output weighted : tensor<?x128xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
+  return %out_7 : tensor<?x128xbf16>
 }

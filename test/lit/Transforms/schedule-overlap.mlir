@@ -1,9 +1,10 @@
-// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=1 | FileCheck %s --check-prefix=C1
-// The default is chunks=1, as moecomm-pipeline's.
-// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap | FileCheck %s --check-prefix=C1
-// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=2 | FileCheck %s --check-prefix=C2
-// RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=hierarchical --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=4 | FileCheck %s --check-prefix=C4
+// RUN: moecomm-opt %s -split-input-file --moecomm-schedule-overlap=chunks=1 | FileCheck %s --check-prefix=C1
+// RUN: moecomm-opt %s -split-input-file --moecomm-schedule-overlap | FileCheck %s --check-prefix=C1
+// RUN: moecomm-opt %s -split-input-file --moecomm-schedule-overlap=chunks=2 | FileCheck %s --check-prefix=C2
+// Input: staged IR as moecomm-split-hierarchical=strategy=flat and
+// moecomm-fuse-permute print it.
 
+// The default is chunks=1, as moecomm-pipeline's.
 // chunks=1: exchanges become start/wait; the dense work that does not need
 // the received rows runs while they are in flight.
 // C1-LABEL: func.func @layer
@@ -46,17 +47,17 @@
 // C2: %[[RES:.*]] = tensor.insert_slice %[[OUT1]] into %[[ACC]]
 // C2: return %[[RES]], %{{.*}} :
 //
-// C4-LABEL: func.func @layer
-// C4-COUNT-4: moecomm.layout
-// C4-COUNT-4: tensor.insert_slice
-// C4-NOT: moecomm.layout
-// C4: return
-func.func @layer(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %dense: tensor<8x8xf32>) -> (tensor<?x64xbf16>, tensor<8x8xf32>) {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
-  %y = arith.mulf %recv, %recv : tensor<?x64xbf16>
-  %out = moecomm.combine %y, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
-  %d = arith.addf %dense, %dense : tensor<8x8xf32>
-  return %out, %d : tensor<?x64xbf16>, tensor<8x8xf32>
+func.func @layer(%arg0: tensor<?x64xbf16>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>, %arg3: tensor<8x8xf32>) -> (tensor<?x64xbf16>, tensor<8x8xf32>) {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.pack %arg0, %handle dispatch stage 0 : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv = moecomm.exchange %out, %handle dispatch stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %0 = moecomm.unpack %recv, %handle dispatch : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %1 = arith.mulf %0, %0 : tensor<?x64xbf16>
+  %out_0 = moecomm.pack %1, %handle combine stage 0 weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv_1 = moecomm.exchange %out_0, %handle combine stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %2 = moecomm.unpack %recv_1, %handle combine weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %3 = arith.addf %arg3, %arg3 : tensor<8x8xf32>
+  return %2, %3 : tensor<?x64xbf16>, tensor<8x8xf32>
 }
 
 // -----
@@ -71,15 +72,24 @@ func.func @layer(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf3
 // C1: moecomm.exchange_wait %[[RA]], %[[BA]]
 // C1: arith.mulf
 // C1: moecomm.exchange_wait %[[RB]], %[[BB]]
-func.func @micro_batches(%xa: tensor<?x64xbf16>, %ia: tensor<?x2xi32>, %wa: tensor<?x2xf32>,
-                         %xb: tensor<?x64xbf16>, %ib: tensor<?x2xi32>, %wb: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
-  %ra, %rwa, %ta, %ha = moecomm.dispatch %xa, %ia, %wa topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
-  %ya = arith.mulf %ra, %ra : tensor<?x64xbf16>
-  %oa = moecomm.combine %ya, %ha weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
-  %rb, %rwb, %tb, %hb = moecomm.dispatch %xb, %ib, %wb topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
-  %yb = arith.mulf %rb, %rb : tensor<?x64xbf16>
-  %ob = moecomm.combine %yb, %hb weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
-  return %oa, %ob : tensor<?x64xbf16>, tensor<?x64xbf16>
+func.func @micro_batches(%arg0: tensor<?x64xbf16>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>, %arg3: tensor<?x64xbf16>, %arg4: tensor<?x2xi32>, %arg5: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.pack %arg0, %handle dispatch stage 0 : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv = moecomm.exchange %out, %handle dispatch stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %0 = moecomm.unpack %recv, %handle dispatch : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %1 = arith.mulf %0, %0 : tensor<?x64xbf16>
+  %out_0 = moecomm.pack %1, %handle combine stage 0 weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv_1 = moecomm.exchange %out_0, %handle combine stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %2 = moecomm.unpack %recv_1, %handle combine weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %handle_2, %recv_weights_3, %tokens_per_expert_4 = moecomm.layout %arg4, %arg5 topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out_5 = moecomm.pack %arg3, %handle_2 dispatch stage 0 : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv_6 = moecomm.exchange %out_5, %handle_2 dispatch stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %3 = moecomm.unpack %recv_6, %handle_2 dispatch : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %4 = arith.mulf %3, %3 : tensor<?x64xbf16>
+  %out_7 = moecomm.pack %4, %handle_2 combine stage 0 weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv_8 = moecomm.exchange %out_7, %handle_2 combine stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %5 = moecomm.unpack %recv_8, %handle_2 combine weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  return %2, %5 : tensor<?x64xbf16>, tensor<?x64xbf16>
 }
 
 // -----
@@ -89,14 +99,19 @@ func.func @micro_batches(%xa: tensor<?x64xbf16>, %ia: tensor<?x2xi32>, %wa: tens
 // C2-LABEL: func.func @matmul_expert
 // C2-COUNT-2: moecomm.layout
 // C2-NOT: remark
-func.func @matmul_expert(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %wexp: tensor<64x64xf32>) -> tensor<?x64xf32> {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+func.func @matmul_expert(%arg0: tensor<?x64xf32>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>, %arg3: tensor<64x64xf32>) -> tensor<?x64xf32> {
   %c0 = arith.constant 0 : index
-  %n = tensor.dim %recv, %c0 : tensor<?x64xf32>
-  %init = tensor.empty(%n) : tensor<?x64xf32>
-  %y = linalg.matmul ins(%recv, %wexp : tensor<?x64xf32>, tensor<64x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
-  %out = moecomm.combine %y, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
-  return %out : tensor<?x64xf32>
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.pack %arg0, %handle dispatch stage 0 : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xf32>
+  %recv = moecomm.exchange %out, %handle dispatch stage 0 scope<global> : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %0 = moecomm.unpack %recv, %handle dispatch : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xf32>
+  %dim = tensor.dim %0, %c0 : tensor<?x64xf32>
+  %1 = tensor.empty(%dim) : tensor<?x64xf32>
+  %2 = linalg.matmul ins(%0, %arg3 : tensor<?x64xf32>, tensor<64x64xf32>) outs(%1 : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %out_0 = moecomm.pack %2, %handle combine stage 0 weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xf32>
+  %recv_1 = moecomm.exchange %out_0, %handle combine stage 0 scope<global> : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %3 = moecomm.unpack %recv_1, %handle combine weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xf32>
+  return %3 : tensor<?x64xf32>
 }
 
 // -----
@@ -110,14 +125,23 @@ func.func @matmul_expert(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor
 // C1: call @sync() : () -> ()
 // C1: moecomm.layout %arg4
 func.func private @sync()
-func.func @barrier(%xa: tensor<?x64xbf16>, %ia: tensor<?x2xi32>, %wa: tensor<?x2xf32>,
-                   %xb: tensor<?x64xbf16>, %ib: tensor<?x2xi32>, %wb: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
-  %ra, %rwa, %ta, %ha = moecomm.dispatch %xa, %ia, %wa topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
-  %oa = moecomm.combine %ra, %ha weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
+func.func @barrier(%arg0: tensor<?x64xbf16>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>, %arg3: tensor<?x64xbf16>, %arg4: tensor<?x2xi32>, %arg5: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.pack %arg0, %handle dispatch stage 0 : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv = moecomm.exchange %out, %handle dispatch stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %0 = moecomm.unpack %recv, %handle dispatch : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %out_0 = moecomm.pack %0, %handle combine stage 0 weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv_1 = moecomm.exchange %out_0, %handle combine stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %1 = moecomm.unpack %recv_1, %handle combine weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
   call @sync() : () -> ()
-  %rb, %rwb, %tb, %hb = moecomm.dispatch %xb, %ib, %wb topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
-  %ob = moecomm.combine %rb, %hb weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xbf16>
-  return %oa, %ob : tensor<?x64xbf16>, tensor<?x64xbf16>
+  %handle_2, %recv_weights_3, %tokens_per_expert_4 = moecomm.layout %arg4, %arg5 topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out_5 = moecomm.pack %arg3, %handle_2 dispatch stage 0 : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv_6 = moecomm.exchange %out_5, %handle_2 dispatch stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %2 = moecomm.unpack %recv_6, %handle_2 dispatch : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %out_7 = moecomm.pack %2, %handle_2 combine stage 0 weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  %recv_8 = moecomm.exchange %out_7, %handle_2 combine stage 0 scope<global> : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat>
+  %3 = moecomm.unpack %recv_8, %handle_2 combine weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = flat> -> tensor<?x64xbf16>
+  return %1, %3 : tensor<?x64xbf16>, tensor<?x64xbf16>
 }
 
 // -----
@@ -144,9 +168,12 @@ func.func @barrier(%xa: tensor<?x64xbf16>, %ia: tensor<?x2xi32>, %wa: tensor<?x2
 // C2: %[[OUTC:.*]] = tensor.cast %[[OUT]] : tensor<?x8xf32> to tensor<1x8xf32>
 // C2: %[[GXC:.*]] = tensor.cast %[[GX]] : tensor<?x8xf32> to tensor<1x8xf32>
 // C2: return %[[OUTC]], %[[GXC]]
-func.func @two_combines_one_rank(%x: tensor<1x8xf32>, %idx: tensor<1x1xi32>, %w: tensor<1x1xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
-  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 1, ranks_per_node = 1, experts = 4> : tensor<1x8xf32>, tensor<1x1xi32>, tensor<1x1xf32>
-  %out = moecomm.combine %recv, %h weighted : tensor<?x8xf32>, !moecomm.handle<ranks = 1, ranks_per_node = 1, experts = 4> -> tensor<1x8xf32>
-  %gx = moecomm.combine %recv, %h : tensor<?x8xf32>, !moecomm.handle<ranks = 1, ranks_per_node = 1, experts = 4> -> tensor<1x8xf32>
-  return %out, %gx : tensor<1x8xf32>, tensor<1x8xf32>
+func.func @two_combines_one_rank(%arg0: tensor<1x8xf32>, %arg1: tensor<1x1xi32>, %arg2: tensor<1x1xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 1, ranks_per_node = 1, experts = 4> strategy<flat> : tensor<1x1xi32>, tensor<1x1xf32>
+  %0 = moecomm.unpack %arg0, %handle dispatch : tensor<1x8xf32>, !moecomm.handle<ranks = 1, ranks_per_node = 1, experts = 4, strategy = flat> -> tensor<?x8xf32>
+  %1 = moecomm.unpack %0, %handle combine weighted : tensor<?x8xf32>, !moecomm.handle<ranks = 1, ranks_per_node = 1, experts = 4, strategy = flat> -> tensor<?x8xf32>
+  %cast = tensor.cast %1 : tensor<?x8xf32> to tensor<1x8xf32>
+  %2 = moecomm.unpack %0, %handle combine : tensor<?x8xf32>, !moecomm.handle<ranks = 1, ranks_per_node = 1, experts = 4, strategy = flat> -> tensor<?x8xf32>
+  %cast_0 = tensor.cast %2 : tensor<?x8xf32> to tensor<1x8xf32>
+  return %cast, %cast_0 : tensor<1x8xf32>, tensor<1x8xf32>
 }
