@@ -302,8 +302,7 @@ TEST(GpuKernels, QuantizeDequantizeThroughTheCApi) {
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
 
-//===--- Routing layout
-//----------------------------------------------------===//
+//===--- Routing layout --------------------------------------------------===//
 
 struct LayoutCase {
   int W, G;

@@ -1,5 +1,4 @@
-//===- moecomm-run.cpp - run and verify an MoE layer's communication
-//-------===//
+//===- moecomm-run.cpp - run and verify an MoE layer's communication -----===//
 //
 // moecomm-run executes an MoE layer's dispatch -> identity experts -> combine
 // on every rank of a backend (threads or MPI), verifies every result against

@@ -54,8 +54,7 @@ __device__ __forceinline__ void storeFloat(__nv_bfloat16 *p, float v) {
   *p = __float2bfloat16_rn(v);
 }
 
-//===--- 8 consecutive elements
-//--------------------------------------------===//
+//===--- 8 consecutive elements ------------------------------------------===//
 
 /// Loads p[0..8) as f32 (p 32-byte aligned for f32, 16 for bf16).
 __device__ __forceinline__ void load8(const float *p, float (&v)[8]) {
