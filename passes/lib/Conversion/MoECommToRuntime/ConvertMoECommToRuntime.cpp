@@ -188,11 +188,58 @@ std::optional<unsigned> returnedArgument(func::CallOp call, unsigned index,
   return agree ? argument : std::nullopt;
 }
 
+/// A call of the runtime that creates a layout (moecomm_rt_layout_i32/i64,
+/// which return it), as opposed to moecomm_rt_layout_release.
+bool isLayoutCreation(func::CallOp call) {
+  return call.getCallee().starts_with("moecomm_rt_layout_") &&
+         call.getNumResults() == 1;
+}
+
+/// The runtime calls already in the module before this run (IR lowered
+/// before): their layouts are released already.
+DenseSet<Operation *> layoutCreations(ModuleOp module) {
+  DenseSet<Operation *> calls;
+  module.walk([&](func::CallOp call) {
+    if (isLayoutCreation(call))
+      calls.insert(call);
+  });
+  return calls;
+}
+
+/// Every call of a `moecomm_rt_*` function must match the declaration the
+/// module holds: the names belong to the runtime's compiled-code ABI
+/// (moecomm_compiled.h), and a module that declares one with other types
+/// (or as something other than a function) cannot call the runtime.
+LogicalResult checkRuntimeDeclarations(ModuleOp module) {
+  SymbolTableCollection symbols;
+  WalkResult result = module.walk([&](func::CallOp call) {
+    if (!call.getCallee().starts_with("moecomm_rt_"))
+      return WalkResult::advance();
+    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (callee && callee.getFunctionType() == call.getCalleeType())
+      return WalkResult::advance();
+    InFlightDiagnostic diag = call.emitError()
+                              << "'@" << call.getCallee()
+                              << "' is reserved for the runtime ABI, which "
+                                 "calls it as "
+                              << call.getCalleeType();
+    if (callee)
+      diag << ", but the module declares it as "
+           << callee.getFunctionType();
+    else
+      diag << ", but the module defines that name as something else";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
 /// Releases every layout a function owns (it created it, or a call returned
 /// one the callee owned) after its last use in the block that holds it,
 /// unless the function returns it: then its caller owns it. Passing a layout
 /// to a call lends it; a call that returns it unchanged extends its uses.
-void releaseLayouts(ModuleOp module, ArrayRef<Value> ownedCallResults) {
+void releaseLayouts(ModuleOp module, ArrayRef<Value> ownedCallResults,
+                    const DenseSet<Operation *> &earlierCalls) {
   SymbolTableCollection symbols;
   SmallVector<Value> owned;
   for (Value result : ownedCallResults)
@@ -200,7 +247,7 @@ void releaseLayouts(ModuleOp module, ArrayRef<Value> ownedCallResults) {
                           cast<OpResult>(result).getResultNumber(), symbols))
       owned.push_back(result);
   module.walk([&](func::CallOp call) {
-    if (call.getCallee().starts_with("moecomm_rt_layout_"))
+    if (isLayoutCreation(call) && !earlierCalls.contains(call))
       owned.push_back(call.getResult(0));
   });
   for (Value ptr : owned) {
@@ -311,12 +358,14 @@ struct ConvertMoECommToRuntimePass
     };
     bufferization::BufferizationState state;
     SmallVector<Value> ownedHandles;
+    DenseSet<Operation *> earlierCalls = layoutCreations(module);
     if (failed(bufferizeInsertChains(module, options)) ||
         failed(
             bufferization::runOneShotModuleBufferize(module, options, state)) ||
+        failed(checkRuntimeDeclarations(module)) ||
         failed(lowerRuntimeObjectTypes(module, ownedHandles)))
       return signalPassFailure();
-    releaseLayouts(module, ownedHandles);
+    releaseLayouts(module, ownedHandles, earlierCalls);
     stripMoECommAttributes(module);
     if (!deallocate)
       return;

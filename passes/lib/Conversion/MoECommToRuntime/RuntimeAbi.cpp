@@ -31,9 +31,7 @@ StringRef RuntimeAbi::suffix(Type type) {
 
 ValueRange RuntimeAbi::call(StringRef name, ValueRange args,
                             TypeRange results) {
-  auto callee = dyn_cast_or_null<func::FuncOp>(
-      SymbolTable::lookupSymbolIn(module, name));
-  if (!callee) {
+  if (!SymbolTable::lookupSymbolIn(module, name)) {
     // Declarations stay sorted by name at the top of the module: one-shot
     // bufferization visits functions in an order that can differ from run
     // to run, and the same graph must compile to the same module.
@@ -41,19 +39,23 @@ ValueRange RuntimeAbi::call(StringRef name, ValueRange args,
     Block &body = module->getRegion(0).front();
     b.setInsertionPointToStart(&body);
     for (auto decl : body.getOps<func::FuncOp>()) {
-      if (!decl.isDeclaration() || !decl.getSymName().starts_with("moecomm_rt_"))
+      if (!decl.isDeclaration() ||
+          !decl.getSymName().starts_with("moecomm_rt_"))
         break;
       if (decl.getSymName() > name)
         break;
       b.setInsertionPointAfter(decl);
     }
     auto type = FunctionType::get(b.getContext(), args.getTypes(), results);
-    callee = func::FuncOp::create(b, loc, name, type);
+    auto callee = func::FuncOp::create(b, loc, name, type);
     callee.setPrivate();
     if (llvm::any_of(args.getTypes(), llvm::IsaPred<MemRefType>))
       callee->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   }
-  return func::CallOp::create(b, loc, callee, args).getResults();
+  // The ABI's types, not the declaration's: a module may declare the name
+  // with other types, which the conversion then reports
+  // (checkRuntimeDeclarations) instead of building a call it cannot use.
+  return func::CallOp::create(b, loc, name, results, args).getResults();
 }
 
 Value RuntimeAbi::pointer(Value value) {
