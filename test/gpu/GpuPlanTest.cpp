@@ -222,20 +222,10 @@ TEST(GpuPlans, EveryStrategyMatchesTheCpuExecutorBitwise) {
       SCOPED_TRACE(cs.name() + " strategy " + std::to_string(strategy));
       Expected exp = computeExpected(makeProblem(cs));
       const ref::Problem &p = exp.problem;
-      Topology topo;
-      topo.ranks = p.ranks;
-      topo.ranksPerNode = p.ranksPerNode;
-      topo.numExperts = p.numExperts;
-      std::vector<RoutingView> views(p.ranks);
-      for (int r = 0; r < p.ranks; ++r) {
-        views[r].numTokens = p.routing[r].numTokens;
-        views[r].topk = p.topk;
-        views[r].topkIdx = p.routing[r].topkIdx.data();
-        views[r].idxType = moecommInt64;
-        views[r].topkWeights = p.routing[r].topkWeights.data();
-      }
       std::vector<RankPlan> plans;
-      ASSERT_EQ(buildPlans(topo, strategy, p.capacity, views, plans), "");
+      ASSERT_EQ(buildPlans(topologyOf(p), strategy, p.capacity,
+                           routingViewsOf(p), plans),
+                "");
       std::vector<std::unique_ptr<cuda::DevicePlan>> dev(p.ranks);
       for (int r = 0; r < p.ranks; ++r) {
         Status st = cuda::DevicePlan::upload(plans[r], dev[r]);

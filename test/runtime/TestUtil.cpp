@@ -208,6 +208,27 @@ moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
 
 //===--- Rows -------------------------------------------------------------===//
 
+Topology topologyOf(const ref::Problem &p) {
+  Topology t;
+  t.ranks = p.ranks;
+  t.ranksPerNode = p.ranksPerNode;
+  t.numExperts = p.numExperts;
+  return t;
+}
+
+std::vector<RoutingView> routingViewsOf(const ref::Problem &p) {
+  std::vector<RoutingView> v(p.ranks);
+  for (int r = 0; r < p.ranks; ++r) {
+    const ref::RankRouting &rr = p.routing[r];
+    v[r].numTokens = rr.numTokens;
+    v[r].topk = p.topk;
+    v[r].topkIdx = rr.topkIdx.data();
+    v[r].idxType = moecommInt64;
+    v[r].topkWeights = rr.topkWeights.empty() ? nullptr : rr.topkWeights.data();
+  }
+  return v;
+}
+
 int64_t elemSize(moecommDataType_t t) {
   return t == moecommFloat32 ? 4 : t == moecommBfloat16 ? 2 : 1;
 }
@@ -289,21 +310,7 @@ Expected computeExpected(const ref::Problem &p) {
   e.identityU = ref::combine(p, e.layout, e.dispatch, false);
   e.idAbsW = ref::combineAbsSum(p, e.layout, e.dispatch, true);
   e.idAbsU = ref::combineAbsSum(p, e.layout, e.dispatch, false);
-  Topology topo;
-  topo.ranks = p.ranks;
-  topo.ranksPerNode = p.ranksPerNode;
-  topo.numExperts = p.numExperts;
-  std::vector<RoutingView> views(p.ranks);
-  for (int r = 0; r < p.ranks; ++r) {
-    views[r].numTokens = p.routing[r].numTokens;
-    views[r].topk = p.topk;
-    views[r].topkIdx = p.routing[r].topkIdx.data();
-    views[r].idxType = moecommInt64;
-    views[r].topkWeights = p.routing[r].topkWeights.empty()
-                               ? nullptr
-                               : p.routing[r].topkWeights.data();
-  }
-  e.summary = summarizeRouting(topo, p.capacity, views);
+  e.summary = summarizeRouting(topologyOf(p), p.capacity, routingViewsOf(p));
   return e;
 }
 
