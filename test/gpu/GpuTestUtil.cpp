@@ -120,8 +120,8 @@ namespace {
 struct DeviceSpace {
   using RowsType = DeviceRows;
   cudaStream_t cudaStream;
-  DeviceRows upload(const std::vector<float> &values, int64_t n,
-                    int64_t hidden, moecommDataType_t type) {
+  DeviceRows upload(const std::vector<float> &values, int64_t n, int64_t hidden,
+                    moecommDataType_t type) {
     Rows h = Rows::fromValues(values, hidden, type);
     h.rows.rows = n;
     return DeviceRows::from(h);

@@ -153,7 +153,8 @@ TEST(Plan, HierarchicalRelayOrder) {
                {1, {3, -1}, {1.0f, 1.0f}},
                {0, {}, {}}};
   std::vector<RankPlan> plans;
-  ASSERT_EQ(buildPlans(topologyOf(p), moecommHierarchical, 0, routingViewsOf(p), plans),
+  ASSERT_EQ(buildPlans(topologyOf(p), moecommHierarchical, 0, routingViewsOf(p),
+                       plans),
             "");
   const StagePlan &s0 = plans[0].dispatch.stages[0];
   EXPECT_EQ(s0.scope, moecommScopeInterNode);

@@ -83,35 +83,41 @@ RankRun runRankWith(moecommComm_t comm, const Expected &exp,
   note(moecommCommGetTraffic(comm, 1, &run.dispatchGlobal), "traffic");
   run.dispatch = recv.values();
 
-  // Staged dispatch: pack -> exchange per stage, then unpack.
-  {
+  // Staged: pack -> exchange per stage (rows of type `wire`), then unpack
+  // into `outRows` rows; the values unpacked.
+  auto staged = [&](moecommDirection_t dir, moecommRows_t *in,
+                    moecommDataType_t wire, int weighted, int64_t outRows) {
     std::deque<RowsT> keep; // stable addresses: `in` points into it
-    moecommRows_t *in = x.view();
-    if (run.info.numStages == 0 && p.wireType == moecommFloat8E4M3) {
-      keep.emplace_back(T, H, moecommFloat8E4M3);
-      note(space.quantizeFp8(comm, x.view(), keep.back().view()), "quantize");
-      in = keep.back().view();
-    }
     for (int st = 0; st < run.info.numStages; ++st) {
       int64_t sendRows = 0, recvRows = 0;
-      note(moecommLayoutStage(layout, moecommDirectionDispatch, st, nullptr,
-                              &sendRows, &recvRows),
+      note(moecommLayoutStage(layout, dir, st, nullptr, &sendRows, &recvRows),
            "stage");
-      keep.emplace_back(sendRows, H, p.wireType);
-      note(moecommPack(comm, layout, moecommDirectionDispatch, st, in, 0,
-                       keep.back().view(), s),
+      keep.emplace_back(sendRows, H, wire);
+      note(moecommPack(comm, layout, dir, st, in, weighted, keep.back().view(),
+                       s),
            "pack");
-      keep.emplace_back(recvRows, H, p.wireType);
-      note(moecommExchange(comm, layout, moecommDirectionDispatch, st,
-                           keep[keep.size() - 2].view(), keep.back().view(), s),
+      keep.emplace_back(recvRows, H, wire);
+      note(moecommExchange(comm, layout, dir, st, keep[keep.size() - 2].view(),
+                           keep.back().view(), s),
            "exchange");
       in = keep.back().view();
     }
-    RowsT out(R, H, p.dataType);
-    note(moecommUnpack(comm, layout, moecommDirectionDispatch, in, 0,
-                       out.view(), s),
+    RowsT out(outRows, H, p.dataType);
+    note(moecommUnpack(comm, layout, dir, in, weighted, out.view(), s),
          "unpack");
-    run.dispatchStaged = out.values();
+    return out.values();
+  };
+
+  // Staged dispatch; with no stages, an FP8 wire is quantized first.
+  {
+    RowsT quantized;
+    moecommRows_t *in = x.view();
+    if (run.info.numStages == 0 && p.wireType == moecommFloat8E4M3) {
+      quantized = RowsT(T, H, moecommFloat8E4M3);
+      note(space.quantizeFp8(comm, x.view(), quantized.view()), "quantize");
+      in = quantized.view();
+    }
+    run.dispatchStaged = staged(moecommDirectionDispatch, in, p.wireType, 0, R);
   }
   // Start / wait dispatch.
   {
@@ -139,30 +145,8 @@ RankRun runRankWith(moecommComm_t comm, const Expected &exp,
     run.combineU = outU.values();
   }
   // Staged combine (weighted).
-  {
-    std::deque<RowsT> keep; // stable addresses: `in` points into it
-    moecommRows_t *in = y.view();
-    for (int st = 0; st < run.info.numStages; ++st) {
-      int64_t sendRows = 0, recvRows = 0;
-      note(moecommLayoutStage(layout, moecommDirectionCombine, st, nullptr,
-                              &sendRows, &recvRows),
-           "stage");
-      keep.emplace_back(sendRows, H, p.dataType);
-      note(moecommPack(comm, layout, moecommDirectionCombine, st, in, 1,
-                       keep.back().view(), s),
-           "pack");
-      keep.emplace_back(recvRows, H, p.dataType);
-      note(moecommExchange(comm, layout, moecommDirectionCombine, st,
-                           keep[keep.size() - 2].view(), keep.back().view(), s),
-           "exchange");
-      in = keep.back().view();
-    }
-    RowsT out(T, H, p.dataType);
-    note(moecommUnpack(comm, layout, moecommDirectionCombine, in, 1, out.view(),
-                       s),
-         "unpack");
-    run.combineStagedW = out.values();
-  }
+  run.combineStagedW =
+      staged(moecommDirectionCombine, y.view(), p.dataType, 1, T);
   {
     RowsT out(T, H, p.dataType);
     moecommRequest_t req = nullptr;
