@@ -101,6 +101,33 @@ Rows DeviceRows::toHost() const {
   return h;
 }
 
+moecommCapacityDesc_t capacityDesc(int64_t numTokens, int topk,
+                                   int64_t numExperts, int64_t capacity,
+                                   int64_t hidden, moecommDataType_t data,
+                                   moecommDataType_t wire) {
+  // The fields in declaration order (moecomm_nccl.h); pairCapacity 0.
+  return moecommCapacityDesc_t{numTokens, topk,         numExperts, capacity, 0,
+                               hidden,    moecommInt64, data,       wire};
+}
+
+void NcclSingleRankTest::SetUp() {
+  MOECOMM_REQUIRE_GPU();
+  ASSERT_EQ(moecommCommInitNcclSingle(&comm_, -1), moecommSuccess)
+      << moecommCommGetLastError(nullptr);
+  CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+void NcclSingleRankTest::TearDown() {
+  if (stream_)
+    cudaStreamDestroy(stream_);
+  if (comm_)
+    EXPECT_EQ(moecommCommDestroy(comm_), moecommSuccess) << lastError();
+}
+
+std::string NcclSingleRankTest::lastError() const {
+  return moecommCommGetLastError(comm_);
+}
+
 ::testing::AssertionResult sameBytes(const std::vector<uint8_t> &a,
                                      const std::vector<uint8_t> &b) {
   if (a.size() != b.size())

@@ -111,15 +111,8 @@ TEST_F(NcclMpi, CapacityModeMatchesTheReference) {
     moecommComm_t comm = makeComm(W);
     if (!comm)
       return;
-    moecommCapacityDesc_t d{};
-    d.numTokens = T;
-    d.topk = p.topk;
-    d.numExperts = p.numExperts;
-    d.capacity = C;
-    d.hidden = H;
-    d.idxType = moecommInt64;
-    d.dataType = p.dataType;
-    d.wireType = p.wireType;
+    moecommCapacityDesc_t d =
+        capacityDesc(T, p.topk, p.numExperts, C, H, p.dataType, p.wireType);
     moecommCapacityPlan_t plan = nullptr;
     ASSERT_EQ(moecommCapacityPlanCreate(comm, &d, &plan), moecommSuccess)
         << moecommCommGetLastError(comm);
