@@ -26,23 +26,7 @@ namespace {
 constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
                             FP8 = moecommFloat8E4M3;
 
-class Capacity : public ::testing::Test {
-protected:
-  void SetUp() override {
-    MOECOMM_REQUIRE_GPU();
-    ASSERT_EQ(moecommCommInitNcclSingle(&comm_, -1), moecommSuccess)
-        << moecommCommGetLastError(nullptr);
-    CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  void TearDown() override {
-    if (stream_)
-      cudaStreamDestroy(stream_);
-    if (comm_)
-      EXPECT_EQ(moecommCommDestroy(comm_), moecommSuccess);
-  }
-  moecommComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-};
+class Capacity : public NcclSingleRankTest {};
 
 /// What the plan's outputs hold after a dispatch (host copies).
 struct Outputs {
@@ -108,16 +92,10 @@ void runCase(moecommComm_t comm, cudaStream_t stream, const CapCase &c) {
   SCOPED_TRACE(spec.name() + " C " + std::to_string(c.C) + " P " +
                std::to_string(c.P));
 
-  moecommCapacityDesc_t d{};
-  d.numTokens = T;
-  d.topk = (int32_t)K;
-  d.numExperts = c.E;
-  d.capacity = c.C;
+  moecommCapacityDesc_t d =
+      capacityDesc(T, (int32_t)K, c.E, c.C, H, c.data, c.wire);
   d.pairCapacity = c.P;
-  d.hidden = H;
   d.idxType = c.idx;
-  d.dataType = c.data;
-  d.wireType = c.wire;
   moecommCapacityPlan_t plan = nullptr;
   ASSERT_EQ(moecommCapacityPlanCreate(comm, &d, &plan), moecommSuccess)
       << moecommCommGetLastError(comm);
@@ -202,15 +180,7 @@ TEST_F(Capacity, BadAndRepeatedIdsAreMaskedAndFlagged) {
   // Row 1: an id out of range; row 2: a repeat; row 3: -2.
   std::vector<int64_t> ids = {0, 5, 7, 1, 9, 2, 3, 4, 3, -2, 6, -1};
   std::vector<float> w(T * K, 0.5f);
-  moecommCapacityDesc_t d{};
-  d.numTokens = T;
-  d.topk = K;
-  d.numExperts = E;
-  d.capacity = C;
-  d.hidden = H;
-  d.idxType = moecommInt64;
-  d.dataType = F32;
-  d.wireType = F32;
+  moecommCapacityDesc_t d = capacityDesc(T, K, E, C, H, F32, F32);
   moecommCapacityPlan_t plan = nullptr;
   ASSERT_EQ(moecommCapacityPlanCreate(comm_, &d, &plan), moecommSuccess)
       << moecommCommGetLastError(comm_);
@@ -245,15 +215,8 @@ TEST_F(Capacity, BadAndRepeatedIdsAreMaskedAndFlagged) {
 }
 
 TEST_F(Capacity, ArgumentErrors) {
-  moecommCapacityDesc_t d{};
-  d.numTokens = 4;
-  d.topk = 2;
-  d.numExperts = 8;
-  d.capacity = 0; // bad
-  d.hidden = 16;
-  d.idxType = moecommInt64;
-  d.dataType = BF16;
-  d.wireType = BF16;
+  moecommCapacityDesc_t d =
+      capacityDesc(4, 2, 8, /*capacity (bad)=*/0, 16, BF16, BF16);
   moecommCapacityPlan_t plan = nullptr;
   EXPECT_EQ(moecommCapacityPlanCreate(comm_, &d, &plan),
             moecommInvalidArgument);
@@ -323,15 +286,7 @@ TEST_F(Capacity, CapturedGraphReplaysWithNewRouting) {
   const int64_t Tr = first.routing[0].numTokens;
   ASSERT_EQ(second.routing[0].topkIdx.size(), first.routing[0].topkIdx.size());
 
-  moecommCapacityDesc_t d{};
-  d.numTokens = Tr;
-  d.topk = K;
-  d.numExperts = E;
-  d.capacity = C;
-  d.hidden = H;
-  d.idxType = moecommInt64;
-  d.dataType = BF16;
-  d.wireType = FP8;
+  moecommCapacityDesc_t d = capacityDesc(Tr, K, E, C, H, BF16, FP8);
   moecommCapacityPlan_t plan = nullptr;
   ASSERT_EQ(moecommCapacityPlanCreate(comm_, &d, &plan), moecommSuccess);
   DeviceArray<int64_t> idx(first.routing[0].topkIdx);

@@ -42,12 +42,13 @@ int memberOf(const std::vector<int> &group, int rank) {
   return -1;
 }
 
-/// Moves stage `s`'s rows: recv[r] block m = send[group_r[m]] block for r.
-/// Host form (CPU executor) and device form.
-void exchangeHost(const std::vector<RankPlan> &plans,
-                  const std::vector<const DirectionPlan *> &dirs, size_t s,
-                  std::vector<Rows> &send, std::vector<Rows> &recv) {
-  const int W = (int)plans.size();
+/// Calls move(r, q, n, so, ro) for every block of stage `s`: n rows from
+/// rank q's send rows at row so to rank r's recv rows at row ro, where q is
+/// a member of r's group (both plans must agree on n).
+template <typename Move>
+void forEachBlock(const std::vector<const DirectionPlan *> &dirs, size_t s,
+                  Move move) {
+  const int W = (int)dirs.size();
   for (int r = 0; r < W; ++r) {
     const StagePlan &me = dirs[r]->stages[s];
     for (size_t m = 0; m < me.group.size(); ++m) {
@@ -56,51 +57,49 @@ void exchangeHost(const std::vector<RankPlan> &plans,
       const int mi = memberOf(them.group, r);
       ASSERT_GE(mi, 0);
       ASSERT_EQ(them.sendCounts[mi], me.recvCounts[m]);
-      const int64_t n = me.recvCounts[m], H = send[q].rows.hidden;
-      const int64_t rb = H * elementSize(send[q].rows.type);
-      const int64_t so = offsetOf(them.sendCounts, mi),
-                    ro = offsetOf(me.recvCounts, m);
-      std::memcpy(recv[r].data.data() + ro * rb, send[q].data.data() + so * rb,
-                  n * rb);
-      if (send[q].rows.type == moecommFloat8E4M3) {
-        const int64_t nb = (H + 127) / 128;
-        std::memcpy(recv[r].scales.data() + ro * nb,
-                    send[q].scales.data() + so * nb, n * nb * 4);
-      }
+      move(r, q, me.recvCounts[m], offsetOf(them.sendCounts, mi),
+           offsetOf(me.recvCounts, m));
     }
   }
 }
 
-void exchangeDevice(const std::vector<RankPlan> &plans,
-                    const std::vector<const DirectionPlan *> &dirs, size_t s,
+/// Moves stage `s`'s rows: recv[r] block m = send[group_r[m]] block for r.
+/// Host form (CPU executor) and device form.
+void exchangeHost(const std::vector<const DirectionPlan *> &dirs, size_t s,
+                  std::vector<Rows> &send, std::vector<Rows> &recv) {
+  forEachBlock(dirs, s, [&](int r, int q, int64_t n, int64_t so, int64_t ro) {
+    const int64_t H = send[q].rows.hidden;
+    const int64_t rb = H * elementSize(send[q].rows.type);
+    std::memcpy(recv[r].data.data() + ro * rb, send[q].data.data() + so * rb,
+                n * rb);
+    if (send[q].rows.type == moecommFloat8E4M3) {
+      const int64_t nb = (H + 127) / 128;
+      std::memcpy(recv[r].scales.data() + ro * nb,
+                  send[q].scales.data() + so * nb, n * nb * 4);
+    }
+  });
+}
+
+void exchangeDevice(const std::vector<const DirectionPlan *> &dirs, size_t s,
                     std::vector<DeviceRows> &send,
                     std::vector<DeviceRows> &recv) {
-  const int W = (int)plans.size();
-  for (int r = 0; r < W; ++r) {
-    const StagePlan &me = dirs[r]->stages[s];
-    for (size_t m = 0; m < me.group.size(); ++m) {
-      const int q = me.group[m];
-      const StagePlan &them = dirs[q]->stages[s];
-      const int mi = memberOf(them.group, r);
-      const int64_t n = me.recvCounts[m], H = send[q].rows().hidden;
-      const moecommDataType_t type = send[q].rows().type;
-      const int64_t rb = H * elementSize(type);
-      const int64_t so = offsetOf(them.sendCounts, mi),
-                    ro = offsetOf(me.recvCounts, m);
-      if (n == 0)
-        continue;
-      CUDA_OK(cudaMemcpy(static_cast<uint8_t *>(recv[r].rows().data) + ro * rb,
-                         static_cast<const uint8_t *>(send[q].rows().data) +
-                             so * rb,
-                         n * rb, cudaMemcpyDeviceToDevice));
-      if (type == moecommFloat8E4M3) {
-        const int64_t nb = (H + 127) / 128;
-        CUDA_OK(cudaMemcpy(recv[r].rows().scales + ro * nb,
-                           send[q].rows().scales + so * nb, n * nb * 4,
-                           cudaMemcpyDeviceToDevice));
-      }
+  forEachBlock(dirs, s, [&](int r, int q, int64_t n, int64_t so, int64_t ro) {
+    const int64_t H = send[q].rows().hidden;
+    const moecommDataType_t type = send[q].rows().type;
+    const int64_t rb = H * elementSize(type);
+    if (n == 0)
+      return;
+    CUDA_OK(
+        cudaMemcpy(static_cast<uint8_t *>(recv[r].rows().data) + ro * rb,
+                   static_cast<const uint8_t *>(send[q].rows().data) + so * rb,
+                   n * rb, cudaMemcpyDeviceToDevice));
+    if (type == moecommFloat8E4M3) {
+      const int64_t nb = (H + 127) / 128;
+      CUDA_OK(cudaMemcpy(recv[r].rows().scales + ro * nb,
+                         send[q].rows().scales + so * nb, n * nb * 4,
+                         cudaMemcpyDeviceToDevice));
     }
-  }
+  });
 }
 
 /// Runs one direction on every rank, on the CPU and on the GPU, and
@@ -154,8 +153,8 @@ void runDirection(const std::vector<RankPlan> &plans,
       ASSERT_TRUE(st.ok()) << st.message;
     }
     CUDA_OK(cudaDeviceSynchronize());
-    exchangeHost(plans, dirs, s, hsend, hrecv);
-    exchangeDevice(plans, dirs, s, dsend, drecv);
+    exchangeHost(dirs, s, hsend, hrecv);
+    exchangeDevice(dirs, s, dsend, drecv);
     for (int r = 0; r < W; ++r) {
       hin[r] = std::move(hrecv[r]);
       din[r] = std::move(drecv[r]);
@@ -222,20 +221,10 @@ TEST(GpuPlans, EveryStrategyMatchesTheCpuExecutorBitwise) {
       SCOPED_TRACE(cs.name() + " strategy " + std::to_string(strategy));
       Expected exp = computeExpected(makeProblem(cs));
       const ref::Problem &p = exp.problem;
-      Topology topo;
-      topo.ranks = p.ranks;
-      topo.ranksPerNode = p.ranksPerNode;
-      topo.numExperts = p.numExperts;
-      std::vector<RoutingView> views(p.ranks);
-      for (int r = 0; r < p.ranks; ++r) {
-        views[r].numTokens = p.routing[r].numTokens;
-        views[r].topk = p.topk;
-        views[r].topkIdx = p.routing[r].topkIdx.data();
-        views[r].idxType = moecommInt64;
-        views[r].topkWeights = p.routing[r].topkWeights.data();
-      }
       std::vector<RankPlan> plans;
-      ASSERT_EQ(buildPlans(topo, strategy, p.capacity, views, plans), "");
+      ASSERT_EQ(buildPlans(topologyOf(p), strategy, p.capacity,
+                           routingViewsOf(p), plans),
+                "");
       std::vector<std::unique_ptr<cuda::DevicePlan>> dev(p.ranks);
       for (int r = 0; r < p.ranks; ++r) {
         Status st = cuda::DevicePlan::upload(plans[r], dev[r]);

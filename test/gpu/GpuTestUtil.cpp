@@ -1,11 +1,11 @@
 //===- GpuTestUtil.cpp - Device rows and rank runs for the GPU tests ------===//
 #include "GpuTestUtil.h"
+#include "RunRankWith.h"
 
 #include "moecomm/moecomm_nccl.h"
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <utility>
 
 namespace moecomm {
@@ -101,6 +101,33 @@ Rows DeviceRows::toHost() const {
   return h;
 }
 
+moecommCapacityDesc_t capacityDesc(int64_t numTokens, int topk,
+                                   int64_t numExperts, int64_t capacity,
+                                   int64_t hidden, moecommDataType_t data,
+                                   moecommDataType_t wire) {
+  // The fields in declaration order (moecomm_nccl.h); pairCapacity 0.
+  return moecommCapacityDesc_t{numTokens, topk,         numExperts, capacity, 0,
+                               hidden,    moecommInt64, data,       wire};
+}
+
+void NcclSingleRankTest::SetUp() {
+  MOECOMM_REQUIRE_GPU();
+  ASSERT_EQ(moecommCommInitNcclSingle(&comm_, -1), moecommSuccess)
+      << moecommCommGetLastError(nullptr);
+  CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+void NcclSingleRankTest::TearDown() {
+  if (stream_)
+    cudaStreamDestroy(stream_);
+  if (comm_)
+    EXPECT_EQ(moecommCommDestroy(comm_), moecommSuccess) << lastError();
+}
+
+std::string NcclSingleRankTest::lastError() const {
+  return moecommCommGetLastError(comm_);
+}
+
 ::testing::AssertionResult sameBytes(const std::vector<uint8_t> &a,
                                      const std::vector<uint8_t> &b) {
   if (a.size() != b.size())
@@ -114,171 +141,43 @@ Rows DeviceRows::toHost() const {
   return ::testing::AssertionSuccess();
 }
 
+namespace {
+
+/// runRankWith()'s Space for device rows: every call goes on `stream`.
+struct DeviceSpace {
+  using RowsType = DeviceRows;
+  cudaStream_t cudaStream;
+  DeviceRows upload(const std::vector<float> &values, int64_t n, int64_t hidden,
+                    moecommDataType_t type) {
+    Rows h = Rows::fromValues(values, hidden, type);
+    h.rows.rows = n;
+    return DeviceRows::from(h);
+  }
+  moecommResult_t quantizeFp8(moecommComm_t comm, moecommRows_t *in,
+                              moecommRows_t *out) {
+    return moecommQuantizeFp8Device(comm, in, out, cudaStream);
+  }
+  moecommStream_t stream() { return cudaStream; }
+  void finish() { EXPECT_EQ(cudaStreamSynchronize(cudaStream), cudaSuccess); }
+};
+
+} // namespace
+
 RankRun runRankDevice(moecommComm_t comm, const Expected &exp,
                       moecommStrategy_t strategy, int rank, cudaStream_t stream,
                       bool deviceRouting) {
   const ref::Problem &p = exp.problem;
   const ref::RankRouting &rr = p.routing[rank];
-  const int64_t H = p.hidden, T = rr.numTokens;
-  moecommStream_t s = stream;
-  RankRun run;
-  auto note = [&](moecommResult_t r, const char *what) {
-    if (r != moecommSuccess && run.result == moecommSuccess) {
-      run.result = r;
-      run.error = std::string(what) + ": " + moecommCommGetLastError(comm);
-    }
-  };
   moecommLayoutDesc_t desc = descFor(p, rank, strategy);
+  // Alive until the layout is made from them.
   DeviceArray<int64_t> idx(rr.topkIdx);
   DeviceArray<float> weights(rr.topkWeights);
-  if (deviceRouting && T > 0) {
+  if (deviceRouting && rr.numTokens > 0) {
     desc.topkIdx = idx.data();
     desc.topkWeights = weights.data();
   }
-  note(moecommCommResetTraffic(comm), "reset");
-  moecommLayout_t layout = nullptr;
-  moecommResult_t lr = moecommLayoutCreate(comm, &desc, &layout);
-  note(lr, "layout");
-  if (lr != moecommSuccess)
-    return run;
-  note(moecommCommGetTraffic(comm, 0, &run.layoutTraffic), "traffic");
-  note(moecommLayoutGetInfo(layout, &run.info), "info");
-  const int64_t R = run.info.recvRows;
-  run.tokensPerExpert.assign(run.info.localExperts, -1);
-  run.weights.assign(R, -1.0f);
-  run.sources.assign(2 * R, -1);
-  note(moecommLayoutTokensPerExpert(layout, run.tokensPerExpert.data()), "tpe");
-  note(moecommLayoutRecvWeights(layout, run.weights.data()), "weights");
-  note(moecommLayoutRecvSources(layout, run.sources.data()), "sources");
-  for (int st = 0; st < run.info.numStages; ++st) {
-    moecommScope_t sc;
-    note(moecommLayoutStage(layout, moecommDirectionDispatch, st, &sc, nullptr,
-                            nullptr),
-         "stage");
-    run.dispatchScopes.push_back(sc);
-    note(moecommLayoutStage(layout, moecommDirectionCombine, st, &sc, nullptr,
-                            nullptr),
-         "stage");
-    run.combineScopes.push_back(sc);
-  }
-
-  // One-shot dispatch.
-  Rows xh = Rows::fromValues(exp.x[rank], H, p.dataType);
-  xh.rows.rows = T;
-  DeviceRows x = DeviceRows::from(xh);
-  DeviceRows recv(R, H, p.dataType);
-  note(moecommCommResetTraffic(comm), "reset");
-  note(moecommDispatch(comm, layout, x.view(), p.wireType, recv.view(), s),
-       "dispatch");
-  note(moecommCommGetTraffic(comm, 0, &run.dispatchTraffic), "traffic");
-  note(moecommCommGetTraffic(comm, 1, &run.dispatchGlobal), "traffic");
-  run.dispatch = recv.values();
-
-  // Staged dispatch.
-  {
-    std::deque<DeviceRows> keep;
-    moecommRows_t *in = x.view();
-    if (run.info.numStages == 0 && p.wireType == moecommFloat8E4M3) {
-      keep.emplace_back(T, H, moecommFloat8E4M3);
-      note(moecommQuantizeFp8Device(comm, x.view(), keep.back().view(), s),
-           "quantize");
-      in = keep.back().view();
-    }
-    for (int st = 0; st < run.info.numStages; ++st) {
-      int64_t sendRows = 0, recvRows = 0;
-      note(moecommLayoutStage(layout, moecommDirectionDispatch, st, nullptr,
-                              &sendRows, &recvRows),
-           "stage");
-      keep.emplace_back(sendRows, H, p.wireType);
-      note(moecommPack(comm, layout, moecommDirectionDispatch, st, in, 0,
-                       keep.back().view(), s),
-           "pack");
-      keep.emplace_back(recvRows, H, p.wireType);
-      note(moecommExchange(comm, layout, moecommDirectionDispatch, st,
-                           keep[keep.size() - 2].view(), keep.back().view(), s),
-           "exchange");
-      in = keep.back().view();
-    }
-    DeviceRows out(R, H, p.dataType);
-    note(moecommUnpack(comm, layout, moecommDirectionDispatch, in, 0,
-                       out.view(), s),
-         "unpack");
-    run.dispatchStaged = out.values();
-  }
-  // Start / wait dispatch.
-  {
-    DeviceRows out(R, H, p.dataType);
-    moecommRequest_t req = nullptr;
-    note(moecommDispatchStart(comm, layout, x.view(), p.wireType, out.view(), s,
-                              &req),
-         "dispatch start");
-    if (req)
-      note(moecommWait(req), "wait");
-    run.dispatchAsync = out.values();
-  }
-
-  // Combine of y.
-  Rows yh = Rows::fromValues(exp.y[rank], H, p.dataType);
-  yh.rows.rows = R;
-  DeviceRows y = DeviceRows::from(yh);
-  {
-    DeviceRows out(T, H, p.dataType);
-    note(moecommCommResetTraffic(comm), "reset");
-    note(moecommCombine(comm, layout, y.view(), 1, out.view(), s), "combine");
-    note(moecommCommGetTraffic(comm, 0, &run.combineTraffic), "traffic");
-    note(moecommCommGetTraffic(comm, 1, &run.combineGlobal), "traffic");
-    run.combineW = out.values();
-    DeviceRows outU(T, H, p.dataType);
-    note(moecommCombine(comm, layout, y.view(), 0, outU.view(), s), "combine");
-    run.combineU = outU.values();
-  }
-  // Staged combine (weighted).
-  {
-    std::deque<DeviceRows> keep;
-    moecommRows_t *in = y.view();
-    for (int st = 0; st < run.info.numStages; ++st) {
-      int64_t sendRows = 0, recvRows = 0;
-      note(moecommLayoutStage(layout, moecommDirectionCombine, st, nullptr,
-                              &sendRows, &recvRows),
-           "stage");
-      keep.emplace_back(sendRows, H, p.dataType);
-      note(moecommPack(comm, layout, moecommDirectionCombine, st, in, 1,
-                       keep.back().view(), s),
-           "pack");
-      keep.emplace_back(recvRows, H, p.dataType);
-      note(moecommExchange(comm, layout, moecommDirectionCombine, st,
-                           keep[keep.size() - 2].view(), keep.back().view(), s),
-           "exchange");
-      in = keep.back().view();
-    }
-    DeviceRows out(T, H, p.dataType);
-    note(moecommUnpack(comm, layout, moecommDirectionCombine, in, 1, out.view(),
-                       s),
-         "unpack");
-    run.combineStagedW = out.values();
-  }
-  {
-    DeviceRows out(T, H, p.dataType);
-    moecommRequest_t req = nullptr;
-    note(moecommCombineStart(comm, layout, y.view(), 1, out.view(), s, &req),
-         "combine start");
-    if (req)
-      note(moecommWait(req), "wait");
-    run.combineAsyncW = out.values();
-  }
-  // Identity experts: y = the dispatch output.
-  {
-    DeviceRows outW(T, H, p.dataType), outU(T, H, p.dataType);
-    note(moecommCombine(comm, layout, recv.view(), 1, outW.view(), s),
-         "combine");
-    note(moecommCombine(comm, layout, recv.view(), 0, outU.view(), s),
-         "combine");
-    run.identityW = outW.values();
-    run.identityU = outU.values();
-  }
-  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  note(moecommLayoutDestroy(layout), "destroy");
-  return run;
+  DeviceSpace space{stream};
+  return runRankWith(comm, exp, desc, rank, space, RankRun());
 }
 
 } // namespace test

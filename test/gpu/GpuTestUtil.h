@@ -12,6 +12,7 @@
 #define MOECOMM_TEST_GPU_GPUTESTUTIL_H
 
 #include "TestUtil.h"
+#include "moecomm/moecomm_nccl.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -104,6 +105,25 @@ private:
 RankRun runRankDevice(moecommComm_t comm, const Expected &exp,
                       moecommStrategy_t strategy, int rank, cudaStream_t stream,
                       bool deviceRouting);
+
+/// A capacity-mode desc with int64 ids and the default pair capacity (0).
+moecommCapacityDesc_t capacityDesc(int64_t numTokens, int topk,
+                                   int64_t numExperts, int64_t capacity,
+                                   int64_t hidden, moecommDataType_t data,
+                                   moecommDataType_t wire);
+
+/// A fixture: a single-rank nccl communicator (comm_) and a non-blocking
+/// stream (stream_) for one test, which is skipped without a device.
+class NcclSingleRankTest : public ::testing::Test {
+protected:
+  void SetUp() override;
+  void TearDown() override;
+  /// The communicator's last error message.
+  std::string lastError() const;
+
+  moecommComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
 
 /// Bitwise equality of two byte vectors, with the first differing index.
 ::testing::AssertionResult sameBytes(const std::vector<uint8_t> &a,

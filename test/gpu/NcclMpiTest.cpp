@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include "GpuTestUtil.h"
+#include "MpiTestUtil.h"
 #include "moecomm/moecomm_nccl.h"
 
 #include <gtest/gtest.h>
@@ -30,17 +31,6 @@ using namespace moecomm::test;
 namespace {
 
 int gLocalRank = 0;
-
-int worldRank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int worldSize() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RoutingKind rk, int64_t T,
@@ -69,18 +59,7 @@ void runCell(const CaseSpec &spec, cudaStream_t stream) {
        {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto}) {
     SCOPED_TRACE("strategy " + std::to_string(s));
     RankRun run = runRankDevice(comm, exp, s, rank, stream, rank % 2 == 1);
-    checkRank(exp, s, rank, run);
-    checkLowerBound(exp, run);
-    double part[3], sum[3];
-    adjointParts(exp, rank, run, part[0], part[1], part[2]);
-    MPI_Allreduce(part, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    if (exp.problem.wireType != moecommFloat8E4M3) {
-      double u =
-          exp.problem.dataType == moecommBfloat16 ? 1.0 / 256 : 1.0 / 16777216;
-      EXPECT_NEAR(sum[0], sum[1],
-                  (4 * u + 3.0 * exp.problem.topk / 16777216) * sum[2] + 1e-20)
-          << "adjointness";
-    }
+    checkRankOnMpi(exp, s, rank, run, MPI_COMM_WORLD);
   }
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
@@ -132,15 +111,8 @@ TEST_F(NcclMpi, CapacityModeMatchesTheReference) {
     moecommComm_t comm = makeComm(W);
     if (!comm)
       return;
-    moecommCapacityDesc_t d{};
-    d.numTokens = T;
-    d.topk = p.topk;
-    d.numExperts = p.numExperts;
-    d.capacity = C;
-    d.hidden = H;
-    d.idxType = moecommInt64;
-    d.dataType = p.dataType;
-    d.wireType = p.wireType;
+    moecommCapacityDesc_t d =
+        capacityDesc(T, p.topk, p.numExperts, C, H, p.dataType, p.wireType);
     moecommCapacityPlan_t plan = nullptr;
     ASSERT_EQ(moecommCapacityPlanCreate(comm, &d, &plan), moecommSuccess)
         << moecommCommGetLastError(comm);
@@ -210,20 +182,6 @@ TEST_F(NcclMpi, FaultsAreAgreed) {
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
 
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult &r) override {
-    if (r.failed())
-      fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
-              r.file_name() ? r.file_name() : "?", r.line_number(),
-              r.summary());
-  }
-
-private:
-  int rank_;
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -251,14 +209,7 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 0;
   }
-  if (rank != 0) {
-    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new FailurePrinter(rank));
-  }
-  int rc = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int worst = runAllTestsOnEveryRank();
   MPI_Finalize();
   return worst;
 }

@@ -26,26 +26,7 @@ constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
                             FP8 = moecommFloat8E4M3;
 
 /// A single-rank nccl communicator and a stream, for one test.
-class NcclSingle : public ::testing::Test {
-protected:
-  void SetUp() override {
-    MOECOMM_REQUIRE_GPU();
-    ASSERT_EQ(moecommCommInitNcclSingle(&comm_, -1), moecommSuccess)
-        << moecommCommGetLastError(nullptr);
-    CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  void TearDown() override {
-    if (stream_)
-      cudaStreamDestroy(stream_);
-    if (comm_)
-      EXPECT_EQ(moecommCommDestroy(comm_), moecommSuccess)
-          << moecommCommGetLastError(comm_);
-  }
-  std::string lastError() const { return moecommCommGetLastError(comm_); }
-
-  moecommComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-};
+class NcclSingle : public NcclSingleRankTest {};
 
 CaseSpec single(int64_t E, int K, int64_t H, moecommDataType_t data,
                 moecommDataType_t wire, RoutingKind rk, int64_t T,

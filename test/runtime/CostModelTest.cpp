@@ -14,18 +14,7 @@ using namespace moecomm::test;
 namespace {
 
 RoutingSummary summaryOf(const ref::Problem &p) {
-  Topology t;
-  t.ranks = p.ranks;
-  t.ranksPerNode = p.ranksPerNode;
-  t.numExperts = p.numExperts;
-  std::vector<RoutingView> v(p.ranks);
-  for (int r = 0; r < p.ranks; ++r) {
-    v[r].numTokens = p.routing[r].numTokens;
-    v[r].topk = p.topk;
-    v[r].topkIdx = p.routing[r].topkIdx.data();
-    v[r].idxType = moecommInt64;
-  }
-  return summarizeRouting(t, p.capacity, v);
+  return summarizeRouting(topologyOf(p), p.capacity, routingViewsOf(p));
 }
 
 TEST(CostModel, Presets) {

@@ -34,6 +34,19 @@ Outcome outcome(moecommComm_t comm, moecommResult_t r) {
   return {r, r == moecommSuccess ? "" : moecommCommGetLastError(comm)};
 }
 
+/// Every rank of 4 (2 per node) creates a layout of `p` with `strategy`;
+/// every rank must fail with `code` and exactly `message`.
+void expectLayoutFails(const ref::Problem &p, moecommStrategy_t strategy,
+                       moecommResult_t code, const std::string &message) {
+  std::vector<Outcome> o(4);
+  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
+    moecommLayoutDesc_t d = descFor(p, r, strategy);
+    moecommLayout_t l = nullptr;
+    o[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+  });
+  expectAll(o, code, message);
+}
+
 ref::Problem smallProblem(int W, int64_t E, int K, int64_t T) {
   CaseSpec s;
   s.W = W;
@@ -116,14 +129,8 @@ TEST(Faults, DuplicateIdInARow) {
   p.routing[3].topkIdx[0] = 99;
   ASSERT_EQ(ref::validate(p),
             "rank 0 token 3: expert id 7 appears in slots 0 and 2");
-  std::vector<Outcome> o(4);
-  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
-    moecommLayoutDesc_t d = descFor(p, r, moecommHierarchical);
-    moecommLayout_t l = nullptr;
-    o[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
-  });
-  expectAll(o, moecommInvalidArgument,
-            "rank 0 token 3: expert id 7 appears in slots 0 and 2");
+  expectLayoutFails(p, moecommHierarchical, moecommInvalidArgument,
+                    "rank 0 token 3: expert id 7 appears in slots 0 and 2");
 }
 
 TEST(Faults, ExpertsNotDivisibleByRanks) {
@@ -132,14 +139,8 @@ TEST(Faults, ExpertsNotDivisibleByRanks) {
   for (auto &rr : p.routing)
     for (auto &e : rr.topkIdx)
       e = e % 10;
-  std::vector<Outcome> o(4);
-  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
-    moecommLayoutDesc_t d = descFor(p, r, moecommAuto);
-    moecommLayout_t l = nullptr;
-    o[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
-  });
-  expectAll(o, moecommInvalidArgument,
-            "num_experts 10 is not divisible by 4 ranks");
+  expectLayoutFails(p, moecommAuto, moecommInvalidArgument,
+                    "num_experts 10 is not divisible by 4 ranks");
 }
 
 TEST(Faults, RanksDisagreeOnTopkOrExperts) {
@@ -262,13 +263,7 @@ TEST(Faults, RuntimeAndReferenceAgreeOnValidation) {
     moecommResult_t code;
     std::string want = ref::validate(p, &code);
     ASSERT_NE(want, "");
-    std::vector<Outcome> o(4);
-    runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
-      moecommLayoutDesc_t d = descFor(p, r, moecommAuto);
-      moecommLayout_t l = nullptr;
-      o[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
-    });
-    expectAll(o, code, want);
+    expectLayoutFails(p, moecommAuto, code, want);
   }
 }
 

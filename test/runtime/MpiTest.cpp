@@ -7,6 +7,7 @@
 // one rank cannot leave the others waiting.
 //
 //===----------------------------------------------------------------------===//
+#include "MpiTestUtil.h"
 #include "TestUtil.h"
 
 #include "moecomm/moecomm_mpi.h"
@@ -20,17 +21,6 @@ using namespace moecomm;
 using namespace moecomm::test;
 
 namespace {
-
-int worldRank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int worldSize() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 CaseSpec cell(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
               moecommDataType_t wire, RoutingKind rk, int64_t T,
@@ -57,18 +47,7 @@ void runCell(MPI_Comm mpiComm, const CaseSpec &spec) {
        {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto}) {
     SCOPED_TRACE("strategy " + std::to_string(s));
     RankRun run = runRank(comm, exp, s, rank);
-    checkRank(exp, s, rank, run);
-    checkLowerBound(exp, run);
-    double part[3], sum[3];
-    adjointParts(exp, rank, run, part[0], part[1], part[2]);
-    MPI_Allreduce(part, sum, 3, MPI_DOUBLE, MPI_SUM, mpiComm);
-    if (exp.problem.wireType != moecommFloat8E4M3) {
-      double u =
-          exp.problem.dataType == moecommBfloat16 ? 1.0 / 256 : 1.0 / 16777216;
-      EXPECT_NEAR(sum[0], sum[1],
-                  (4 * u + 3.0 * exp.problem.topk / 16777216) * sum[2] + 1e-20)
-          << "adjointness";
-    }
+    checkRankOnMpi(exp, s, rank, run, mpiComm);
   }
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
@@ -210,35 +189,12 @@ TEST(Mpi, StartWaitOutOfOrder) {
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
 
-/// On ranks other than 0, print only failures (prefixed with the rank).
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult &r) override {
-    if (r.failed())
-      fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
-              r.file_name() ? r.file_name() : "?", r.line_number(),
-              r.summary());
-  }
-
-private:
-  int rank_;
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
-  int rank = worldRank();
-  if (rank != 0) {
-    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new FailurePrinter(rank));
-  }
-  int rc = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int worst = runAllTestsOnEveryRank();
   MPI_Finalize();
   return worst;
 }

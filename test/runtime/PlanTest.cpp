@@ -13,26 +13,6 @@ using namespace moecomm::test;
 
 namespace {
 
-std::vector<RoutingView> viewsOf(const ref::Problem &p) {
-  std::vector<RoutingView> v(p.ranks);
-  for (int r = 0; r < p.ranks; ++r) {
-    v[r].numTokens = p.routing[r].numTokens;
-    v[r].topk = p.topk;
-    v[r].topkIdx = p.routing[r].topkIdx.data();
-    v[r].idxType = moecommInt64;
-    v[r].topkWeights = p.routing[r].topkWeights.data();
-  }
-  return v;
-}
-
-Topology topoOf(const ref::Problem &p) {
-  Topology t;
-  t.ranks = p.ranks;
-  t.ranksPerNode = p.ranksPerNode;
-  t.numExperts = p.numExperts;
-  return t;
-}
-
 TEST(Plan, StageRules) {
   using V = std::vector<moecommScope_t>;
   const auto D = moecommDirectionDispatch, C = moecommDirectionCombine;
@@ -64,8 +44,8 @@ void checkPlans(const CaseSpec &spec) {
   SCOPED_TRACE(spec.name());
   ref::Problem p = makeProblem(spec);
   auto layout = ref::layout(p);
-  Topology topo = topoOf(p);
-  auto views = viewsOf(p);
+  Topology topo = topologyOf(p);
+  auto views = routingViewsOf(p);
   RoutingSummary summary = summarizeRouting(topo, p.capacity, views);
   for (moecommStrategy_t s :
        {moecommPerExpert, moecommFlat, moecommHierarchical}) {
@@ -173,7 +153,8 @@ TEST(Plan, HierarchicalRelayOrder) {
                {1, {3, -1}, {1.0f, 1.0f}},
                {0, {}, {}}};
   std::vector<RankPlan> plans;
-  ASSERT_EQ(buildPlans(topoOf(p), moecommHierarchical, 0, viewsOf(p), plans),
+  ASSERT_EQ(buildPlans(topologyOf(p), moecommHierarchical, 0, routingViewsOf(p),
+                       plans),
             "");
   const StagePlan &s0 = plans[0].dispatch.stages[0];
   EXPECT_EQ(s0.scope, moecommScopeInterNode);
@@ -208,8 +189,8 @@ TEST(Plan, CountTrafficScalesTo1024Ranks) {
   s.T = 16;
   s.routing = RoutingKind::Uniform;
   ref::Problem p = makeProblem(s);
-  Topology topo = topoOf(p);
-  RoutingSummary sum = summarizeRouting(topo, 0, viewsOf(p));
+  Topology topo = topologyOf(p);
+  RoutingSummary sum = summarizeRouting(topo, 0, routingViewsOf(p));
   auto layout = ref::layout(p);
   const int64_t row = wireRowBytes(moecommBfloat16, 7168);
   StrategyTraffic h = countTraffic(sum, moecommHierarchical, row, row);
@@ -256,7 +237,7 @@ TEST(Plan, InvalidRoutingIsReported) {
   p.topk = 2;
   p.routing = {{1, {0, 0}, {}}, {0, {}, {}}};
   std::vector<RankPlan> plans;
-  EXPECT_EQ(buildPlans(topoOf(p), moecommFlat, 0, viewsOf(p), plans),
+  EXPECT_EQ(buildPlans(topologyOf(p), moecommFlat, 0, routingViewsOf(p), plans),
             "rank 0 token 0: expert id 0 appears in slots 0 and 1");
   EXPECT_TRUE(plans.empty());
 }

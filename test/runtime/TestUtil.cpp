@@ -1,5 +1,6 @@
 //===- TestUtil.cpp - Problems, rank runs and oracles for runtime tests ---===//
 #include "TestUtil.h"
+#include "RunRankWith.h"
 
 #include "moecomm/Reference/CombineBound.h"
 #include "moecomm/Workload/ExpertLoad.h"
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <random>
 #include <sstream>
@@ -208,6 +208,27 @@ moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
 
 //===--- Rows -------------------------------------------------------------===//
 
+Topology topologyOf(const ref::Problem &p) {
+  Topology t;
+  t.ranks = p.ranks;
+  t.ranksPerNode = p.ranksPerNode;
+  t.numExperts = p.numExperts;
+  return t;
+}
+
+std::vector<RoutingView> routingViewsOf(const ref::Problem &p) {
+  std::vector<RoutingView> v(p.ranks);
+  for (int r = 0; r < p.ranks; ++r) {
+    const ref::RankRouting &rr = p.routing[r];
+    v[r].numTokens = rr.numTokens;
+    v[r].topk = p.topk;
+    v[r].topkIdx = rr.topkIdx.data();
+    v[r].idxType = moecommInt64;
+    v[r].topkWeights = rr.topkWeights.empty() ? nullptr : rr.topkWeights.data();
+  }
+  return v;
+}
+
 int64_t elemSize(moecommDataType_t t) {
   return t == moecommFloat32 ? 4 : t == moecommBfloat16 ? 2 : 1;
 }
@@ -289,21 +310,7 @@ Expected computeExpected(const ref::Problem &p) {
   e.identityU = ref::combine(p, e.layout, e.dispatch, false);
   e.idAbsW = ref::combineAbsSum(p, e.layout, e.dispatch, true);
   e.idAbsU = ref::combineAbsSum(p, e.layout, e.dispatch, false);
-  Topology topo;
-  topo.ranks = p.ranks;
-  topo.ranksPerNode = p.ranksPerNode;
-  topo.numExperts = p.numExperts;
-  std::vector<RoutingView> views(p.ranks);
-  for (int r = 0; r < p.ranks; ++r) {
-    views[r].numTokens = p.routing[r].numTokens;
-    views[r].topk = p.topk;
-    views[r].topkIdx = p.routing[r].topkIdx.data();
-    views[r].idxType = moecommInt64;
-    views[r].topkWeights = p.routing[r].topkWeights.empty()
-                               ? nullptr
-                               : p.routing[r].topkWeights.data();
-  }
-  e.summary = summarizeRouting(topo, p.capacity, views);
+  e.summary = summarizeRouting(topologyOf(p), p.capacity, routingViewsOf(p));
   return e;
 }
 
@@ -318,18 +325,31 @@ moecommStrategy_t resolvedStrategy(const Expected &exp,
 
 //===--- Running one rank -------------------------------------------------===//
 
+namespace {
+
+/// runRankWith()'s Space for host rows and host calls (no stream).
+struct HostSpace {
+  using RowsType = Rows;
+  Rows upload(const std::vector<float> &values, int64_t n, int64_t hidden,
+              moecommDataType_t type) {
+    Rows r = Rows::fromValues(values, hidden, type);
+    r.rows.rows = n; // also when n == 0
+    return r;
+  }
+  moecommResult_t quantizeFp8(moecommComm_t, moecommRows_t *in,
+                              moecommRows_t *out) {
+    return moecommQuantizeFp8(in, out);
+  }
+  moecommStream_t stream() { return nullptr; }
+  void finish() {}
+};
+
+} // namespace
+
 RankRun runRank(moecommComm_t comm, const Expected &exp,
                 moecommStrategy_t strategy, int rank) {
   const ref::Problem &p = exp.problem;
-  const ref::RankRouting &rr = p.routing[rank];
-  const int64_t H = p.hidden, T = rr.numTokens;
   RankRun run;
-  auto note = [&](moecommResult_t r, const char *what) {
-    if (r != moecommSuccess && run.result == moecommSuccess) {
-      run.result = r;
-      run.error = std::string(what) + ": " + moecommCommGetLastError(comm);
-    }
-  };
   int G = 0, W = 0;
   moecommCommRanksPerNode(comm, &G);
   moecommCommSize(comm, &W);
@@ -337,154 +357,9 @@ RankRun runRank(moecommComm_t comm, const Expected &exp,
     run.result = moecommInternalError;
     run.error = "the communicator's topology differs from the problem's";
   }
-  moecommLayoutDesc_t desc = descFor(p, rank, strategy);
-  note(moecommCommResetTraffic(comm), "reset");
-  moecommLayout_t layout = nullptr;
-  moecommResult_t lr = moecommLayoutCreate(comm, &desc, &layout);
-  note(lr, "layout");
-  if (lr != moecommSuccess)
-    return run; // every rank got the same result
-  note(moecommCommGetTraffic(comm, 0, &run.layoutTraffic), "traffic");
-  note(moecommLayoutGetInfo(layout, &run.info), "info");
-  const int64_t R = run.info.recvRows;
-  run.tokensPerExpert.assign(run.info.localExperts, -1);
-  run.weights.assign(R, -1.0f);
-  run.sources.assign(2 * R, -1);
-  note(moecommLayoutTokensPerExpert(layout, run.tokensPerExpert.data()), "tpe");
-  note(moecommLayoutRecvWeights(layout, run.weights.data()), "weights");
-  note(moecommLayoutRecvSources(layout, run.sources.data()), "sources");
-  for (int s = 0; s < run.info.numStages; ++s) {
-    moecommScope_t sc;
-    note(moecommLayoutStage(layout, moecommDirectionDispatch, s, &sc, nullptr,
-                            nullptr),
-         "stage");
-    run.dispatchScopes.push_back(sc);
-    note(moecommLayoutStage(layout, moecommDirectionCombine, s, &sc, nullptr,
-                            nullptr),
-         "stage");
-    run.combineScopes.push_back(sc);
-  }
-
-  // One-shot dispatch.
-  Rows x = Rows::fromValues(exp.x[rank], H, p.dataType);
-  x.rows.rows = T; // also when T == 0
-  Rows recv(R, H, p.dataType);
-  note(moecommCommResetTraffic(comm), "reset");
-  note(
-      moecommDispatch(comm, layout, x.view(), p.wireType, recv.view(), nullptr),
-      "dispatch");
-  note(moecommCommGetTraffic(comm, 0, &run.dispatchTraffic), "traffic");
-  note(moecommCommGetTraffic(comm, 1, &run.dispatchGlobal), "traffic");
-  run.dispatch = recv.values();
-
-  // Staged dispatch: pack -> exchange per stage, then unpack.
-  {
-    std::deque<Rows> keep; // stable addresses: `in` points into it
-    moecommRows_t *in = x.view();
-    if (run.info.numStages == 0 && p.wireType == moecommFloat8E4M3) {
-      keep.emplace_back(T, H, moecommFloat8E4M3);
-      note(moecommQuantizeFp8(x.view(), keep.back().view()), "quantize");
-      in = keep.back().view();
-    }
-    for (int s = 0; s < run.info.numStages; ++s) {
-      int64_t sendRows = 0, recvRows = 0;
-      note(moecommLayoutStage(layout, moecommDirectionDispatch, s, nullptr,
-                              &sendRows, &recvRows),
-           "stage");
-      keep.emplace_back(sendRows, H, p.wireType);
-      Rows &send = keep.back();
-      note(moecommPack(comm, layout, moecommDirectionDispatch, s, in, 0,
-                       send.view(), nullptr),
-           "pack");
-      keep.emplace_back(recvRows, H, p.wireType);
-      note(moecommExchange(comm, layout, moecommDirectionDispatch, s,
-                           keep[keep.size() - 2].view(), keep.back().view(),
-                           nullptr),
-           "exchange");
-      in = keep.back().view();
-    }
-    Rows out(R, H, p.dataType);
-    note(moecommUnpack(comm, layout, moecommDirectionDispatch, in, 0,
-                       out.view(), nullptr),
-         "unpack");
-    run.dispatchStaged = out.values();
-  }
-  // Start / wait dispatch.
-  {
-    Rows out(R, H, p.dataType);
-    moecommRequest_t req = nullptr;
-    note(moecommDispatchStart(comm, layout, x.view(), p.wireType, out.view(),
-                              nullptr, &req),
-         "dispatch start");
-    if (req)
-      note(moecommWait(req), "wait");
-    run.dispatchAsync = out.values();
-  }
-
-  // Combine of y.
-  Rows y = Rows::fromValues(exp.y[rank], H, p.dataType);
-  y.rows.rows = R;
-  {
-    Rows out(T, H, p.dataType);
-    note(moecommCommResetTraffic(comm), "reset");
-    note(moecommCombine(comm, layout, y.view(), 1, out.view(), nullptr),
-         "combine");
-    note(moecommCommGetTraffic(comm, 0, &run.combineTraffic), "traffic");
-    note(moecommCommGetTraffic(comm, 1, &run.combineGlobal), "traffic");
-    run.combineW = out.values();
-    Rows outU(T, H, p.dataType);
-    note(moecommCombine(comm, layout, y.view(), 0, outU.view(), nullptr),
-         "combine");
-    run.combineU = outU.values();
-  }
-  // Staged combine (weighted).
-  {
-    std::deque<Rows> keep; // stable addresses: `in` points into it
-    moecommRows_t *in = y.view();
-    for (int s = 0; s < run.info.numStages; ++s) {
-      int64_t sendRows = 0, recvRows = 0;
-      note(moecommLayoutStage(layout, moecommDirectionCombine, s, nullptr,
-                              &sendRows, &recvRows),
-           "stage");
-      keep.emplace_back(sendRows, H, p.dataType);
-      note(moecommPack(comm, layout, moecommDirectionCombine, s, in, 1,
-                       keep.back().view(), nullptr),
-           "pack");
-      keep.emplace_back(recvRows, H, p.dataType);
-      note(moecommExchange(comm, layout, moecommDirectionCombine, s,
-                           keep[keep.size() - 2].view(), keep.back().view(),
-                           nullptr),
-           "exchange");
-      in = keep.back().view();
-    }
-    Rows out(T, H, p.dataType);
-    note(moecommUnpack(comm, layout, moecommDirectionCombine, in, 1, out.view(),
-                       nullptr),
-         "unpack");
-    run.combineStagedW = out.values();
-  }
-  {
-    Rows out(T, H, p.dataType);
-    moecommRequest_t req = nullptr;
-    note(moecommCombineStart(comm, layout, y.view(), 1, out.view(), nullptr,
-                             &req),
-         "combine start");
-    if (req)
-      note(moecommWait(req), "wait");
-    run.combineAsyncW = out.values();
-  }
-  // Identity experts: y = dispatch output.
-  {
-    Rows outW(T, H, p.dataType), outU(T, H, p.dataType);
-    note(moecommCombine(comm, layout, recv.view(), 1, outW.view(), nullptr),
-         "combine");
-    note(moecommCombine(comm, layout, recv.view(), 0, outU.view(), nullptr),
-         "combine");
-    run.identityW = outW.values();
-    run.identityU = outU.values();
-  }
-  note(moecommLayoutDestroy(layout), "destroy");
-  return run;
+  HostSpace space;
+  return runRankWith(comm, exp, descFor(p, rank, strategy), rank, space,
+                     std::move(run));
 }
 
 //===--- Checks -----------------------------------------------------------===//

@@ -68,6 +68,12 @@ std::vector<float> makeY(const ref::Problem &p, int rank,
 moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
                             moecommStrategy_t strategy);
 
+/// The topology of `p` (ranks, ranks per node, experts).
+Topology topologyOf(const ref::Problem &p);
+/// Every rank's routing of `p` as the model library sees it (int64 ids;
+/// pointers into p; weights nullptr where a rank has none).
+std::vector<RoutingView> routingViewsOf(const ref::Problem &p);
+
 /// Bytes of one element of `t` in a test's row storage (FP8: 1, scales not
 /// included).
 int64_t elemSize(moecommDataType_t t);
