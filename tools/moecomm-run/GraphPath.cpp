@@ -387,6 +387,9 @@ public:
   /// Dispatches (or layouts, in a staged graph) the entry reaches, before the
   /// overlap schedule chunks them.
   int dispatches = 0;
+  /// The graph was staged before (it has layouts): its stages keep the wire
+  /// dtype and capacity they were written with, whatever the pipeline asks.
+  bool staged = false;
 };
 
 Expected<std::shared_ptr<CompiledGraph>>
@@ -453,6 +456,8 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
     f.walk([&](mlir::Operation *op) {
       if (llvm::isa<mlir::moecomm::DispatchOp, mlir::moecomm::LayoutOp>(op))
         ++graph->dispatches;
+      if (llvm::isa<mlir::moecomm::LayoutOp>(op))
+        graph->staged = true;
     });
   std::string symbol = "_mlir_ciface_" + options.entry;
 
@@ -629,12 +634,19 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
     const char *sent = stats.wireType == moecommFloat8E4M3 ? "fp8"
                        : stats.wireType == moecommFloat32  ? "f32"
                                                            : "bf16";
-    // A JIT-compiled graph was compiled for this run's settings: differing
-    // ones are the tool's fault, not the user's.
-    if (!graph->library)
+    // A JIT-compiled collective-level graph was compiled for this run's
+    // settings: differing ones are the tool's fault, not the user's.
+    if (!graph->library && !graph->staged)
       return systemError(formatv(
           "internal error: {0} was compiled for {3} rows with capacity {4} "
           "but sends {1} rows with capacity {2}",
+          graph->label, sent, stats.capacity, payloadTypeName(p.dtype),
+          p.capacity));
+    if (!graph->library)
+      return inputError(formatv(
+          "{0} is staged IR, whose stages send {1} rows with capacity {2}, "
+          "but this run checks {3} with capacity {4}; pass --wire-dtype {1} "
+          "--capacity {2} (0: none)",
           graph->label, sent, stats.capacity, payloadTypeName(p.dtype),
           p.capacity));
     return inputError(formatv(
