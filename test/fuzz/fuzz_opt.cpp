@@ -37,9 +37,18 @@ namespace {
 /// The pipelines on the module, in moecomm-opt's textual form (without the
 /// builtin.module anchor), each ending at a level
 /// where the IR must verify. Two schedule-overlap runs in a row are on
-/// purpose: scheduling scheduled IR must stay valid.
+/// purpose: scheduling scheduled IR must stay valid, and so must converting
+/// converted IR. The single-purpose passes run alone too, so that IR at
+/// any level reaches each of them.
 const char *const kPipelines[] = {
     "moecomm-split-hierarchical",
+    "moecomm-configure-collectives{ranks=4 ranks-per-node=2 wire-dtype=fp8},"
+    "moecomm-select-strategy,moecomm-lower-collectives",
+    "moecomm-select-strategy{strategy=hierarchical}",
+    "moecomm-lower-collectives",
+    "moecomm-fuse-quant,moecomm-fuse-permute",
+    "convert-moecomm-to-runtime,convert-moecomm-to-runtime",
+    "convert-moecomm-to-runtime{deallocate=false},moecomm-buffer-deallocation",
     "moecomm-split-hierarchical{strategy=flat},moecomm-fuse-quant,"
     "moecomm-fuse-permute",
     "moecomm-split-hierarchical,func.func(moecomm-schedule-overlap{chunks=2}),"
