@@ -38,6 +38,36 @@ void fixedPart(Exchange &ex, int W, const void *send, void *recv,
   ex.parts.push_back(std::move(p));
 }
 
+/// A fixed-size exchange of a capacity call, over device memory to and from
+/// every member: first each member's 8-byte count (`sendCount` to
+/// `recvCount`); the caller adds the rest with fixedPart.
+Exchange countExchange(const moecommCapacityPlan &p, const void *sendCount,
+                       void *recvCount) {
+  Exchange ex;
+  ex.scope = moecommScopeGlobal;
+  ex.deviceMemory = true;
+  fixedPart(ex, p.W, sendCount, recvCount, 8, 1);
+  return ex;
+}
+
+/// Runs `ex` on the plan's transport after the work enqueued on `s` and
+/// before what is enqueued on `s` next, counting `payloadBytes` of
+/// `direction` and `metadataBytes` sent to every member.
+Status runExchange(const moecommCapacityPlan &p, const Exchange &ex,
+                   moecommDirection_t direction, int64_t payloadBytes,
+                   int64_t metadataBytes, cudaStream_t s) {
+  cuda::NcclTransport &t = *p.transport;
+  Status st = t.commWaits(s);
+  if (!st.ok())
+    return st;
+  for (int m = 0; m < p.W; ++m) {
+    p.comm->countPayload(direction, moecommScopeGlobal, m, payloadBytes);
+    p.comm->countMetadata(m, metadataBytes);
+  }
+  st = t.enqueue(ex);
+  return st.ok() ? t.streamWaits(s) : st;
+}
+
 const char *const kCallFields[] = {"the capacity plan", "hidden", "weighted"};
 
 /// The host-side checks of both calls: `in` is [inRows][H] and `out`
@@ -144,28 +174,18 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
     st = cuda::gatherRowsDevice(*x, p.sendRows,
                                 cuda::GatherIndex{p.sendSrc, true}, s);
   // The exchange.
-  if (st.ok())
-    st = t.commWaits(s);
   if (st.ok()) {
-    Exchange ex;
-    ex.scope = moecommScopeGlobal;
-    ex.deviceMemory = true;
-    fixedPart(ex, p.W, p.sendCount, p.recvCount, 8, 1);
+    Exchange ex = countExchange(p, p.sendCount, p.recvCount);
     fixedPart(ex, p.W, p.sendMeta, p.recvMeta, sizeof(cuda::CapacityMeta), p.P);
     fixedPart(ex, p.W, p.sendRows.data, p.recvSlots.data,
               p.H * elementSize(p.desc.wireType), p.P);
     if (p.desc.wireType == moecommFloat8E4M3)
       fixedPart(ex, p.W, p.sendRows.scales, p.recvSlots.scales, p.blocks * 4,
                 p.P);
-    for (int m = 0; m < p.W; ++m) {
-      comm.countPayload(moecommDirectionDispatch, moecommScopeGlobal, m,
-                        p.P * wireRowBytes(p.desc.wireType, p.H));
-      comm.countMetadata(m, 8 + p.P * (int64_t)sizeof(cuda::CapacityMeta));
-    }
-    st = t.enqueue(ex);
+    st = runExchange(p, ex, moecommDirectionDispatch,
+                     p.P * wireRowBytes(p.desc.wireType, p.H),
+                     8 + p.P * (int64_t)sizeof(cuda::CapacityMeta), s);
   }
-  if (st.ok())
-    st = t.streamWaits(s);
   // Destination side.
   if (st.ok()) {
     cuda::ReceiveKeysArgs ka{p.recvCount, p.recvMeta, p.P,
@@ -228,24 +248,13 @@ Status capacityCombine(moecommCapacityPlan *plan, const moecommRows_t *y,
   // Each source's slots back, in the order it sent them.
   Status st = cuda::gatherRowsDevice(*y, p.combSend,
                                      cuda::GatherIndex{p.inverse, true}, s);
-  if (st.ok())
-    st = t.commWaits(s);
   if (st.ok()) {
-    Exchange ex;
-    ex.scope = moecommScopeGlobal;
-    ex.deviceMemory = true;
-    fixedPart(ex, p.W, p.kept, p.keptBack, 8, 1);
+    Exchange ex = countExchange(p, p.kept, p.keptBack);
     fixedPart(ex, p.W, p.combSend.data, p.combRecv.data,
               p.H * elementSize(data), p.P);
-    for (int m = 0; m < p.W; ++m) {
-      comm.countPayload(moecommDirectionCombine, moecommScopeGlobal, m,
-                        p.P * wireRowBytes(data, p.H));
-      comm.countMetadata(m, 8);
-    }
-    st = t.enqueue(ex);
+    st = runExchange(p, ex, moecommDirectionCombine,
+                     p.P * wireRowBytes(data, p.H), 8, s);
   }
-  if (st.ok())
-    st = t.streamWaits(s);
   if (st.ok())
     st = cuda::launchCombineSources(p.slotPos, p.keptBack, p.P, p.T * p.K,
                                     p.combSrc, s);
