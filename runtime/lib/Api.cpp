@@ -53,8 +53,7 @@ moecommResult_t copyLayoutArray(moecommLayout_t layout,
                                 std::vector<T> RankPlan::*array, T *out,
                                 bool perReceivedRow, const char *message) {
   return noComm([&]() -> Status {
-    if (!layout ||
-        (!out && (!perReceivedRow || layout->plan.recvRows() > 0)))
+    if (!layout || (!out && (!perReceivedRow || layout->plan.recvRows() > 0)))
       return invalidArgument(message);
     const std::vector<T> &values = layout->plan.*array;
     std::copy(values.begin(), values.end(), out);

@@ -15,6 +15,8 @@
 #include "NcclTransport.h"
 #include "RowKernels.h"
 
+#include <initializer_list>
+
 namespace moecomm {
 
 namespace {
@@ -70,12 +72,30 @@ Status runExchange(const moecommCapacityPlan &p, const Exchange &ex,
 
 const char *const kCallFields[] = {"the capacity plan", "hidden", "weighted"};
 
-/// The host-side checks of both calls: `in` is [inRows][H] and `out`
+/// The agreement both calls start with: every rank's `local` checks, then
+/// the plan's id and hidden size and `extra` (the call's own kCallFields
+/// after those two) must match on every rank.
+Status agreeCall(const moecommCapacityPlan &p, OpKind kind, const Status &local,
+                 std::initializer_list<int64_t> extra) {
+  Signature sig(kind);
+  sig.setError(onRank(p.rank, local));
+  sig.add(p.id);
+  sig.add(p.H);
+  for (int64_t v : extra)
+    sig.add(v);
+  return p.comm->agree(sig, kCallFields);
+}
+
+/// The first checks of both calls: the switch to the plan's device
+/// (`guard`) worked, then, host-side, `in` is [inRows][H] and `out`
 /// [outRows][H] rows of the plan's data type (`inName`, `outName` name them).
-Status checkCallRows(const moecommCapacityPlan &p, const moecommRows_t *in,
+Status checkCallRows(const cuda::DeviceGuard &guard,
+                     const moecommCapacityPlan &p, const moecommRows_t *in,
                      const char *inName, int64_t inRows,
                      const moecommRows_t *out, const char *outName,
                      int64_t outRows) {
+  if (!guard.status().ok())
+    return guard.status();
   const moecommDataType_t data = p.desc.dataType;
   auto check = [&](const moecommRows_t *rows, const char *name,
                    int64_t n) -> Status {
@@ -107,13 +127,10 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
                         const float *topkWeights, const moecommRows_t *x,
                         const moecommRows_t *recv, moecommStream_t stream) {
   moecommCapacityPlan &p = *plan;
-  Comm &comm = *p.comm;
   cuda::NcclTransport &t = *p.transport;
   const int dev = t.device();
   cuda::DeviceGuard guard(dev);
-  Status local = guard.status();
-  if (local.ok())
-    local = checkCallRows(p, x, "x", p.T, recv, "recv", p.C);
+  Status local = checkCallRows(guard, p, x, "x", p.T, recv, "recv", p.C);
   if (local.ok() && p.T > 0 && !topkIdx)
     local = invalidArgument("topk_idx is NULL");
   const bool check = !capturing(static_cast<cudaStream_t>(stream));
@@ -125,11 +142,7 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
     local = cuda::checkDeviceRows(*x, "x", dev);
   if (check && local.ok())
     local = cuda::checkDeviceRows(*recv, "recv", dev);
-  Signature sig(OpKind::CapacityDispatch);
-  sig.setError(onRank(p.rank, local));
-  sig.add(p.id);
-  sig.add(p.H);
-  if (Status st = comm.agree(sig, kCallFields); !st.ok())
+  if (Status st = agreeCall(p, OpKind::CapacityDispatch, local, {}); !st.ok())
     return st;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -223,24 +236,18 @@ Status capacityCombine(moecommCapacityPlan *plan, const moecommRows_t *y,
                        int weighted, const moecommRows_t *out,
                        moecommStream_t stream) {
   moecommCapacityPlan &p = *plan;
-  Comm &comm = *p.comm;
   cuda::NcclTransport &t = *p.transport;
   const int dev = t.device();
   cuda::DeviceGuard guard(dev);
-  Status local = guard.status();
-  if (local.ok())
-    local = checkCallRows(p, y, "y", p.C, out, "out", p.T);
+  Status local = checkCallRows(guard, p, y, "y", p.C, out, "out", p.T);
   const bool check = !capturing(static_cast<cudaStream_t>(stream));
   if (check && local.ok())
     local = cuda::checkDeviceRows(*y, "y", dev);
   if (check && local.ok())
     local = cuda::checkDeviceRows(*out, "out", dev);
-  Signature sig(OpKind::CapacityCombine);
-  sig.setError(onRank(p.rank, local));
-  sig.add(p.id);
-  sig.add(p.H);
-  sig.add(weighted ? 1 : 0);
-  if (Status st = comm.agree(sig, kCallFields); !st.ok())
+  if (Status st =
+          agreeCall(p, OpKind::CapacityCombine, local, {weighted ? 1 : 0});
+      !st.ok())
     return st;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
