@@ -42,6 +42,27 @@ Status &moecomm::threadLastFailure() {
   return failure;
 }
 
+namespace {
+
+/// The layout queries that fill a caller's array: copies the plan's `array`
+/// into `out`. `out` must not be NULL, except that an array of one entry per
+/// received row (`perReceivedRow`) may be NULL when the layout receives no
+/// rows; `message` is the InvalidArgument of a NULL layout or `out`.
+template <typename T>
+moecommResult_t copyLayoutArray(moecommLayout_t layout,
+                                std::vector<T> RankPlan::*array, T *out,
+                                bool perReceivedRow, const char *message) {
+  return noComm([&]() -> Status {
+    if (!layout || (!out && (!perReceivedRow || layout->plan.recvRows() > 0)))
+      return invalidArgument(message);
+    const std::vector<T> &values = layout->plan.*array;
+    std::copy(values.begin(), values.end(), out);
+    return Status::success();
+  });
+}
+
+} // namespace
+
 extern "C" {
 
 const char *moecommGetErrorString(moecommResult_t result) {
@@ -320,35 +341,23 @@ moecommResult_t moecommLayoutGetInfo(moecommLayout_t layout,
 
 moecommResult_t moecommLayoutTokensPerExpert(moecommLayout_t layout,
                                              int64_t *tokensPerExpert) {
-  return noComm([&]() -> Status {
-    if (!layout || !tokensPerExpert)
-      return invalidArgument("layout and tokensPerExpert must not be NULL");
-    std::copy(layout->plan.tokensPerExpert.begin(),
-              layout->plan.tokensPerExpert.end(), tokensPerExpert);
-    return Status::success();
-  });
+  return copyLayoutArray(layout, &RankPlan::tokensPerExpert, tokensPerExpert,
+                         /*perReceivedRow=*/false,
+                         "layout and tokensPerExpert must not be NULL");
 }
 
 moecommResult_t moecommLayoutRecvWeights(moecommLayout_t layout,
                                          float *recvWeights) {
-  return noComm([&]() -> Status {
-    if (!layout || (!recvWeights && layout->plan.recvRows() > 0))
-      return invalidArgument("layout and recvWeights must not be NULL");
-    std::copy(layout->plan.recvWeights.begin(), layout->plan.recvWeights.end(),
-              recvWeights);
-    return Status::success();
-  });
+  return copyLayoutArray(layout, &RankPlan::recvWeights, recvWeights,
+                         /*perReceivedRow=*/true,
+                         "layout and recvWeights must not be NULL");
 }
 
 moecommResult_t moecommLayoutRecvSources(moecommLayout_t layout,
                                          int64_t *sources) {
-  return noComm([&]() -> Status {
-    if (!layout || (!sources && layout->plan.recvRows() > 0))
-      return invalidArgument("layout and sources must not be NULL");
-    std::copy(layout->plan.recvSources.begin(), layout->plan.recvSources.end(),
-              sources);
-    return Status::success();
-  });
+  return copyLayoutArray(layout, &RankPlan::recvSources, sources,
+                         /*perReceivedRow=*/true,
+                         "layout and sources must not be NULL");
 }
 
 moecommResult_t moecommLayoutStage(moecommLayout_t layout,

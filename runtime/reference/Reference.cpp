@@ -289,6 +289,30 @@ rowIndex(const Problem &p, const std::vector<RankLayout> &l) {
     }
   return m;
 }
+
+/// The walk both combines make: `out` sized to every rank's [T][H] zeros,
+/// then `visit(r, t, k, yRow, out[r])` for each kept slot k of token t of
+/// rank r, in rank, token, slot order, where `yRow` is the slot's row of `y`
+/// (masked and dropped slots are skipped).
+template <typename T, typename Visit>
+std::vector<std::vector<T>>
+combineKeptSlots(const Problem &p, const std::vector<RankLayout> &l,
+                 const std::vector<std::vector<float>> &y, Visit visit) {
+  const int64_t H = p.hidden;
+  auto idx = rowIndex(p, l);
+  std::vector<std::vector<T>> out(p.ranks);
+  for (int r = 0; r < p.ranks; ++r) {
+    out[r].assign(p.routing[r].numTokens * H, T(0));
+    for (int64_t t = 0; t < p.routing[r].numTokens; ++t)
+      for (int k = 0; k < p.topk; ++k) {
+        auto it = idx.find({r, t, k});
+        if (it == idx.end())
+          continue; // masked or dropped
+        visit(r, t, k, &y[it->second.first][it->second.second * H], out[r]);
+      }
+  }
+  return out;
+}
 } // namespace
 
 std::vector<std::vector<float>>
@@ -296,20 +320,14 @@ combine(const Problem &p, const std::vector<RankLayout> &l,
         const std::vector<std::vector<float>> &y, bool weighted) {
   const int64_t H = p.hidden;
   const int K = p.topk;
-  auto idx = rowIndex(p, l);
-  std::vector<std::vector<float>> out(p.ranks);
-  std::vector<float> acc(H);
-  for (int r = 0; r < p.ranks; ++r) {
-    const RankRouting &rr = p.routing[r];
-    out[r].assign(rr.numTokens * H, 0.0f);
-    for (int64_t t = 0; t < rr.numTokens; ++t) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int k = 0; k < K; ++k) {
-        auto it = idx.find({r, t, k});
-        if (it == idx.end())
-          continue; // masked or dropped
+  // Each token's f32 sum of its slots' rounded rows, in slot order, kept in
+  // `out` until every slot is in, then rounded to the data type once.
+  auto out = combineKeptSlots<float>(
+      p, l, y,
+      [&](int r, int64_t t, int k, const float *yr, std::vector<float> &o) {
+        const RankRouting &rr = p.routing[r];
         float w = rr.topkWeights.empty() ? 1.0f : rr.topkWeights[t * K + k];
-        const float *yr = &y[it->second.first][it->second.second * H];
+        float *acc = &o[t * H];
         for (int64_t h = 0; h < H; ++h) {
           float v = roundTo(yr[h], p.dataType);
           if (weighted) {
@@ -319,11 +337,10 @@ combine(const Problem &p, const std::vector<RankLayout> &l,
             acc[h] = acc[h] + v;
           }
         }
-      }
-      for (int64_t h = 0; h < H; ++h)
-        out[r][t * H + h] = roundTo(acc[h], p.dataType);
-    }
-  }
+      });
+  for (std::vector<float> &rows : out)
+    for (float &v : rows)
+      v = roundTo(v, p.dataType);
   return out;
 }
 
@@ -332,25 +349,16 @@ combineAbsSum(const Problem &p, const std::vector<RankLayout> &l,
               const std::vector<std::vector<float>> &y, bool weighted) {
   const int64_t H = p.hidden;
   const int K = p.topk;
-  auto idx = rowIndex(p, l);
-  std::vector<std::vector<double>> out(p.ranks);
-  for (int r = 0; r < p.ranks; ++r) {
-    const RankRouting &rr = p.routing[r];
-    out[r].assign(rr.numTokens * H, 0.0);
-    for (int64_t t = 0; t < rr.numTokens; ++t)
-      for (int k = 0; k < K; ++k) {
-        auto it = idx.find({r, t, k});
-        if (it == idx.end())
-          continue;
+  return combineKeptSlots<double>(
+      p, l, y,
+      [&](int r, int64_t t, int k, const float *yr, std::vector<double> &o) {
+        const RankRouting &rr = p.routing[r];
         double w = weighted && !rr.topkWeights.empty()
                        ? (double)rr.topkWeights[t * K + k]
                        : 1.0;
-        const float *yr = &y[it->second.first][it->second.second * H];
         for (int64_t h = 0; h < H; ++h)
-          out[r][t * H + h] += std::fabs(w * (double)yr[h]);
-      }
-  }
-  return out;
+          o[t * H + h] += std::fabs(w * (double)yr[h]);
+      });
 }
 
 int64_t rowBytes(moecommDataType_t type, int64_t hidden) {

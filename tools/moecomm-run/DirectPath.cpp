@@ -16,8 +16,6 @@ using namespace moecomm::workload;
 
 namespace moecomm::run {
 
-ExecutionPath::~ExecutionPath() = default;
-
 namespace {
 
 /// Destroys a layout when it goes out of scope.
@@ -37,13 +35,7 @@ Error DirectPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   const int64_t T = p.numTokens[rank];
   const int64_t H = p.hidden;
   const moecommDataType_t host = hostType(p.dtype);
-  out = LayerResult();
-  out.rank = rank;
-  out.hidden = H;
-  out.numTokens = T;
-
-  if (Error e = runtimeError(moecommCommResetTraffic(comm), comm,
-                             "moecommCommResetTraffic"))
+  if (Error e = startIteration(comm, p, rank, out))
     return e;
   if (options.setLinkModel)
     if (Error e =

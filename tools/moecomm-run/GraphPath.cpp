@@ -553,12 +553,7 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   using Clock = std::chrono::steady_clock;
   const Signature &sig = graph->signature;
   const int64_t T = p.numTokens[rank], H = p.hidden, K = p.topk;
-  out = LayerResult();
-  out.rank = rank;
-  out.hidden = H;
-  out.numTokens = T;
-  if (Error e = runtimeError(moecommCommResetTraffic(comm), comm,
-                             "moecommCommResetTraffic"))
+  if (Error e = startIteration(comm, p, rank, out))
     return e;
 
   HostRows x(sig.xType, T * H);

@@ -110,6 +110,14 @@ public:
   virtual llvm::Error runIteration(moecommComm_t comm,
                                    const workload::RoutingProblem &problem,
                                    int rank, LayerResult &out) = 0;
+
+protected:
+  /// What every runIteration does first: `out` emptied and given the rank,
+  /// hidden size and token count of `rank` in `problem`; the traffic
+  /// counters of `comm` reset. Errors as runIteration's.
+  static llvm::Error startIteration(moecommComm_t comm,
+                                    const workload::RoutingProblem &problem,
+                                    int rank, LayerResult &out);
 };
 
 } // namespace moecomm::run

@@ -15,6 +15,8 @@
 #include "NcclTransport.h"
 #include "RowKernels.h"
 
+#include <initializer_list>
+
 namespace moecomm {
 
 namespace {
@@ -38,14 +40,62 @@ void fixedPart(Exchange &ex, int W, const void *send, void *recv,
   ex.parts.push_back(std::move(p));
 }
 
+/// A fixed-size exchange of a capacity call, over device memory to and from
+/// every member: first each member's 8-byte count (`sendCount` to
+/// `recvCount`); the caller adds the rest with fixedPart.
+Exchange countExchange(const moecommCapacityPlan &p, const void *sendCount,
+                       void *recvCount) {
+  Exchange ex;
+  ex.scope = moecommScopeGlobal;
+  ex.deviceMemory = true;
+  fixedPart(ex, p.W, sendCount, recvCount, 8, 1);
+  return ex;
+}
+
+/// Runs `ex` on the plan's transport after the work enqueued on `s` and
+/// before what is enqueued on `s` next, counting `payloadBytes` of
+/// `direction` and `metadataBytes` sent to every member.
+Status runExchange(const moecommCapacityPlan &p, const Exchange &ex,
+                   moecommDirection_t direction, int64_t payloadBytes,
+                   int64_t metadataBytes, cudaStream_t s) {
+  cuda::NcclTransport &t = *p.transport;
+  Status st = t.commWaits(s);
+  if (!st.ok())
+    return st;
+  for (int m = 0; m < p.W; ++m) {
+    p.comm->countPayload(direction, moecommScopeGlobal, m, payloadBytes);
+    p.comm->countMetadata(m, metadataBytes);
+  }
+  st = t.enqueue(ex);
+  return st.ok() ? t.streamWaits(s) : st;
+}
+
 const char *const kCallFields[] = {"the capacity plan", "hidden", "weighted"};
 
-/// The host-side checks of both calls: `in` is [inRows][H] and `out`
+/// The agreement both calls start with: every rank's `local` checks, then
+/// the plan's id and hidden size and `extra` (the call's own kCallFields
+/// after those two) must match on every rank.
+Status agreeCall(const moecommCapacityPlan &p, OpKind kind, const Status &local,
+                 std::initializer_list<int64_t> extra) {
+  Signature sig(kind);
+  sig.setError(onRank(p.rank, local));
+  sig.add(p.id);
+  sig.add(p.H);
+  for (int64_t v : extra)
+    sig.add(v);
+  return p.comm->agree(sig, kCallFields);
+}
+
+/// The first checks of both calls: the switch to the plan's device
+/// (`guard`) worked, then, host-side, `in` is [inRows][H] and `out`
 /// [outRows][H] rows of the plan's data type (`inName`, `outName` name them).
-Status checkCallRows(const moecommCapacityPlan &p, const moecommRows_t *in,
+Status checkCallRows(const cuda::DeviceGuard &guard,
+                     const moecommCapacityPlan &p, const moecommRows_t *in,
                      const char *inName, int64_t inRows,
                      const moecommRows_t *out, const char *outName,
                      int64_t outRows) {
+  if (!guard.status().ok())
+    return guard.status();
   const moecommDataType_t data = p.desc.dataType;
   auto check = [&](const moecommRows_t *rows, const char *name,
                    int64_t n) -> Status {
@@ -77,13 +127,10 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
                         const float *topkWeights, const moecommRows_t *x,
                         const moecommRows_t *recv, moecommStream_t stream) {
   moecommCapacityPlan &p = *plan;
-  Comm &comm = *p.comm;
   cuda::NcclTransport &t = *p.transport;
   const int dev = t.device();
   cuda::DeviceGuard guard(dev);
-  Status local = guard.status();
-  if (local.ok())
-    local = checkCallRows(p, x, "x", p.T, recv, "recv", p.C);
+  Status local = checkCallRows(guard, p, x, "x", p.T, recv, "recv", p.C);
   if (local.ok() && p.T > 0 && !topkIdx)
     local = invalidArgument("topk_idx is NULL");
   const bool check = !capturing(static_cast<cudaStream_t>(stream));
@@ -95,11 +142,7 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
     local = cuda::checkDeviceRows(*x, "x", dev);
   if (check && local.ok())
     local = cuda::checkDeviceRows(*recv, "recv", dev);
-  Signature sig(OpKind::CapacityDispatch);
-  sig.setError(onRank(p.rank, local));
-  sig.add(p.id);
-  sig.add(p.H);
-  if (Status st = comm.agree(sig, kCallFields); !st.ok())
+  if (Status st = agreeCall(p, OpKind::CapacityDispatch, local, {}); !st.ok())
     return st;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -144,28 +187,18 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
     st = cuda::gatherRowsDevice(*x, p.sendRows,
                                 cuda::GatherIndex{p.sendSrc, true}, s);
   // The exchange.
-  if (st.ok())
-    st = t.commWaits(s);
   if (st.ok()) {
-    Exchange ex;
-    ex.scope = moecommScopeGlobal;
-    ex.deviceMemory = true;
-    fixedPart(ex, p.W, p.sendCount, p.recvCount, 8, 1);
+    Exchange ex = countExchange(p, p.sendCount, p.recvCount);
     fixedPart(ex, p.W, p.sendMeta, p.recvMeta, sizeof(cuda::CapacityMeta), p.P);
     fixedPart(ex, p.W, p.sendRows.data, p.recvSlots.data,
               p.H * elementSize(p.desc.wireType), p.P);
     if (p.desc.wireType == moecommFloat8E4M3)
       fixedPart(ex, p.W, p.sendRows.scales, p.recvSlots.scales, p.blocks * 4,
                 p.P);
-    for (int m = 0; m < p.W; ++m) {
-      comm.countPayload(moecommDirectionDispatch, moecommScopeGlobal, m,
-                        p.P * wireRowBytes(p.desc.wireType, p.H));
-      comm.countMetadata(m, 8 + p.P * (int64_t)sizeof(cuda::CapacityMeta));
-    }
-    st = t.enqueue(ex);
+    st = runExchange(p, ex, moecommDirectionDispatch,
+                     p.P * wireRowBytes(p.desc.wireType, p.H),
+                     8 + p.P * (int64_t)sizeof(cuda::CapacityMeta), s);
   }
-  if (st.ok())
-    st = t.streamWaits(s);
   // Destination side.
   if (st.ok()) {
     cuda::ReceiveKeysArgs ka{p.recvCount, p.recvMeta, p.P,
@@ -203,24 +236,18 @@ Status capacityCombine(moecommCapacityPlan *plan, const moecommRows_t *y,
                        int weighted, const moecommRows_t *out,
                        moecommStream_t stream) {
   moecommCapacityPlan &p = *plan;
-  Comm &comm = *p.comm;
   cuda::NcclTransport &t = *p.transport;
   const int dev = t.device();
   cuda::DeviceGuard guard(dev);
-  Status local = guard.status();
-  if (local.ok())
-    local = checkCallRows(p, y, "y", p.C, out, "out", p.T);
+  Status local = checkCallRows(guard, p, y, "y", p.C, out, "out", p.T);
   const bool check = !capturing(static_cast<cudaStream_t>(stream));
   if (check && local.ok())
     local = cuda::checkDeviceRows(*y, "y", dev);
   if (check && local.ok())
     local = cuda::checkDeviceRows(*out, "out", dev);
-  Signature sig(OpKind::CapacityCombine);
-  sig.setError(onRank(p.rank, local));
-  sig.add(p.id);
-  sig.add(p.H);
-  sig.add(weighted ? 1 : 0);
-  if (Status st = comm.agree(sig, kCallFields); !st.ok())
+  if (Status st =
+          agreeCall(p, OpKind::CapacityCombine, local, {weighted ? 1 : 0});
+      !st.ok())
     return st;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -228,24 +255,13 @@ Status capacityCombine(moecommCapacityPlan *plan, const moecommRows_t *y,
   // Each source's slots back, in the order it sent them.
   Status st = cuda::gatherRowsDevice(*y, p.combSend,
                                      cuda::GatherIndex{p.inverse, true}, s);
-  if (st.ok())
-    st = t.commWaits(s);
   if (st.ok()) {
-    Exchange ex;
-    ex.scope = moecommScopeGlobal;
-    ex.deviceMemory = true;
-    fixedPart(ex, p.W, p.kept, p.keptBack, 8, 1);
+    Exchange ex = countExchange(p, p.kept, p.keptBack);
     fixedPart(ex, p.W, p.combSend.data, p.combRecv.data,
               p.H * elementSize(data), p.P);
-    for (int m = 0; m < p.W; ++m) {
-      comm.countPayload(moecommDirectionCombine, moecommScopeGlobal, m,
-                        p.P * wireRowBytes(data, p.H));
-      comm.countMetadata(m, 8);
-    }
-    st = t.enqueue(ex);
+    st = runExchange(p, ex, moecommDirectionCombine,
+                     p.P * wireRowBytes(data, p.H), 8, s);
   }
-  if (st.ok())
-    st = t.streamWaits(s);
   if (st.ok())
     st = cuda::launchCombineSources(p.slotPos, p.keptBack, p.P, p.T * p.K,
                                     p.combSrc, s);

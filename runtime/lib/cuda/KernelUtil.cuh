@@ -12,11 +12,13 @@
 #define MOECOMM_LIB_CUDA_KERNELUTIL_CUH
 
 #include "CudaCheck.h"
+#include "moecomm/moecomm.h"
 
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace moecomm {
 namespace cuda {
@@ -41,6 +43,37 @@ inline int itemGrid(int64_t n, int threads) {
 
 inline bool isAligned(const void *p, uintptr_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+/// Launches a row kernel in its vector form when the row length
+/// (`out.hidden`) is a multiple of 8 and `in`'s and `out`'s data are aligned
+/// to `inAlign` and `outAlign` bytes (what its 8-element loads and stores
+/// need), else in its scalar form: `launch(std::bool_constant<Vec>())`.
+template <typename Launch>
+void launchVectorOrScalar(const moecommRows_t &in, uintptr_t inAlign,
+                          const moecommRows_t &out, uintptr_t outAlign,
+                          Launch launch) {
+  if (out.hidden % 8 == 0 && isAligned(in.data, inAlign) &&
+      isAligned(out.data, outAlign))
+    launch(std::true_type());
+  else
+    launch(std::false_type());
+}
+
+/// Launches the row kernel of the f32 or bf16 side of an FP8 conversion:
+/// nothing for an empty `out`, else `launch(T())` with T float when
+/// `hostType` is moecommFloat32 and __nv_bfloat16 otherwise (the only two
+/// host types); the launch's status, named `kernel`.
+template <typename Launch>
+Status launchHostTyped(const moecommRows_t &out, moecommDataType_t hostType,
+                       const char *kernel, Launch launch) {
+  if (out.rows == 0 || out.hidden == 0)
+    return Status::success();
+  if (hostType == moecommFloat32)
+    launch(float());
+  else
+    launch(__nv_bfloat16());
+  return launchStatus(kernel);
 }
 
 //===--- Element conversions (exact widening, round-to-nearest-even) -----===//

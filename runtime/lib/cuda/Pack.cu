@@ -143,17 +143,13 @@ void launchCopy(const moecommRows_t &in, const moecommRows_t &out,
 template <typename T>
 void launchQuantize(const moecommRows_t &in, const moecommRows_t &out,
                     const GatherIndex &g, cudaStream_t stream) {
-  const int64_t H = out.hidden;
-  const bool vec =
-      H % 8 == 0 && isAligned(in.data, 16) && isAligned(out.data, 8);
   const T *x = static_cast<const T *>(in.data);
   uint8_t *o = static_cast<uint8_t *>(out.data);
-  if (vec)
-    quantizeRowsKernel<T, true><<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-        x, g.index, o, out.scales, out.rows, H, g.skipEmpty);
-  else
-    quantizeRowsKernel<T, false><<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-        x, g.index, o, out.scales, out.rows, H, g.skipEmpty);
+  launchVectorOrScalar(in, 16, out, 8, [&](auto vec) {
+    quantizeRowsKernel<T, decltype(vec)::value>
+        <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
+            x, g.index, o, out.scales, out.rows, out.hidden, g.skipEmpty);
+  });
 }
 
 } // namespace
@@ -182,13 +178,9 @@ Status launchCopyRows(const moecommRows_t &in, const moecommRows_t &out,
 
 Status launchQuantizeRows(const moecommRows_t &in, const moecommRows_t &out,
                           const GatherIndex &gather, cudaStream_t stream) {
-  if (out.rows == 0 || out.hidden == 0)
-    return Status::success();
-  if (in.type == moecommFloat32)
-    launchQuantize<float>(in, out, gather, stream);
-  else
-    launchQuantize<__nv_bfloat16>(in, out, gather, stream);
-  return launchStatus("quantizeRowsKernel");
+  return launchHostTyped(out, in.type, "quantizeRowsKernel", [&](auto t) {
+    launchQuantize<decltype(t)>(in, out, gather, stream);
+  });
 }
 
 } // namespace cuda

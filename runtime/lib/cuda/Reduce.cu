@@ -71,23 +71,18 @@ template <typename Tin, typename Tout>
 void launchReduce(const moecommRows_t &in, const moecommRows_t &out,
                   const DeviceCsr &m, cudaStream_t stream) {
   const int64_t H = out.hidden;
-  const bool vec =
-      H % 8 == 0 && isAligned(in.data, 16) && isAligned(out.data, 16);
   const Tin *x = static_cast<const Tin *>(in.data);
   Tout *o = static_cast<Tout *>(out.data);
   const int grid = rowGrid(out.rows);
-  if (vec && m.coefs)
-    reduceRowsKernel<Tin, Tout, true, true><<<grid, kRowThreads, 0, stream>>>(
-        x, m.offsets, m.src, m.coefs, o, out.rows, H);
-  else if (vec)
-    reduceRowsKernel<Tin, Tout, true, false><<<grid, kRowThreads, 0, stream>>>(
-        x, m.offsets, m.src, nullptr, o, out.rows, H);
-  else if (m.coefs)
-    reduceRowsKernel<Tin, Tout, false, true><<<grid, kRowThreads, 0, stream>>>(
-        x, m.offsets, m.src, m.coefs, o, out.rows, H);
-  else
-    reduceRowsKernel<Tin, Tout, false, false><<<grid, kRowThreads, 0, stream>>>(
-        x, m.offsets, m.src, nullptr, o, out.rows, H);
+  launchVectorOrScalar(in, 16, out, 16, [&](auto vec) {
+    constexpr bool Vec = decltype(vec)::value;
+    if (m.coefs)
+      reduceRowsKernel<Tin, Tout, Vec, true><<<grid, kRowThreads, 0, stream>>>(
+          x, m.offsets, m.src, m.coefs, o, out.rows, H);
+    else
+      reduceRowsKernel<Tin, Tout, Vec, false><<<grid, kRowThreads, 0, stream>>>(
+          x, m.offsets, m.src, nullptr, o, out.rows, H);
+  });
 }
 
 } // namespace

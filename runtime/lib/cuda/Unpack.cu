@@ -65,32 +65,22 @@ __global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
 template <typename T>
 void launchDequantize(const moecommRows_t &in, const moecommRows_t &out,
                       const GatherIndex &g, cudaStream_t stream) {
-  const int64_t H = out.hidden;
-  const bool vec =
-      H % 8 == 0 && isAligned(in.data, 8) && isAligned(out.data, 16);
   const uint8_t *q = static_cast<const uint8_t *>(in.data);
   T *o = static_cast<T *>(out.data);
-  if (vec)
-    dequantizeRowsKernel<T, true>
+  launchVectorOrScalar(in, 8, out, 16, [&](auto vec) {
+    dequantizeRowsKernel<T, decltype(vec)::value>
         <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-            q, in.scales, g.index, o, out.rows, H, g.skipEmpty);
-  else
-    dequantizeRowsKernel<T, false>
-        <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-            q, in.scales, g.index, o, out.rows, H, g.skipEmpty);
+            q, in.scales, g.index, o, out.rows, out.hidden, g.skipEmpty);
+  });
 }
 
 } // namespace
 
 Status launchDequantizeRows(const moecommRows_t &in, const moecommRows_t &out,
                             const GatherIndex &gather, cudaStream_t stream) {
-  if (out.rows == 0 || out.hidden == 0)
-    return Status::success();
-  if (out.type == moecommFloat32)
-    launchDequantize<float>(in, out, gather, stream);
-  else
-    launchDequantize<__nv_bfloat16>(in, out, gather, stream);
-  return launchStatus("dequantizeRowsKernel");
+  return launchHostTyped(out, out.type, "dequantizeRowsKernel", [&](auto t) {
+    launchDequantize<decltype(t)>(in, out, gather, stream);
+  });
 }
 
 } // namespace cuda
