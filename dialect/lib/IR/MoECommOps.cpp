@@ -286,11 +286,10 @@ WireDtype DispatchOp::getWireDtype() {
   return wireDtypeFor(getX().getType(), getWire());
 }
 
-LogicalResult DispatchOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  DispatchOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
   auto x = cast<RankedTensorType>(adaptor.getX().getType());
   TopologyAttr topology = adaptor.getTopology();
   results.push_back(dynamicRows(x));
@@ -362,11 +361,10 @@ WireDtype CachedDispatchOp::getWireDtype() {
   return wireDtypeFor(getX().getType(), getWire());
 }
 
-LogicalResult CachedDispatchOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  CachedDispatchOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult
+CachedDispatchOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
   results.push_back(
       dynamicRows(cast<RankedTensorType>(adaptor.getX().getType())));
   return success();
@@ -396,11 +394,10 @@ LogicalResult CachedDispatchOp::verify() {
 // AllToAllOp
 //===----------------------------------------------------------------------===
 
-LogicalResult AllToAllOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  AllToAllOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult AllToAllOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
   auto send = cast<RankedTensorType>(adaptor.getSend().getType());
   results.push_back(dynamicRows(send));
   results.push_back(RankedTensorType::get({adaptor.getTopology().getRanks()},
@@ -425,11 +422,10 @@ LogicalResult AllToAllOp::verify() {
 // LayoutOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayoutOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  LayoutOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult LayoutOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location>,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
   TopologyAttr topology = adaptor.getTopology();
   results.push_back(
       HandleType::get(topology, concreteStrategy(adaptor.getStrategyAttr())));
@@ -483,11 +479,10 @@ static LogicalResult verifyStagedRows(Operation *op, RankedTensorType in,
   return success();
 }
 
-LogicalResult PermuteOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  PermuteOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult PermuteOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
   auto in = cast<RankedTensorType>(adaptor.getIn().getType());
   results.push_back(dynamicRows(in));
   if (adaptor.getScales())
@@ -509,11 +504,10 @@ LogicalResult PermuteOp::verify() {
 // QuantizeOp / DequantizeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult QuantizeOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  QuantizeOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult QuantizeOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
   auto in = cast<RankedTensorType>(adaptor.getIn().getType());
   if (in.getRank() != 2)
     return emitOptionalError(loc, "'moecomm.quantize' op input must be 2-D "
@@ -548,15 +542,23 @@ LogicalResult DequantizeOp::verify() {
 // PackOp / UnpackOp
 //===----------------------------------------------------------------------===//
 
+/// pack and unpack move rows without changing their hidden size.
+static LogicalResult verifySameHidden(Operation *op, RankedTensorType in,
+                                      RankedTensorType out) {
+  if (out.getDimSize(1) == in.getDimSize(1))
+    return success();
+  return op->emitOpError() << "result hidden size " << out.getDimSize(1)
+                           << " must match the input's " << in.getDimSize(1);
+}
+
 LogicalResult PackOp::verify() {
   RankedTensorType in = getIn().getType(), out = getOut().getType();
   if (failed(verifyStagedRows(*this, in, getScales(), getDirection(),
                               getWeighted())) ||
       failed(verifyScales(*this, "result rows", out, getOutScales())))
     return failure();
-  if (out.getDimSize(1) != in.getDimSize(1))
-    return emitOpError() << "result hidden size " << out.getDimSize(1)
-                         << " must match the input's " << in.getDimSize(1);
+  if (failed(verifySameHidden(*this, in, out)))
+    return failure();
   Type inElt = in.getElementType(), outElt = out.getElementType();
   bool quantize = isRowFloat(inElt) && isFp8(outElt);
   if (inElt != outElt && !(quantize && getDirection() == Direction::dispatch))
@@ -572,9 +574,8 @@ LogicalResult UnpackOp::verify() {
                               getWeighted())) ||
       failed(verifyHidden(*this, "result", out)))
     return failure();
-  if (out.getDimSize(1) != in.getDimSize(1))
-    return emitOpError() << "result hidden size " << out.getDimSize(1)
-                         << " must match the input's " << in.getDimSize(1);
+  if (failed(verifySameHidden(*this, in, out)))
+    return failure();
   if (isRowFloat(in.getElementType()) &&
       in.getElementType() != out.getElementType())
     return emitOpError() << "cannot unpack " << in.getElementType()
@@ -594,38 +595,38 @@ static void inferExchangeResults(MLIRContext *ctx, Value send, Value scales,
     results.push_back(scalesFor(ctx, ShapedType::kDynamic, rows.getDimSize(1)));
 }
 
-LogicalResult ExchangeOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  ExchangeOp::Adaptor adaptor(operands, attrs, properties);
+/// The rules exchange and exchange_start share: unweighted staged rows,
+/// sent in the stage and scope of their handle's plan.
+template <typename ExchangeOpT>
+static LogicalResult verifyExchangeRows(ExchangeOpT op) {
+  if (failed(verifyStagedRows(op, op.getSend().getType(), op.getScales(),
+                              op.getDirection(), /*weighted=*/false)))
+    return failure();
+  return verifyStage(op, op.getHandle(), op.getDirection(), op.getStage(),
+                     op.getScope());
+}
+
+LogicalResult ExchangeOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
   inferExchangeResults(ctx, adaptor.getSend(), adaptor.getScales(), results);
   return success();
 }
 
-LogicalResult ExchangeOp::verify() {
-  if (failed(verifyStagedRows(*this, getSend().getType(), getScales(),
-                              getDirection(), /*weighted=*/false)))
-    return failure();
-  return verifyStage(*this, getHandle(), getDirection(), getStage(),
-                     getScope());
-}
+LogicalResult ExchangeOp::verify() { return verifyExchangeRows(*this); }
 
-LogicalResult ExchangeStartOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  ExchangeStartOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult
+ExchangeStartOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   results.push_back(RequestType::get(ctx));
   inferExchangeResults(ctx, adaptor.getSend(), adaptor.getScales(), results);
   return success();
 }
 
 LogicalResult ExchangeStartOp::verify() {
-  if (failed(verifyStagedRows(*this, getSend().getType(), getScales(),
-                              getDirection(), /*weighted=*/false)) ||
-      failed(verifyStage(*this, getHandle(), getDirection(), getStage(),
-                         getScope())))
+  if (failed(verifyExchangeRows(*this)))
     return failure();
   // The receive buffers are not readable before the wait: their one use is
   // the wait that completes this request.
@@ -654,11 +655,10 @@ LogicalResult ExchangeStartOp::verify() {
   return success();
 }
 
-LogicalResult ExchangeWaitOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  ExchangeWaitOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult ExchangeWaitOp::inferReturnTypes(MLIRContext *ctx,
+                                               std::optional<Location>,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
   results.push_back(adaptor.getRecv().getType());
   if (adaptor.getRecvScales())
     results.push_back(adaptor.getRecvScales().getType());
