@@ -7,17 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Transforms/OptionErrors.h"
-#include "Transforms/Unstaged.h"
+#include "Transforms/StagedPatternPass.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
-
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_MOECOMMFUSEQUANT
@@ -104,21 +100,13 @@ struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
   }
 };
 
-struct FuseQuantPass
-    : public WithOptionErrors<
-          mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass>> {
-  void runOnOperation() override {
-    remarkUnstaged(getOperation(), getArgument());
-    RewritePatternSet patterns(&getContext());
-    populateFuseQuantPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
-
 } // namespace
 
 void mlir::moecomm::populateFuseQuantPatterns(RewritePatternSet &patterns) {
   patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(
       patterns.getContext());
 }
+
+// The pass: these patterns applied greedily (StagedPatternPass.h).
+template struct mlir::moecomm::StagedPatternPass<
+    mlir::moecomm::impl::MoECommFuseQuantBase, populateFuseQuantPatterns>;
