@@ -35,6 +35,17 @@ DequantizeOp singleUseDequantize(PermuteOp permute) {
   return dequant;
 }
 
+/// `permute` (a dispatch permute, so unweighted) moving the FP8 rows and
+/// scales that `dequant` reads instead of the dequantized rows: same handle,
+/// direction and stage (none for the output permute).
+PermuteOp permuteFp8Rows(PatternRewriter &rewriter, PermuteOp permute,
+                         DequantizeOp dequant) {
+  return PermuteOp::create(rewriter, permute.getLoc(), dequant.getQ(),
+                           dequant.getScales(), permute.getHandle(),
+                           permute.getDirectionAttr(), permute.getStageAttr(),
+                           UnitAttr());
+}
+
 /// dequantize -> permute(stage k) -> quantize  ==>  permute(stage k) of the
 /// FP8 rows and their scales (the forwarded rows stay FP8).
 struct ForwardFp8Rows : OpRewritePattern<QuantizeOp> {
@@ -47,11 +58,8 @@ struct ForwardFp8Rows : OpRewritePattern<QuantizeOp> {
     DequantizeOp dequant = singleUseDequantize(permute);
     if (!dequant)
       return failure();
-    auto fp8 = PermuteOp::create(rewriter, permute.getLoc(), dequant.getQ(),
-                                 dequant.getScales(), permute.getHandle(),
-                                 permute.getDirectionAttr(),
-                                 permute.getStageAttr(), UnitAttr());
-    rewriter.replaceOp(quant, fp8.getResults());
+    rewriter.replaceOp(quant,
+                       permuteFp8Rows(rewriter, permute, dequant).getResults());
     return success();
   }
 };
@@ -67,11 +75,7 @@ struct DequantizeAfterOutput : OpRewritePattern<PermuteOp> {
     DequantizeOp dequant = singleUseDequantize(permute);
     if (!dequant)
       return failure();
-    Location loc = permute.getLoc();
-    auto fp8 = PermuteOp::create(rewriter, loc, dequant.getQ(),
-                                 dequant.getScales(), permute.getHandle(),
-                                 permute.getDirectionAttr(), IntegerAttr(),
-                                 UnitAttr());
+    PermuteOp fp8 = permuteFp8Rows(rewriter, permute, dequant);
     rewriter.replaceOpWithNewOp<DequantizeOp>(permute, permute.getOut().getType(),
                                               fp8.getOut(), fp8.getOutScales());
     return success();
