@@ -198,9 +198,12 @@ static std::optional<Strategy> concreteStrategy(StrategyAttr attr) {
   return attr.getValue();
 }
 
-static RankedTensorType dynamicRows(RankedTensorType rows) {
-  return RankedTensorType::get({ShapedType::kDynamic, rows.getDimSize(1)},
-                               rows.getElementType());
+/// The type of rows like `rows` (a [N, H] tensor) whose count N is known
+/// only at run time (what an exchange or a permute returns).
+static RankedTensorType dynamicRows(Value rows) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  return RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(1)},
+                               type.getElementType());
 }
 
 static RankedTensorType scalesFor(MLIRContext *ctx, int64_t rows,
@@ -290,9 +293,8 @@ LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location>,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
-  auto x = cast<RankedTensorType>(adaptor.getX().getType());
   TopologyAttr topology = adaptor.getTopology();
-  results.push_back(dynamicRows(x));
+  results.push_back(dynamicRows(adaptor.getX()));
   results.push_back(RankedTensorType::get({ShapedType::kDynamic},
                                           Float32Type::get(ctx)));
   results.push_back(RankedTensorType::get({topology.getLocalExperts()},
@@ -324,6 +326,31 @@ static int64_t dispatchTokens(DispatchOp dispatch) {
   return ShapedType::kDynamic;
 }
 
+/// The rules of combine and cached_dispatch against the dispatch of their
+/// handle, when it is in sight: `rows` (named `rowsName`) have the hidden
+/// size of the dispatch's x, and `tokens` rows of `tokensName` (one per
+/// token) agree with its token count when both are static.
+static LogicalResult verifyAgainstDispatch(Operation *op, Value handle,
+                                           StringRef rowsName,
+                                           RankedTensorType rows,
+                                           StringRef tokensName,
+                                           int64_t tokens) {
+  auto dispatch = handle.getDefiningOp<DispatchOp>();
+  if (!dispatch)
+    return success();
+  RankedTensorType x = dispatch.getX().getType();
+  if (x.getDimSize(1) != rows.getDimSize(1))
+    return op->emitOpError()
+           << rowsName << " hidden size " << rows.getDimSize(1)
+           << " differs from the dispatch's x hidden size " << x.getDimSize(1);
+  int64_t t = dispatchTokens(dispatch);
+  if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tokens) &&
+      t != tokens)
+    return op->emitOpError() << tokensName << " has " << tokens
+                             << " rows but the dispatch has " << t << " tokens";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // CombineOp
 //===----------------------------------------------------------------------===//
@@ -338,19 +365,8 @@ LogicalResult CombineOp::verify() {
   if (out.getDimSize(1) != y.getDimSize(1))
     return emitOpError() << "result hidden size " << out.getDimSize(1)
                          << " must match y's " << y.getDimSize(1);
-  auto dispatch = getHandle().getDefiningOp<DispatchOp>();
-  if (!dispatch)
-    return success();
-  RankedTensorType x = dispatch.getX().getType();
-  if (x.getDimSize(1) != y.getDimSize(1))
-    return emitOpError() << "y hidden size " << y.getDimSize(1)
-                         << " differs from the dispatch's x hidden size "
-                         << x.getDimSize(1);
-  int64_t t = dispatchTokens(dispatch), tOut = out.getDimSize(0);
-  if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tOut) && t != tOut)
-    return emitOpError() << "result has " << tOut
-                         << " rows but the dispatch has " << t << " tokens";
-  return success();
+  return verifyAgainstDispatch(*this, getHandle(), "y", y, "result",
+                               out.getDimSize(0));
 }
 
 //===----------------------------------------------------------------------===//
@@ -365,8 +381,7 @@ LogicalResult
 CachedDispatchOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                    Adaptor adaptor,
                                    SmallVectorImpl<Type> &results) {
-  results.push_back(
-      dynamicRows(cast<RankedTensorType>(adaptor.getX().getType())));
+  results.push_back(dynamicRows(adaptor.getX()));
   return success();
 }
 
@@ -375,19 +390,8 @@ LogicalResult CachedDispatchOp::verify() {
   if (failed(verifyHidden(*this, "x", x)) ||
       failed(verifyWire(*this, x, getWire())))
     return failure();
-  auto dispatch = getHandle().getDefiningOp<DispatchOp>();
-  if (!dispatch)
-    return success();
-  RankedTensorType fwd = dispatch.getX().getType();
-  if (fwd.getDimSize(1) != x.getDimSize(1))
-    return emitOpError() << "x hidden size " << x.getDimSize(1)
-                         << " differs from the dispatch's x hidden size "
-                         << fwd.getDimSize(1);
-  int64_t t = dispatchTokens(dispatch), tx = x.getDimSize(0);
-  if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tx) && t != tx)
-    return emitOpError() << "x has " << tx << " rows but the dispatch has "
-                         << t << " tokens";
-  return success();
+  return verifyAgainstDispatch(*this, getHandle(), "x", x, "x",
+                               x.getDimSize(0));
 }
 
 //===----------------------------------------------------------------------===//
@@ -398,8 +402,7 @@ LogicalResult AllToAllOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location>,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
-  auto send = cast<RankedTensorType>(adaptor.getSend().getType());
-  results.push_back(dynamicRows(send));
+  results.push_back(dynamicRows(adaptor.getSend()));
   results.push_back(RankedTensorType::get({adaptor.getTopology().getRanks()},
                                           IntegerType::get(ctx, 64)));
   return success();
@@ -484,7 +487,7 @@ LogicalResult PermuteOp::inferReturnTypes(MLIRContext *ctx,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   auto in = cast<RankedTensorType>(adaptor.getIn().getType());
-  results.push_back(dynamicRows(in));
+  results.push_back(dynamicRows(adaptor.getIn()));
   if (adaptor.getScales())
     results.push_back(
         scalesFor(ctx, ShapedType::kDynamic, in.getDimSize(1)));
@@ -590,7 +593,7 @@ LogicalResult UnpackOp::verify() {
 static void inferExchangeResults(MLIRContext *ctx, Value send, Value scales,
                                  SmallVectorImpl<Type> &results) {
   auto rows = cast<RankedTensorType>(send.getType());
-  results.push_back(dynamicRows(rows));
+  results.push_back(dynamicRows(send));
   if (scales)
     results.push_back(scalesFor(ctx, ShapedType::kDynamic, rows.getDimSize(1)));
 }

@@ -29,7 +29,8 @@ struct StagedPatternPass
     remarkUnstaged(this->getOperation(), this->getArgument());
     RewritePatternSet patterns(&this->getContext());
     populate(patterns);
-    if (failed(applyPatternsGreedily(this->getOperation(), std::move(patterns))))
+    if (failed(
+            applyPatternsGreedily(this->getOperation(), std::move(patterns))))
       this->signalPassFailure();
   }
 };
