@@ -328,6 +328,19 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
   return Error::success();
 }
 
+/// The pipeline's wire-dtype option that sends rows of `type`.
+mlir::moecomm::WireDtypeOption wireDtypeOption(PayloadType type) {
+  switch (type) {
+  case PayloadType::BF16:
+    return mlir::moecomm::WireDtypeOption::bf16;
+  case PayloadType::F32:
+    return mlir::moecomm::WireDtypeOption::f32;
+  case PayloadType::FP8:
+    return mlir::moecomm::WireDtypeOption::fp8_e4m3;
+  }
+  llvm_unreachable("unknown payload type");
+}
+
 /// Checks an --aot library against the graph given with it, before it is
 /// called: the library's code has the static shapes (hidden size, K, T) of
 /// the graph it was built from, and a graph with other shapes makes the run
@@ -497,7 +510,7 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   pipeline.ranksPerNode = problem.ranksPerNode;
   pipeline.strategy = static_cast<mlir::moecomm::Strategy>(options.strategy);
   // The routing's dtype decides the wire, whatever the graph says.
-  pipeline.wireDtype = payloadTypeName(problem.dtype).str();
+  pipeline.wireDtype = wireDtypeOption(problem.dtype);
   pipeline.capacity = 0; // the IR's, set above
   pipeline.chunks = options.chunks;
   pipeline.preset = options.preset;

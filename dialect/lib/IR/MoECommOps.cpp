@@ -198,9 +198,12 @@ static std::optional<Strategy> concreteStrategy(StrategyAttr attr) {
   return attr.getValue();
 }
 
-static RankedTensorType dynamicRows(RankedTensorType rows) {
-  return RankedTensorType::get({ShapedType::kDynamic, rows.getDimSize(1)},
-                               rows.getElementType());
+/// The type of rows like `rows` (a [N, H] tensor) whose count N is known
+/// only at run time (what an exchange or a permute returns).
+static RankedTensorType dynamicRows(Value rows) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  return RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(1)},
+                               type.getElementType());
 }
 
 static RankedTensorType scalesFor(MLIRContext *ctx, int64_t rows,
@@ -286,14 +289,12 @@ WireDtype DispatchOp::getWireDtype() {
   return wireDtypeFor(getX().getType(), getWire());
 }
 
-LogicalResult DispatchOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  DispatchOp::Adaptor adaptor(operands, attrs, properties);
-  auto x = cast<RankedTensorType>(adaptor.getX().getType());
+LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
   TopologyAttr topology = adaptor.getTopology();
-  results.push_back(dynamicRows(x));
+  results.push_back(dynamicRows(adaptor.getX()));
   results.push_back(RankedTensorType::get({ShapedType::kDynamic},
                                           Float32Type::get(ctx)));
   results.push_back(RankedTensorType::get({topology.getLocalExperts()},
@@ -325,6 +326,31 @@ static int64_t dispatchTokens(DispatchOp dispatch) {
   return ShapedType::kDynamic;
 }
 
+/// The rules of combine and cached_dispatch against the dispatch of their
+/// handle, when it is in sight: `rows` (named `rowsName`) have the hidden
+/// size of the dispatch's x, and `tokens` rows of `tokensName` (one per
+/// token) agree with its token count when both are static.
+static LogicalResult verifyAgainstDispatch(Operation *op, Value handle,
+                                           StringRef rowsName,
+                                           RankedTensorType rows,
+                                           StringRef tokensName,
+                                           int64_t tokens) {
+  auto dispatch = handle.getDefiningOp<DispatchOp>();
+  if (!dispatch)
+    return success();
+  RankedTensorType x = dispatch.getX().getType();
+  if (x.getDimSize(1) != rows.getDimSize(1))
+    return op->emitOpError()
+           << rowsName << " hidden size " << rows.getDimSize(1)
+           << " differs from the dispatch's x hidden size " << x.getDimSize(1);
+  int64_t t = dispatchTokens(dispatch);
+  if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tokens) &&
+      t != tokens)
+    return op->emitOpError() << tokensName << " has " << tokens
+                             << " rows but the dispatch has " << t << " tokens";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // CombineOp
 //===----------------------------------------------------------------------===//
@@ -339,19 +365,8 @@ LogicalResult CombineOp::verify() {
   if (out.getDimSize(1) != y.getDimSize(1))
     return emitOpError() << "result hidden size " << out.getDimSize(1)
                          << " must match y's " << y.getDimSize(1);
-  auto dispatch = getHandle().getDefiningOp<DispatchOp>();
-  if (!dispatch)
-    return success();
-  RankedTensorType x = dispatch.getX().getType();
-  if (x.getDimSize(1) != y.getDimSize(1))
-    return emitOpError() << "y hidden size " << y.getDimSize(1)
-                         << " differs from the dispatch's x hidden size "
-                         << x.getDimSize(1);
-  int64_t t = dispatchTokens(dispatch), tOut = out.getDimSize(0);
-  if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tOut) && t != tOut)
-    return emitOpError() << "result has " << tOut
-                         << " rows but the dispatch has " << t << " tokens";
-  return success();
+  return verifyAgainstDispatch(*this, getHandle(), "y", y, "result",
+                               out.getDimSize(0));
 }
 
 //===----------------------------------------------------------------------===//
@@ -362,13 +377,11 @@ WireDtype CachedDispatchOp::getWireDtype() {
   return wireDtypeFor(getX().getType(), getWire());
 }
 
-LogicalResult CachedDispatchOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  CachedDispatchOp::Adaptor adaptor(operands, attrs, properties);
-  results.push_back(
-      dynamicRows(cast<RankedTensorType>(adaptor.getX().getType())));
+LogicalResult
+CachedDispatchOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
+  results.push_back(dynamicRows(adaptor.getX()));
   return success();
 }
 
@@ -377,32 +390,19 @@ LogicalResult CachedDispatchOp::verify() {
   if (failed(verifyHidden(*this, "x", x)) ||
       failed(verifyWire(*this, x, getWire())))
     return failure();
-  auto dispatch = getHandle().getDefiningOp<DispatchOp>();
-  if (!dispatch)
-    return success();
-  RankedTensorType fwd = dispatch.getX().getType();
-  if (fwd.getDimSize(1) != x.getDimSize(1))
-    return emitOpError() << "x hidden size " << x.getDimSize(1)
-                         << " differs from the dispatch's x hidden size "
-                         << fwd.getDimSize(1);
-  int64_t t = dispatchTokens(dispatch), tx = x.getDimSize(0);
-  if (!ShapedType::isDynamic(t) && !ShapedType::isDynamic(tx) && t != tx)
-    return emitOpError() << "x has " << tx << " rows but the dispatch has "
-                         << t << " tokens";
-  return success();
+  return verifyAgainstDispatch(*this, getHandle(), "x", x, "x",
+                               x.getDimSize(0));
 }
 
 //===----------------------------------------------------------------------===//
 // AllToAllOp
 //===----------------------------------------------------------------------===
 
-LogicalResult AllToAllOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  AllToAllOp::Adaptor adaptor(operands, attrs, properties);
-  auto send = cast<RankedTensorType>(adaptor.getSend().getType());
-  results.push_back(dynamicRows(send));
+LogicalResult AllToAllOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  results.push_back(dynamicRows(adaptor.getSend()));
   results.push_back(RankedTensorType::get({adaptor.getTopology().getRanks()},
                                           IntegerType::get(ctx, 64)));
   return success();
@@ -425,11 +425,10 @@ LogicalResult AllToAllOp::verify() {
 // LayoutOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayoutOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  LayoutOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult LayoutOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location>,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
   TopologyAttr topology = adaptor.getTopology();
   results.push_back(
       HandleType::get(topology, concreteStrategy(adaptor.getStrategyAttr())));
@@ -483,13 +482,12 @@ static LogicalResult verifyStagedRows(Operation *op, RankedTensorType in,
   return success();
 }
 
-LogicalResult PermuteOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  PermuteOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult PermuteOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
   auto in = cast<RankedTensorType>(adaptor.getIn().getType());
-  results.push_back(dynamicRows(in));
+  results.push_back(dynamicRows(adaptor.getIn()));
   if (adaptor.getScales())
     results.push_back(
         scalesFor(ctx, ShapedType::kDynamic, in.getDimSize(1)));
@@ -509,11 +507,10 @@ LogicalResult PermuteOp::verify() {
 // QuantizeOp / DequantizeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult QuantizeOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  QuantizeOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult QuantizeOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
   auto in = cast<RankedTensorType>(adaptor.getIn().getType());
   if (in.getRank() != 2)
     return emitOptionalError(loc, "'moecomm.quantize' op input must be 2-D "
@@ -548,15 +545,23 @@ LogicalResult DequantizeOp::verify() {
 // PackOp / UnpackOp
 //===----------------------------------------------------------------------===//
 
+/// pack and unpack move rows without changing their hidden size.
+static LogicalResult verifySameHidden(Operation *op, RankedTensorType in,
+                                      RankedTensorType out) {
+  if (out.getDimSize(1) == in.getDimSize(1))
+    return success();
+  return op->emitOpError() << "result hidden size " << out.getDimSize(1)
+                           << " must match the input's " << in.getDimSize(1);
+}
+
 LogicalResult PackOp::verify() {
   RankedTensorType in = getIn().getType(), out = getOut().getType();
   if (failed(verifyStagedRows(*this, in, getScales(), getDirection(),
                               getWeighted())) ||
       failed(verifyScales(*this, "result rows", out, getOutScales())))
     return failure();
-  if (out.getDimSize(1) != in.getDimSize(1))
-    return emitOpError() << "result hidden size " << out.getDimSize(1)
-                         << " must match the input's " << in.getDimSize(1);
+  if (failed(verifySameHidden(*this, in, out)))
+    return failure();
   Type inElt = in.getElementType(), outElt = out.getElementType();
   bool quantize = isRowFloat(inElt) && isFp8(outElt);
   if (inElt != outElt && !(quantize && getDirection() == Direction::dispatch))
@@ -572,9 +577,8 @@ LogicalResult UnpackOp::verify() {
                               getWeighted())) ||
       failed(verifyHidden(*this, "result", out)))
     return failure();
-  if (out.getDimSize(1) != in.getDimSize(1))
-    return emitOpError() << "result hidden size " << out.getDimSize(1)
-                         << " must match the input's " << in.getDimSize(1);
+  if (failed(verifySameHidden(*this, in, out)))
+    return failure();
   if (isRowFloat(in.getElementType()) &&
       in.getElementType() != out.getElementType())
     return emitOpError() << "cannot unpack " << in.getElementType()
@@ -589,43 +593,43 @@ LogicalResult UnpackOp::verify() {
 static void inferExchangeResults(MLIRContext *ctx, Value send, Value scales,
                                  SmallVectorImpl<Type> &results) {
   auto rows = cast<RankedTensorType>(send.getType());
-  results.push_back(dynamicRows(rows));
+  results.push_back(dynamicRows(send));
   if (scales)
     results.push_back(scalesFor(ctx, ShapedType::kDynamic, rows.getDimSize(1)));
 }
 
-LogicalResult ExchangeOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  ExchangeOp::Adaptor adaptor(operands, attrs, properties);
+/// The rules exchange and exchange_start share: unweighted staged rows,
+/// sent in the stage and scope of their handle's plan.
+template <typename ExchangeOpT>
+static LogicalResult verifyExchangeRows(ExchangeOpT op) {
+  if (failed(verifyStagedRows(op, op.getSend().getType(), op.getScales(),
+                              op.getDirection(), /*weighted=*/false)))
+    return failure();
+  return verifyStage(op, op.getHandle(), op.getDirection(), op.getStage(),
+                     op.getScope());
+}
+
+LogicalResult ExchangeOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
   inferExchangeResults(ctx, adaptor.getSend(), adaptor.getScales(), results);
   return success();
 }
 
-LogicalResult ExchangeOp::verify() {
-  if (failed(verifyStagedRows(*this, getSend().getType(), getScales(),
-                              getDirection(), /*weighted=*/false)))
-    return failure();
-  return verifyStage(*this, getHandle(), getDirection(), getStage(),
-                     getScope());
-}
+LogicalResult ExchangeOp::verify() { return verifyExchangeRows(*this); }
 
-LogicalResult ExchangeStartOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  ExchangeStartOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult
+ExchangeStartOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   results.push_back(RequestType::get(ctx));
   inferExchangeResults(ctx, adaptor.getSend(), adaptor.getScales(), results);
   return success();
 }
 
 LogicalResult ExchangeStartOp::verify() {
-  if (failed(verifyStagedRows(*this, getSend().getType(), getScales(),
-                              getDirection(), /*weighted=*/false)) ||
-      failed(verifyStage(*this, getHandle(), getDirection(), getStage(),
-                         getScope())))
+  if (failed(verifyExchangeRows(*this)))
     return failure();
   // The receive buffers are not readable before the wait: their one use is
   // the wait that completes this request.
@@ -654,11 +658,10 @@ LogicalResult ExchangeStartOp::verify() {
   return success();
 }
 
-LogicalResult ExchangeWaitOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &results) {
-  ExchangeWaitOp::Adaptor adaptor(operands, attrs, properties);
+LogicalResult ExchangeWaitOp::inferReturnTypes(MLIRContext *ctx,
+                                               std::optional<Location>,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
   results.push_back(adaptor.getRecv().getType());
   if (adaptor.getRecvScales())
     results.push_back(adaptor.getRecvScales().getType());

@@ -29,9 +29,10 @@ namespace mlir::moecomm {
 using namespace mlir;
 using namespace mlir::moecomm;
 
-LogicalResult mlir::moecomm::checkConfigureOptions(
-    MLIRContext *context, StringRef pass, int64_t ranks, int64_t ranksPerNode,
-    StringRef wireDtype, int64_t capacity, std::optional<WireDtype> &wire) {
+LogicalResult mlir::moecomm::checkConfigureOptions(MLIRContext *context,
+                                                  StringRef pass, int64_t ranks,
+                                                  int64_t ranksPerNode,
+                                                  int64_t capacity) {
   if (ranks < 0 || ranksPerNode < 0)
     return emitOptionError(context, pass)
            << "ranks and ranks-per-node must be >= 0 (0: keep the IR's), got "
@@ -39,15 +40,33 @@ LogicalResult mlir::moecomm::checkConfigureOptions(
   if (capacity < 0)
     return emitOptionError(context, pass)
            << "capacity must be >= 0 rows, got " << capacity;
-  // "fp8" is the tools' spelling (moecomm-run, moecomm-bench); empty keeps
-  // the IR's wire dtypes.
-  wire = symbolizeWireDtype(wireDtype == "fp8" ? StringRef("fp8_e4m3")
-                                               : wireDtype);
-  if (wire || wireDtype.empty())
-    return success();
-  return emitOptionError(context, pass)
-         << "unknown wire-dtype '" << wireDtype
-         << "'; expected f32, bf16 or fp8_e4m3 (or fp8)";
+  return success();
+}
+
+llvm::cl::ValuesClass mlir::moecomm::wireDtypeOptionValues() {
+  return llvm::cl::values(
+      clEnumValN(WireDtypeOption::keep, "", "keep the IR's wire dtypes"),
+      clEnumValN(WireDtypeOption::f32, "f32", "f32 rows"),
+      clEnumValN(WireDtypeOption::bf16, "bf16", "bf16 rows"),
+      clEnumValN(WireDtypeOption::fp8_e4m3, "fp8_e4m3",
+                 "FP8 E4M3 rows with per-block scales"),
+      // The tools' spelling (moecomm-run, moecomm-bench).
+      clEnumValN(WireDtypeOption::fp8_e4m3, "fp8", "same as fp8_e4m3"));
+}
+
+std::optional<WireDtype>
+mlir::moecomm::overriddenWireDtype(WireDtypeOption option) {
+  switch (option) {
+  case WireDtypeOption::keep:
+    return std::nullopt;
+  case WireDtypeOption::f32:
+    return WireDtype::f32;
+  case WireDtypeOption::bf16:
+    return WireDtype::bf16;
+  case WireDtypeOption::fp8_e4m3:
+    return WireDtype::fp8_e4m3;
+  }
+  llvm_unreachable("unknown wire-dtype option");
 }
 
 namespace {
@@ -303,19 +322,17 @@ struct ConfigureCollectivesPass
   // Options are checked once, before any IR is touched (OptionErrors.h).
   LogicalResult initialize(MLIRContext *context) override {
     return checkConfigureOptions(context, getArgument(), ranks, ranksPerNode,
-                                 wireDtype, capacity, wire);
+                                 capacity);
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTableCollection symbols;
-    overrideWireAndCapacity(module, wire, capacity);
+    overrideWireAndCapacity(module, overriddenWireDtype(wireDtype), capacity);
     if (failed(retarget(module, ranks, ranksPerNode, symbols)) ||
         failed(checkSignatures(module, symbols)))
       return signalPassFailure();
   }
-
-  std::optional<WireDtype> wire;
 };
 
 } // namespace

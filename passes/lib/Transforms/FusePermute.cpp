@@ -6,17 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Transforms/OptionErrors.h"
-#include "Transforms/Unstaged.h"
+#include "Transforms/StagedPatternPass.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
-
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_MOECOMMFUSEPERMUTE
@@ -110,20 +106,12 @@ struct PermuteToUnpack : OpRewritePattern<PermuteOp> {
   }
 };
 
-struct FusePermutePass
-    : public WithOptionErrors<
-          mlir::moecomm::impl::MoECommFusePermuteBase<FusePermutePass>> {
-  void runOnOperation() override {
-    remarkUnstaged(getOperation(), getArgument());
-    RewritePatternSet patterns(&getContext());
-    populateFusePermutePatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
-
 } // namespace
 
 void mlir::moecomm::populateFusePermutePatterns(RewritePatternSet &patterns) {
   patterns.add<PermuteToPack, PermuteToUnpack>(patterns.getContext());
 }
+
+// The pass: these patterns applied greedily (StagedPatternPass.h).
+template struct mlir::moecomm::StagedPatternPass<
+    mlir::moecomm::impl::MoECommFusePermuteBase, populateFusePermutePatterns>;

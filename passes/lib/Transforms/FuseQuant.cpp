@@ -7,17 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Transforms/OptionErrors.h"
-#include "Transforms/Unstaged.h"
+#include "Transforms/StagedPatternPass.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
-
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_MOECOMMFUSEQUANT
@@ -39,6 +35,17 @@ DequantizeOp singleUseDequantize(PermuteOp permute) {
   return dequant;
 }
 
+/// `permute` (a dispatch permute, so unweighted) moving the FP8 rows and
+/// scales that `dequant` reads instead of the dequantized rows: same handle,
+/// direction and stage (none for the output permute).
+PermuteOp permuteFp8Rows(PatternRewriter &rewriter, PermuteOp permute,
+                         DequantizeOp dequant) {
+  return PermuteOp::create(rewriter, permute.getLoc(), dequant.getQ(),
+                           dequant.getScales(), permute.getHandle(),
+                           permute.getDirectionAttr(), permute.getStageAttr(),
+                           UnitAttr());
+}
+
 /// dequantize -> permute(stage k) -> quantize  ==>  permute(stage k) of the
 /// FP8 rows and their scales (the forwarded rows stay FP8).
 struct ForwardFp8Rows : OpRewritePattern<QuantizeOp> {
@@ -51,11 +58,8 @@ struct ForwardFp8Rows : OpRewritePattern<QuantizeOp> {
     DequantizeOp dequant = singleUseDequantize(permute);
     if (!dequant)
       return failure();
-    auto fp8 = PermuteOp::create(rewriter, permute.getLoc(), dequant.getQ(),
-                                 dequant.getScales(), permute.getHandle(),
-                                 permute.getDirectionAttr(),
-                                 permute.getStageAttr(), UnitAttr());
-    rewriter.replaceOp(quant, fp8.getResults());
+    rewriter.replaceOp(quant,
+                       permuteFp8Rows(rewriter, permute, dequant).getResults());
     return success();
   }
 };
@@ -71,11 +75,7 @@ struct DequantizeAfterOutput : OpRewritePattern<PermuteOp> {
     DequantizeOp dequant = singleUseDequantize(permute);
     if (!dequant)
       return failure();
-    Location loc = permute.getLoc();
-    auto fp8 = PermuteOp::create(rewriter, loc, dequant.getQ(),
-                                 dequant.getScales(), permute.getHandle(),
-                                 permute.getDirectionAttr(), IntegerAttr(),
-                                 UnitAttr());
+    PermuteOp fp8 = permuteFp8Rows(rewriter, permute, dequant);
     rewriter.replaceOpWithNewOp<DequantizeOp>(permute, permute.getOut().getType(),
                                               fp8.getOut(), fp8.getOutScales());
     return success();
@@ -104,21 +104,13 @@ struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
   }
 };
 
-struct FuseQuantPass
-    : public WithOptionErrors<
-          mlir::moecomm::impl::MoECommFuseQuantBase<FuseQuantPass>> {
-  void runOnOperation() override {
-    remarkUnstaged(getOperation(), getArgument());
-    RewritePatternSet patterns(&getContext());
-    populateFuseQuantPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
-
 } // namespace
 
 void mlir::moecomm::populateFuseQuantPatterns(RewritePatternSet &patterns) {
   patterns.add<ForwardFp8Rows, DequantizeAfterOutput, HandOverFp8>(
       patterns.getContext());
 }
+
+// The pass: these patterns applied greedily (StagedPatternPass.h).
+template struct mlir::moecomm::StagedPatternPass<
+    mlir::moecomm::impl::MoECommFuseQuantBase, populateFuseQuantPatterns>;

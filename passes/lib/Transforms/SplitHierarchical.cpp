@@ -38,11 +38,10 @@ struct SplitHierarchicalPass
   LogicalResult initialize(MLIRContext *context) override {
     // The steps keep what the checks return; here they only check.
     const ::moecomm::LinkPreset *link;
-    std::optional<WireDtype> wire;
     if (failed(checkCostModelOptions(context, getArgument(), preset,
                                      tokensPerRank, link)) ||
         failed(checkConfigureOptions(context, getArgument(), ranks,
-                                     ranksPerNode, wireDtype, capacity, wire)))
+                                     ranksPerNode, capacity)))
       return failure();
     MoECommConfigureCollectivesOptions configure;
     configure.ranks = ranks;

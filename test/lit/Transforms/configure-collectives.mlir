@@ -35,7 +35,7 @@
 // KEEP: call @expert_counts(%{{.*}}) : (tensor<2xi64>) -> tensor<2xi64>
 //
 // PERNODE: error: cannot retarget 8 ranks x 4 per node to 8 ranks x 3 per node: ranks (8) must be a multiple of ranks_per_node (3)
-// BADWIRE: <unknown>:0: error: moecomm-configure-collectives: unknown wire-dtype 'fp16'; expected f32, bf16 or fp8_e4m3 (or fp8)
+// BADWIRE: moecomm-opt: for the --wire-dtype option: Cannot find option named 'fp16'!
 func.func @expert_counts(%tpe: tensor<2xi64>) -> tensor<2xi64> {
   return %tpe : tensor<2xi64>
 }

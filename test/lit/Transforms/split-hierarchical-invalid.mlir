@@ -6,7 +6,7 @@
 // RUN: not moecomm-opt %s -split-input-file --moecomm-split-hierarchical=wire-dtype=fp16 2>&1 | FileCheck %s --check-prefix=WIRE
 
 // STRATEGY: moecomm-opt: for the --strategy option: Cannot find option named 'fastest'!
-// WIRE: error: moecomm-split-hierarchical: unknown wire-dtype 'fp16'; expected f32, bf16 or fp8_e4m3
+// WIRE: moecomm-opt: for the --wire-dtype option: Cannot find option named 'fp16'!
 // RANKS: error: cannot retarget 8 ranks x 4 per node to 32 ranks x 4 per node: experts (16) must be divisible by ranks (32) so every rank hosts the same number of experts
 // PERNODE: error: cannot retarget 8 ranks x 4 per node to 8 ranks x 3 per node: ranks (8) must be a multiple of ranks_per_node (3)
 // LIMIT: error: cannot retarget 8 ranks x 4 per node to 2097152 ranks x 1 per node: ranks must be in [1, 1048576], got 2097152

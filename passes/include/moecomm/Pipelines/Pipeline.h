@@ -33,11 +33,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("per_expert, flat, hierarchical or auto (default: the "
                      "static cost model picks per dispatch)"),
       llvm::cl::init(Strategy::automatic), strategyOptionValues()};
-  Option<std::string> wireDtype{
+  Option<WireDtypeOption> wireDtype{
       *this, "wire-dtype",
       llvm::cl::desc("override every dispatch's wire dtype: f32, bf16, "
                      "fp8_e4m3 or fp8 (default empty: keep the IR's)"),
-      llvm::cl::init("")};
+      llvm::cl::init(WireDtypeOption::keep), wireDtypeOptionValues()};
   Option<int64_t> chunks{*this, "chunks",
                          llvm::cl::desc("token chunks per MoE layer for the "
                                         "overlap schedule, 1 to 64 "
@@ -50,7 +50,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<std::string> preset{*this, "preset",
                              llvm::cl::desc("link model for strategy=auto: "
                                             "h100-dgx, h200-dgx (default), "
-                                            "gb200-nvl72"),
+                                            "gb200-nvl72 (a row of the model "
+                                            "library's preset table, which "
+                                            "the runtime shares: a name, so "
+                                            "new rows need no option "
+                                            "change)"),
                              llvm::cl::init("h200-dgx")};
   Option<int64_t> tokensPerRank{*this, "tokens-per-rank",
                                 llvm::cl::desc("tokens per rank assumed by "

@@ -16,6 +16,7 @@
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir {
 class RewritePatternSet;
@@ -25,6 +26,20 @@ namespace moecomm {
 /// moecomm-pipeline's): per_expert, flat, hierarchical and auto, parsed and
 /// checked by llvm::cl.
 llvm::cl::ValuesClass strategyOptionValues();
+
+/// The value of every `wire-dtype` option (the passes' and
+/// moecomm-pipeline's): keep the IR's wire dtypes (the default), or set them
+/// to one wire dtype.
+enum class WireDtypeOption { keep, f32, bf16, fp8_e4m3 };
+
+/// The values of every `wire-dtype` option, parsed and checked by llvm::cl:
+/// empty (keep, so the default prints as `wire-dtype=` and round-trips),
+/// f32, bf16, fp8_e4m3, and fp8 (the tools' spelling of fp8_e4m3; listed
+/// after it, so fp8_e4m3 is the name printed).
+llvm::cl::ValuesClass wireDtypeOptionValues();
+
+/// The wire dtype `option` sets; none for keep.
+std::optional<WireDtype> overriddenWireDtype(WireDtypeOption option);
 
 #define GEN_PASS_DECL
 #include "moecomm/Transforms/Passes.h.inc"

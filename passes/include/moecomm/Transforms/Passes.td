@@ -48,9 +48,11 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
     Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks per node (0: keep "
            "the IR's)">,
-    Option<"wireDtype", "wire-dtype", "std::string", /*default=*/"\"\"",
+    Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
+           /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
            "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
-           "(default empty: keep the IR's)">,
+           "(default empty: keep the IR's)",
+           "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">
   ];
@@ -85,7 +87,8 @@ def MoECommSelectStrategy : Pass<"moecomm-select-strategy", "::mlir::ModuleOp"> 
            "::mlir::moecomm::strategyOptionValues()">,
     Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",
            "link model for strategy=auto: h100-dgx, h200-dgx (default), "
-           "gb200-nvl72">,
+           "gb200-nvl72 (a row of the model library's preset table, which "
+           "the runtime shares: a name, so new rows need no option change)">,
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
            "tokens per rank assumed by strategy=auto when T is dynamic (>= 1, "
            "default 4096)">
@@ -186,15 +189,18 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
            "the IR's)">,
     Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",
            "link model for strategy=auto: h100-dgx, h200-dgx (default), "
-           "gb200-nvl72">,
+           "gb200-nvl72 (a row of the model library's preset table, which "
+           "the runtime shares: a name, so new rows need no option change)">,
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
            "tokens per rank assumed by strategy=auto when T is dynamic (>= 1, "
            "default 4096)">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks (0: keep the IR's)">,
-    Option<"wireDtype", "wire-dtype", "std::string", /*default=*/"\"\"",
+    Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
+           /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
            "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
-           "(default empty: keep the IR's)">,
+           "(default empty: keep the IR's)",
+           "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">
   ];
@@ -291,7 +297,9 @@ def MoECommCostReport : Pass<"moecomm-cost-report", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",
-           "link model: h100-dgx, h200-dgx (default), gb200-nvl72">,
+           "link model: h100-dgx, h200-dgx (default), gb200-nvl72 (a row of "
+           "the model library's preset table, which the runtime shares: a "
+           "name, so new rows need no option change)">,
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
            "tokens per rank when T is dynamic (default 4096)">
   ];

@@ -35,7 +35,7 @@ def MoEComm_Scales : RankedTensorOf<[F32], [HasAnyRankOfPred<[2]>],
 //===----------------------------------------------------------------------===//
 
 def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
-    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "send every token to the ranks of its top-k experts";
   let description = [{
     On every rank of the topology: `x` is `tensor<T x H x bf16|f32>` (the
@@ -134,7 +134,7 @@ def MoEComm_CombineOp : MoEComm_Op<"combine", [CollectiveEffects]> {
 }
 
 def MoEComm_CachedDispatchOp : MoEComm_Op<"cached_dispatch", [
-    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "dispatch rows along an existing layout (backward of combine)";
   let description = [{
     Moves `x` (`tensor<T x H x bf16|f32>`, one row per token of this rank)
@@ -168,7 +168,7 @@ def MoEComm_CachedDispatchOp : MoEComm_Op<"cached_dispatch", [
 }
 
 def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
-    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "ragged all-to-all of rows";
   let description = [{
     `send` is `tensor<N x H x bf16|f32>` sorted by destination rank and
@@ -202,7 +202,7 @@ def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
 //===----------------------------------------------------------------------===//
 
 def MoEComm_LayoutOp : MoEComm_Op<"layout", [
-    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "compute a dispatch's routing layout once";
   let description = [{
     The first step of a staged dispatch: validates `topk_idx`
@@ -243,7 +243,7 @@ def MoEComm_LayoutOp : MoEComm_Op<"layout", [
 }
 
 def MoEComm_PermuteOp : MoEComm_Op<"permute", [
-    Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    Pure, InferTypeOpAdaptor]> {
   let summary = "materialize the row order of an exchange stage or the output";
   let description = [{
     Applies the layout's row map for one step of `direction`, as a separate
@@ -274,7 +274,7 @@ def MoEComm_PermuteOp : MoEComm_Op<"permute", [
 }
 
 def MoEComm_QuantizeOp : MoEComm_Op<"quantize", [
-    Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    Pure, InferTypeOpAdaptor]> {
   let summary = "FP8 e4m3 quantization with 1x128 block scales";
   let description = [{
     `in` is `tensor<N x H x bf16|f32>`. Results: `q`,
@@ -350,7 +350,7 @@ def MoEComm_UnpackOp : MoEComm_Op<"unpack", [Pure]> {
 }
 
 def MoEComm_ExchangeOp : MoEComm_Op<"exchange", [
-    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "move the send rows of one stage to their destinations";
   let description = [{
     Exchange stage `stage` of `direction` within `scope`: every rank sends
@@ -373,7 +373,7 @@ def MoEComm_ExchangeOp : MoEComm_Op<"exchange", [
 }
 
 def MoEComm_ExchangeStartOp : MoEComm_Op<"exchange_start", [
-    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "start an exchange; its rows arrive at exchange_wait";
   let description = [{
     The asynchronous form of `moecomm.exchange` produced by
@@ -398,7 +398,7 @@ def MoEComm_ExchangeStartOp : MoEComm_Op<"exchange_start", [
 }
 
 def MoEComm_ExchangeWaitOp : MoEComm_Op<"exchange_wait", [
-    CollectiveEffects, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "wait for an exchange started by exchange_start";
   let description = [{
     Completes `request` and returns the receive rows (and scales) that the
