@@ -5,7 +5,7 @@
 # regression test); every finding becomes a unit or lit test when fixed.
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 300] [target...]
-# Output: build-fuzz/fuzz/<target>/{corpus,seeds,findings,log.txt}; the last
+# Output: build-fuzz/fuzz/<target>/{corpus,seeds,findings,log.txt,triage.txt}; the last
 # lines print executions, coverage and findings per target. Exit status 1
 # when any target left a finding (crash-*, leak-*, timeout-*, oom-*).
 set -euo pipefail

@@ -50,7 +50,7 @@ std::string validate(const Problem &p, moecommResult_t *code) {
     if (rr.numTokens < 0)
       return fail(rankPrefix(r) + ": num_tokens must be >= 0, got " +
                   std::to_string(rr.numTokens));
-    // The runtime's size rule (runtime/lib/Sizes.h, same message): the
+    // The runtime's size rule (moecomm/Model/Sizes.h, same message): the
     // [T][K] ids as 8-byte elements fit in int64, so T * K below does too.
     int64_t ids = 0;
     if (__builtin_mul_overflow(std::max<int64_t>(rr.numTokens, 1), p.topk,

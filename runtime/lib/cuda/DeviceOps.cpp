@@ -138,7 +138,7 @@ Status DeviceStagedOp::packStage(const DeviceMap &map,
                                  const moecommRows_t &in,
                                  const moecommRows_t &out,
                                  cudaStream_t stream) {
-  // The CPU's choice (Ops.cpp): dispatch maps are gathers; a combine map
+  // The CPU's choice (StagedOp.cpp): dispatch maps are gathers; a combine map
   // is a gather when it has one unweighted term per row and no conversion,
   // else an f32 reduction.
   const bool gather =
@@ -202,7 +202,7 @@ Status DeviceStagedOp::unpack(const moecommRows_t &in) {
   if (dir_ == moecommDirectionDispatch &&
       quantized_.rows.type == moecommFloat8E4M3) {
     // No exchange (W == 1): still quantize once, so the result does not
-    // depend on the topology (as Ops.cpp does).
+    // depend on the topology (as StagedOp.cpp does).
     if (Status st =
             gatherRowsDevice(in, quantized_.rows, GatherIndex{}, stream_);
         !st.ok())

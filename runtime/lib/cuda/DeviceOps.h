@@ -1,7 +1,8 @@
 //===- DeviceOps.h - Dispatch, combine and exchanges on the GPU -*- C++ -*-===//
 //
 // The exact mode's collective operations on device rows. A staged op is the
-// CPU StagedOp (Ops.cpp) with buffers in device memory and work in streams:
+// CPU StagedOp (StagedOp.cpp) with buffers in device memory and work in
+// streams:
 //
 //   post():   pack stage 0 on the caller's stream U       (kernel)
 //             the communication stream C waits for U      (event)

@@ -13,6 +13,7 @@
 #include "DeviceRows.h"
 #include "Fp8Device.cuh"
 #include "KernelUtil.cuh"
+#include "moecomm/Model/WireFormat.h"
 
 #include <cuda_bf16.h>
 
@@ -20,6 +21,10 @@ namespace moecomm {
 namespace cuda {
 
 namespace {
+
+// quantizeRowsKernel's layout: a half-warp's 16 lanes hold 8 elements each of
+// one scale block.
+static_assert(kFp8BlockSize == 16 * 8, "a half-warp holds one FP8 block");
 
 template <typename V>
 __global__ void
@@ -56,7 +61,7 @@ __global__ void
 quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
                    uint8_t *__restrict__ out, float *__restrict__ scales,
                    int64_t outRows, int64_t H, bool skipEmpty) {
-  const int64_t nb = (H + 127) / 128;
+  const int64_t nb = (H + kFp8BlockSize - 1) / kFp8BlockSize;
   const int lane = threadIdx.x & 31;
   const int half = lane >> 4; // which 128-element block of the pair
   const int l16 = lane & 15;  // lane within the half-warp
@@ -84,7 +89,8 @@ quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
       const bool active = blk < nb;
       float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       float amax = 0.0f;
-      const int64_t h0 = blk * 128 + l16 * 8; // Vec: 8 consecutive elements
+      // Vec: 8 consecutive elements.
+      const int64_t h0 = blk * kFp8BlockSize + l16 * 8;
       if (Vec) {
         if (active && h0 < H) {
           load8(x + h0, v);
@@ -95,7 +101,8 @@ quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
       } else {
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-          const int64_t h = blk * 128 + l16 + 16 * i; // coalesced
+          // Coalesced.
+          const int64_t h = blk * kFp8BlockSize + l16 + 16 * i;
           if (active && h < H) {
             v[i] = toFloat(x[h]);
             amax = fmaxf(amax, fabsf(v[i]));
@@ -121,7 +128,7 @@ quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
       } else {
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-          const int64_t h = blk * 128 + l16 + 16 * i;
+          const int64_t h = blk * kFp8BlockSize + l16 + 16 * i;
           if (h < H)
             o[h] = encodeE4M3(v[i], s);
         }
@@ -161,7 +168,7 @@ Status launchCopyRows(const moecommRows_t &in, const moecommRows_t &out,
                                                      : 1;
   const int64_t rowBytes = out.hidden * esize;
   const bool fp8 = out.type == moecommFloat8E4M3;
-  const int64_t blocks = fp8 ? (out.hidden + 127) / 128 : 0;
+  const int64_t blocks = fp8 ? fp8Blocks(out.hidden) : 0;
   if (out.rows == 0 || rowBytes == 0)
     return Status::success();
   moecommRows_t o = out;
