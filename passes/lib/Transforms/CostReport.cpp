@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -27,6 +28,14 @@ using namespace mlir;
 using namespace mlir::moecomm;
 
 namespace {
+
+/// `value` with `decimals` decimals, every digit: formatv's own double
+/// formatting writes into a fixed buffer and cuts values of 10^27 and more.
+std::string fixedPoint(double value, int decimals) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.*f", decimals, value);
+  return text;
+}
 
 struct CostReportPass
     : public WithOptionErrors<mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
@@ -78,16 +87,20 @@ struct CostReportPass
                              ArrayRef<double> seconds) {
         for (auto [i, stage] : llvm::enumerate(stages))
           os << llvm::formatv(
-              "  {0,-13}{1,-10}{2,-6}{3,-12} {4,15:F3} {5,15:F3} {6,13:F1}\n",
-              name, direction, i, ::moecomm::scopeName(stage.scope),
-              stage.bytesSent[moecommLinkInterNode] * w.topology.ranks / 1e6,
-              stage.bytesSent[moecommLinkIntraNode] * w.topology.ranks / 1e6,
-              seconds[i] * 1e6);
+              "  {0,-13}{1,-10}{2,-6}{3,-12} {4,15} {5,15} {6,13}\n", name,
+              direction, i, ::moecomm::scopeName(stage.scope),
+              fixedPoint(stage.bytesSent[moecommLinkInterNode] *
+                             w.topology.ranks / 1e6,
+                         3),
+              fixedPoint(stage.bytesSent[moecommLinkIntraNode] *
+                             w.topology.ranks / 1e6,
+                         3),
+              fixedPoint(seconds[i] * 1e6, 1));
       };
       printStages("dispatch", traffic.dispatch, time.dispatchStageSec);
       printStages("combine", traffic.combine, time.combineStageSec);
-      os << llvm::formatv("  {0,-13}{1,-10} {2,63:F1}\n", name, "total",
-                          time.totalSec() * 1e6);
+      os << llvm::formatv("  {0,-13}{1,-10} {2,63}\n", name, "total",
+                          fixedPoint(time.totalSec() * 1e6, 1));
     }
     os << "  auto picks: "
        << stringifyStrategy(static_cast<Strategy>(costs.best)) << "\n";
