@@ -38,7 +38,8 @@ std::string fixedPoint(double value, int decimals) {
 }
 
 struct CostReportPass
-    : public WithOptionErrors<mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommCostReportBase<CostReportPass>> {
   using WithOptionErrors::WithOptionErrors;
 
   // Options are checked once, before any IR is touched (OptionErrors.h).
