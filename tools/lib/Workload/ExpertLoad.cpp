@@ -69,6 +69,14 @@ Expected<std::vector<double>> readTraceLoads(StringRef traceFile,
     return inputError(formatv("{0}: {1}/{2}/{3} is empty", traceFile, model,
                               domain, layerKey));
   const int64_t Et = static_cast<int64_t>(loads->size());
+  // A trace lists one load per expert of its model: a count that disagrees
+  // is a truncated or mislabelled trace, which rebinning would hide.
+  if (std::optional<int64_t> declared = m->getInteger("num_experts");
+      declared && *declared != Et)
+    return inputError(formatv("{0}: {1}/{2}/{3} lists {4} loads but {1} has "
+                              "num_experts {5}",
+                              traceFile, model, domain, layerKey, Et,
+                              *declared));
   std::vector<double> src(Et);
   for (int64_t t = 0; t < Et; ++t) {
     std::optional<double> v = (*loads)[t].getAsNumber();
