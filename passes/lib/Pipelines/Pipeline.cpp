@@ -2,7 +2,10 @@
 
 #include "moecomm/Pipelines/Pipeline.h"
 
+#include "Transforms/ConfigureCollectives.h"
 #include "Transforms/OptionErrors.h"
+#include "Transforms/ScheduleOverlap.h"
+#include "Transforms/StrategyCostAnalysis.h"
 #include "moecomm/Conversion/Passes.h"
 #include "moecomm/Transforms/Passes.h"
 
@@ -93,6 +96,24 @@ void mlir::moecomm::registerMoECommPipeline() {
           std::string text = optionParserError("moecomm-pipeline", message);
           return text.empty() ? failure() : errorHandler(text);
         }
+        // The values are checked here, under the pipeline's name (the one
+        // the user wrote), with the checks of the passes that take them.
+        MLIRContext context(MLIRContext::Threading::DISABLED);
+        std::string problem;
+        ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
+          problem = diag.str();
+          return success();
+        });
+        const ::moecomm::LinkPreset *link;
+        if (failed(checkConfigureOptions(&context, "moecomm-pipeline",
+                                         options.ranks, options.ranksPerNode,
+                                         options.capacity)) ||
+            failed(checkCostModelOptions(&context, "moecomm-pipeline",
+                                         options.preset, options.tokensPerRank,
+                                         link)) ||
+            failed(checkOverlapOptions(&context, "moecomm-pipeline",
+                                       options.chunks)))
+          return errorHandler(problem);
         buildMoECommPipeline(pm, options);
         return success();
       },

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/OptionErrors.h"
+#include "Transforms/ScheduleOverlap.h"
 #include "Transforms/Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
 
@@ -504,11 +505,7 @@ struct ScheduleOverlapPass
   // Options are checked once, before any IR is touched (OptionErrors.h), not
   // per function.
   LogicalResult initialize(MLIRContext *context) override {
-    if (chunks >= 1 && chunks <= kMaxOverlapChunks)
-      return success();
-    return emitOptionError(context, getArgument())
-           << "chunks must be in [1, " << kMaxOverlapChunks << "], got "
-           << static_cast<int64_t>(chunks);
+    return checkOverlapOptions(context, getArgument(), chunks);
   }
 
   void runOnOperation() override {
@@ -547,3 +544,13 @@ struct ScheduleOverlapPass
 };
 
 } // namespace
+
+LogicalResult mlir::moecomm::checkOverlapOptions(MLIRContext *context,
+                                                 StringRef pass,
+                                                 int64_t chunks) {
+  if (chunks >= 1 && chunks <= kMaxOverlapChunks)
+    return success();
+  return emitOptionError(context, pass)
+         << "chunks must be in [1, " << kMaxOverlapChunks << "], got "
+         << chunks;
+}
