@@ -39,18 +39,9 @@ TEST(EnumRange, ErrorStringOfAnyInt) {
 struct Routing {
   int64_t idx[1];
   float w[1] = {1.0f};
-  moecommLayoutDesc_t desc{};
-  explicit Routing(int rank) {
-    idx[0] = rank;
-    desc.numTokens = 1;
-    desc.topk = 1;
-    desc.numExperts = 2;
-    desc.idxType = moecommInt64;
-    desc.topkIdx = idx;
-    desc.topkWeights = w;
-    desc.strategy = moecommFlat;
-    desc.wireType = moecommFloat32;
-  }
+  moecommLayoutDesc_t desc;
+  explicit Routing(int rank)
+      : idx{rank}, desc(oneTokenDesc(idx, w, /*numExperts=*/2, moecommFlat)) {}
 };
 
 TEST(EnumRange, LayoutDescFields) {

@@ -18,19 +18,6 @@ using namespace moecomm::test;
 
 namespace {
 
-moecommLayoutDesc_t oneTokenDesc(const int64_t *idx, const float *w) {
-  moecommLayoutDesc_t d{};
-  d.numTokens = 1;
-  d.topk = 1;
-  d.numExperts = 1;
-  d.idxType = moecommInt64;
-  d.topkIdx = idx;
-  d.topkWeights = w;
-  d.strategy = moecommPerExpert;
-  d.wireType = moecommFloat32;
-  return d;
-}
-
 std::string lastError(moecommComm_t comm) {
   return moecommCommGetLastError(comm);
 }
@@ -46,7 +33,8 @@ TEST(SizeOverflow, LayoutTokensTimesTopk) {
                  {INT64_MAX, 1},              // T * K * 8 bytes wraps
                  {int64_t(1) << 40, INT_MAX}}; // T * K wraps
     for (const Case &c : cases) {
-      moecommLayoutDesc_t d = oneTokenDesc(idx, w);
+      moecommLayoutDesc_t d =
+          oneTokenDesc(idx, w, /*numExperts=*/1, moecommPerExpert);
       d.numTokens = c.tokens;
       d.topk = c.topk;
       moecommLayout_t l = nullptr;
@@ -64,7 +52,8 @@ TEST(SizeOverflow, HiddenHint) {
     const int64_t idx[1] = {0};
     const float w[1] = {1};
     for (int64_t hidden : {INT64_MAX, INT64_MAX / 4, INT64_MAX / 8 + 1}) {
-      moecommLayoutDesc_t d = oneTokenDesc(idx, w);
+      moecommLayoutDesc_t d =
+          oneTokenDesc(idx, w, /*numExperts=*/1, moecommPerExpert);
       d.strategy = moecommAuto;
       d.hidden = hidden;
       moecommLayout_t l = nullptr;
@@ -84,7 +73,8 @@ TEST(SizeOverflow, HiddenHintTrafficSaturates) {
   runOnThreads(2, 1, [&](moecommComm_t comm, int r) {
     const int64_t idx[2] = {1 - r, 1 - r}; // both tokens to the other rank
     const float w[2] = {1, 1};
-    moecommLayoutDesc_t d = oneTokenDesc(idx, w);
+    moecommLayoutDesc_t d =
+        oneTokenDesc(idx, w, /*numExperts=*/1, moecommPerExpert);
     d.numTokens = 2;
     d.numExperts = 2;
     d.strategy = moecommAuto;
@@ -132,7 +122,8 @@ TEST(SizeOverflow, EmptyRowsOfHugeHidden) {
     EXPECT_EQ(moecommDequantizeFp8(&q, &in), moecommInvalidArgument) << hidden;
   }
   runOnThreads(1, 1, [&](moecommComm_t comm, int) {
-    moecommLayoutDesc_t d = oneTokenDesc(nullptr, nullptr);
+    moecommLayoutDesc_t d = oneTokenDesc(nullptr, nullptr, /*numExperts=*/1,
+                                         moecommPerExpert);
     d.numTokens = 0;
     moecommLayout_t l = nullptr;
     ASSERT_EQ(moecommLayoutCreate(comm, &d, &l), moecommSuccess);
@@ -165,7 +156,8 @@ TEST(SizeOverflow, StageBlockOfRelay) {
     // -> expert 2 (itself); ranks 1 and 3 have no tokens.
     const int64_t idx[1] = {r == 0 ? 3 : 2};
     const float w[1] = {1};
-    moecommLayoutDesc_t d = oneTokenDesc(idx, w);
+    moecommLayoutDesc_t d =
+        oneTokenDesc(idx, w, /*numExperts=*/1, moecommPerExpert);
     d.numTokens = r % 2 == 0 ? 1 : 0;
     d.numExperts = 4;
     d.strategy = moecommHierarchical;

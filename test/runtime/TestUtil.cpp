@@ -206,6 +206,21 @@ moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
   return desc;
 }
 
+moecommLayoutDesc_t oneTokenDesc(const int64_t *idx, const float *w,
+                                 int64_t numExperts,
+                                 moecommStrategy_t strategy) {
+  moecommLayoutDesc_t d{};
+  d.numTokens = 1;
+  d.topk = 1;
+  d.numExperts = numExperts;
+  d.idxType = moecommInt64;
+  d.topkIdx = idx;
+  d.topkWeights = w;
+  d.strategy = strategy;
+  d.wireType = moecommFloat32;
+  return d;
+}
+
 //===--- Rows -------------------------------------------------------------===//
 
 Topology topologyOf(const ref::Problem &p) {

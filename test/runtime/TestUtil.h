@@ -68,6 +68,13 @@ std::vector<float> makeY(const ref::Problem &p, int rank,
 moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
                             moecommStrategy_t strategy);
 
+/// A layout desc of one token with top-1 expert `*idx` (int64) and weight
+/// `*w` over `numExperts` experts, f32 on the wire: the smallest valid
+/// routing, for tests of one argument at a time.
+moecommLayoutDesc_t oneTokenDesc(const int64_t *idx, const float *w,
+                                 int64_t numExperts,
+                                 moecommStrategy_t strategy);
+
 /// The topology of `p` (ranks, ranks per node, experts).
 Topology topologyOf(const ref::Problem &p);
 /// Every rank's routing of `p` as the model library sees it (int64 ids;
