@@ -30,9 +30,7 @@ Status checkStep(Comm &comm, moecommStream_t stream,
 Status applyCombineMap(const RowMap &map, const moecommRows_t &in,
                        bool weighted, const moecommRows_t &out) {
   moecommRows_t o = out;
-  bool gather = (map.coefs.empty() || !weighted) && in.type == out.type;
-  for (int64_t i = 0; gather && i < map.rows(); ++i)
-    gather = map.offsets[i + 1] - map.offsets[i] == 1;
+  bool gather = in.type == out.type && isPlainGather(map, weighted);
   return gather ? gatherRows(map, in, o) : reduceRows(map, in, weighted, o);
 }
 
