@@ -54,8 +54,8 @@ llvm::cl::ValuesClass mlir::moecomm::wireDtypeOptionValues() {
       clEnumValN(WireDtypeOption::fp8_e4m3, "fp8", "same as fp8_e4m3"));
 }
 
-std::optional<WireDtype>
-mlir::moecomm::overriddenWireDtype(WireDtypeOption option) {
+/// The wire dtype `option` sets; none for keep.
+static std::optional<WireDtype> overriddenWireDtype(WireDtypeOption option) {
   switch (option) {
   case WireDtypeOption::keep:
     return std::nullopt;

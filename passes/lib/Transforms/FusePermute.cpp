@@ -9,8 +9,6 @@
 #include "Transforms/StagedPatternPass.h"
 #include "moecomm/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 

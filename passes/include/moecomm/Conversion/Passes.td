@@ -39,7 +39,11 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
     result must translate with `mlir-translate`, which has no moecomm
     dialect. Other attributes stay.
 
-    Errors: moecomm ops whose types the runtime ABI does not cover.
+    Errors: moecomm ops whose types the runtime ABI does not cover; a
+    handle or request used by an op the lowering does not know (e.g. carried
+    by an scf.for); a `moecomm_rt_*` name the module declares with other
+    types than the ABI's, or uses for another symbol (the names belong to
+    moecomm_compiled.h). IR lowered before is left as it is.
   }];
   let options = [
     Option<"deallocate", "deallocate", "bool", /*default=*/"true",

@@ -38,9 +38,6 @@ enum class WireDtypeOption { keep, f32, bf16, fp8_e4m3 };
 /// after it, so fp8_e4m3 is the name printed).
 llvm::cl::ValuesClass wireDtypeOptionValues();
 
-/// The wire dtype `option` sets; none for keep.
-std::optional<WireDtype> overriddenWireDtype(WireDtypeOption option);
-
 #define GEN_PASS_DECL
 #include "moecomm/Transforms/Passes.h.inc"
 

@@ -301,7 +301,7 @@ def MoECommCostReport : Pass<"moecomm-cost-report", "::mlir::ModuleOp"> {
            "the model library's preset table, which the runtime shares: a "
            "name, so new rows need no option change)">,
     Option<"tokensPerRank", "tokens-per-rank", "int64_t", /*default=*/"4096",
-           "tokens per rank when T is dynamic (default 4096)">
+           "tokens per rank when T is dynamic, >= 1 (default 4096)">
   ];
 }
 
