@@ -579,7 +579,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   }
 #endif
 
-  state.valid = ref::validate(refProblem).empty();
+  // Without --skip-input-checks the routing was validated above.
+  state.valid = !skipChecks || ref::validate(refProblem).empty();
   if (state.valid) {
     // The single-threaded reference can take seconds on big layers.
     double work = 0;

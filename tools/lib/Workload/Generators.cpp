@@ -2,6 +2,7 @@
 
 #include "moecomm/Workload/Generators.h"
 #include "moecomm/Workload/ExpertLoad.h"
+#include "moecomm/Workload/ModelConfig.h"
 #include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -166,9 +167,9 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
   if (o.topk < 1 || o.topk > o.numExperts)
     return inputError(formatv("--topk ({0}) must be in [1, experts = {1}]",
                               o.topk, o.numExperts));
-  if (o.hidden < 1 || o.hidden > (int64_t(1) << 24))
-    return inputError(
-        formatv("--hidden ({0}) must be in [1, 16777216]", o.hidden));
+  if (o.hidden < 1 || o.hidden > workload::kMaxHidden)
+    return inputError(formatv("--hidden ({0}) must be in [1, {1}]", o.hidden,
+                              workload::kMaxHidden));
   if (o.tokens.size() != 1 && o.tokens.size() != static_cast<size_t>(o.ranks))
     return inputError(formatv("--tokens has {0} values; give one, or one per "
                               "rank ({1})",

@@ -1,6 +1,7 @@
 //===- RoutingFile.cpp - the moecomm-routing-v1 format --------------------===//
 
 #include "moecomm/Workload/RoutingFile.h"
+#include "moecomm/Workload/ModelConfig.h"
 #include "moecomm/Workload/ToolIO.h"
 
 #include "moecomm/Model/Limits.h"
@@ -106,9 +107,9 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
   if (p.numExperts < 1)
     return inputError(formatv("{0}: \"num_experts\" must be >= 1, got {1}",
                               name, p.numExperts));
-  if (p.hidden < 1 || p.hidden > (int64_t(1) << 24))
-    return inputError(formatv(
-        "{0}: \"hidden\" must be in [1, 16777216], got {1}", name, p.hidden));
+  if (p.hidden < 1 || p.hidden > workload::kMaxHidden)
+    return inputError(formatv("{0}: \"hidden\" must be in [1, {1}], got {2}",
+                              name, workload::kMaxHidden, p.hidden));
   p.ranks = static_cast<int>(ranks);
   p.ranksPerNode = static_cast<int>(ranksPerNode);
   p.topk = static_cast<int>(topk);

@@ -16,6 +16,9 @@
 
 namespace moecomm::workload {
 
+/// Parses a `moecomm-routing-v1` document (DESIGN.md §8). `name` prefixes
+/// messages (usually the file path). Checks the format tag, every field's
+/// presence and type, `ranks` == len(topk_idx), each row's length == topk and
 /// the weights' shape; id ranges and duplicates are validateRouting()'s job.
 /// Errors are llvm::StringError with std::errc::invalid_argument and a
 /// one-line message naming the rank, token and slot where they apply;

@@ -82,10 +82,6 @@ uint16_t floatToBf16(float value);
 /// Exact bf16 bits -> f32.
 float bf16ToFloat(uint16_t bits);
 
-/// Parses a `moecomm-routing-v1` document (DESIGN.md §8). `name` prefixes
-/// messages (usually the file path). Checks the format tag, every field's
-/// presence and type, `ranks` == len(topk_idx), each row's length == topk and
-
 /// Semantic checks, all of DESIGN.md §3's input rules: W >= 1, G >= 1,
 /// W % G == 0, E >= 1, E % W == 0, K >= 1, H >= 1, every id in [-1, E), no
 /// id twice in a row, capacity >= 0; and the tool's own rule that a token's
