@@ -32,13 +32,16 @@ def put(name, data):
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)
 if target == "fuzz_opt":
-    # First byte: which pipeline of fuzz_opt.cpp's list (taken modulo its
-    # length, so 0..5 name each of its six once); then one module.
+    # First byte: which pipeline of fuzz_opt.cpp's kPipelines (taken modulo
+    # its length, so 0..n-1 name each once); then one module. n is counted
+    # from the source: an entry's last line ends with '",'.
+    block = open("test/fuzz/fuzz_opt.cpp").read().split("kPipelines[] = {", 1)[1].split("};", 1)[0]
+    npipelines = sum(1 for line in block.splitlines() if line.rstrip().endswith('",'))
     files = sorted(glob.glob("examples/*.mlir") + glob.glob("test/lit/**/*.mlir", recursive=True))
     for i, path in enumerate(files):
         text = open(path, "rb").read()
         for j, part in enumerate(text.split(b"// -----")):
-            for pipeline in range(6):
+            for pipeline in range(npipelines):
                 put(f"{i}-{j}-{pipeline}", bytes([pipeline]) + part)
 else:
     # Kept seeds (test/fuzz/seeds/<target without fuzz_>: regressions and

@@ -105,9 +105,16 @@ moecommCapacityDesc_t capacityDesc(int64_t numTokens, int topk,
                                    int64_t numExperts, int64_t capacity,
                                    int64_t hidden, moecommDataType_t data,
                                    moecommDataType_t wire) {
-  // The fields in declaration order (moecomm_nccl.h); pairCapacity 0.
-  return moecommCapacityDesc_t{numTokens, topk,         numExperts, capacity, 0,
-                               hidden,    moecommInt64, data,       wire};
+  moecommCapacityDesc_t d{}; // pairCapacity 0: the default rule
+  d.numTokens = numTokens;
+  d.topk = topk;
+  d.numExperts = numExperts;
+  d.capacity = capacity;
+  d.hidden = hidden;
+  d.idxType = moecommInt64;
+  d.dataType = data;
+  d.wireType = wire;
+  return d;
 }
 
 void NcclSingleRankTest::SetUp() {

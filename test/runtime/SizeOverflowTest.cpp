@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <climits>
-#include <mutex>
 
 using namespace moecomm;
 using namespace moecomm::test;

@@ -1,10 +1,9 @@
 // RUN: moecomm-opt %s -split-input-file --moecomm-fuse-permute | FileCheck %s --check-prefix=FLAT
 // Input: staged IR as moecomm-split-hierarchical=strategy=flat prints it.
 
-// Fused FP8 dispatch: pack quantizes while gathering, the relay packs FP8
-// rows with their scales, unpack dequantizes while gathering; combine packs
-// and unpacks with f32 sums.
-// Without fuse-quant the quantize of the (only) hop still folds into pack.
+// Flat FP8 dispatch without fuse-quant: the quantize of the (only) hop folds
+// into the pack, which gathers and quantizes; the received rows are
+// dequantized, then unpacked.
 // FLAT-LABEL: func.func @layer
 // FLAT: moecomm.pack %arg0, %{{.*}} dispatch stage 0 : {{.*}} -> tensor<?x7168xf8E4M3FN>, tensor<?x56xf32>
 // FLAT-NEXT: moecomm.exchange {{.*}} scope<global>
