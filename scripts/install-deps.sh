@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev googletest
   libxtensor-dev python3-numpy
   gnuplot-nox
+  python3-torch
   iproute2
 )
 
