@@ -7,6 +7,11 @@
 # allowed; the cluster is always taken down. No time is asserted.
 # Usage: emulated-cluster.sh SCRIPTS_DIR MOECOMM_RUN WORK_DIR
 set -euo pipefail
+# One emulated cluster per machine: other users of it (the benchmark sweep,
+# a second ctest) wait for this lock.
+if [ -z "${MOECOMM_EMULATED_LOCKED:-}" ]; then
+  exec env MOECOMM_EMULATED_LOCKED=1 flock /run/moecomm-emulated.lock "$0" "$@"
+fi
 cluster=$1/emulated-cluster
 run=$2
 work=$3
