@@ -377,8 +377,10 @@ moecommResult_t moecommLayoutCreate(moecommComm_t comm,
     }
     Status st;
     {
-      TraceScope span(c.trace(), moecommTraceKindLayout, moecommTraceDirNone,
-                      -1, moecommScopeGlobal, 0);
+      TraceScope span(c.trace(), [&] {
+        return traceEvent(moecommTraceKindLayout, moecommTraceDirNone, -1,
+                          moecommScopeGlobal, 0);
+      });
       st = createLayout(c, desc, l);
     }
     if (st.ok())

@@ -358,9 +358,11 @@ void convertFp8(bool quantize, moecommMemRef2D *rows, moecommDataType_t type,
   // Traced on the bound communicator, if any (the casts need none).
   std::optional<moecomm::TraceScope> span;
   if (boundComm)
-    span.emplace(boundComm->trace(), moecommTraceKindQuantize,
-                 moecommTraceDirNone, -1, moecommScopeGlobal,
-                 moecomm::traceBytes(narrow));
+    span.emplace(boundComm->trace(), [&] {
+      return moecomm::traceEvent(moecommTraceKindQuantize, moecommTraceDirNone,
+                                 -1, moecommScopeGlobal,
+                                 moecomm::traceBytes(narrow));
+    });
   if (quantize)
     ok(moecommQuantizeFp8(&wide, &narrow));
   else

@@ -79,11 +79,10 @@ public:
     send_.clear();
     recv_.clear();
     if (calledSec_ >= 0)
-      comm_.trace().span(dir_ == moecommDirectionDispatch
-                             ? moecommTraceKindDispatch
-                             : moecommTraceKindCombine,
-                         traceDirection(dir_), -1, moecommScopeGlobal,
-                         calledSec_, sentBytes_);
+      comm_.trace().span(
+          dir_ == moecommDirectionDispatch ? moecommTraceKindDispatch
+                                           : moecommTraceKindCombine,
+          traceDirection(dir_), -1, moecommScopeGlobal, calledSec_, sentBytes_);
     return st;
   }
 
@@ -116,10 +115,11 @@ private:
     send_[s] = RowBuffer::make(comm_, stage.sendRows(), in_.hidden, stageType_);
     const bool gathers = dir_ == moecommDirectionDispatch ||
                          (in.type == stageType_ && plainGatherPack(s));
-    TraceScope span(comm_.trace(),
-                    packTraceKind(in.type, stageType_, !gathers),
-                    traceDirection(dir_), (int32_t)s, stage.scope,
-                    traceBytes(send_[s].rows));
+    TraceScope span(comm_.trace(), [&] {
+      return traceEvent(packTraceKind(in.type, stageType_, !gathers),
+                        traceDirection(dir_), (int32_t)s, stage.scope,
+                        traceBytes(send_[s].rows));
+    });
     if (gathers)
       return gatherRows(stage.pack, in, send_[s].rows);
     return reduceRows(stage.pack, in, weighted_, send_[s].rows);
@@ -156,6 +156,8 @@ private:
   /// Records stage s's exchange, from its post until now (its wait
   /// returned), when the trace was on at the post.
   void traceExchange(size_t s) {
+    if (calledSec_ < 0 && posted_[s] < 0)
+      return;
     const StagePlan &stage = plan_.stages[s];
     const int64_t bytes =
         stage.sendRows() * wireRowBytes(stageType_, in_.hidden);
@@ -206,16 +208,18 @@ private:
       // No exchange (W == 1): still quantize once, so the result does not
       // depend on the topology.
       quantized = RowBuffer::make(comm_, in_.rows, in_.hidden, stageType_);
-      TraceScope span(comm_.trace(), moecommTraceKindQuantize,
-                      moecommTraceDirDispatch, -1, moecommScopeGlobal,
-                      traceBytes(quantized.rows));
+      TraceScope span(comm_.trace(), [&] {
+        return traceEvent(moecommTraceKindQuantize, moecommTraceDirDispatch, -1,
+                          moecommScopeGlobal, traceBytes(quantized.rows));
+      });
       if (Status st = quantizeRows(&in_, &quantized.rows); !st.ok())
         return st;
       in = RowSource::of(quantized.rows);
     }
-    TraceScope span(comm_.trace(), moecommTraceKindUnpack,
-                    traceDirection(dir_), -1, moecommScopeGlobal,
-                    traceBytes(out_));
+    TraceScope span(comm_.trace(), [&] {
+      return traceEvent(moecommTraceKindUnpack, traceDirection(dir_), -1,
+                        moecommScopeGlobal, traceBytes(out_));
+    });
     if (dir_ == moecommDirectionDispatch)
       return gatherRows(plan_.unpack, in, out_);
     return reduceRows(plan_.unpack, in, weighted_, out_);

@@ -46,6 +46,9 @@ void Trace::enable(bool on) {
 }
 
 void Trace::record(const moecommTraceEvent_t &event) {
+  // A span begun before the trace was switched off ends unrecorded.
+  if (!on_)
+    return;
   if ((int64_t)events_.size() >= MOECOMM_TRACE_MAX_EVENTS) {
     ++dropped_;
     return;
@@ -53,17 +56,26 @@ void Trace::record(const moecommTraceEvent_t &event) {
   events_.push_back(event);
 }
 
-void Trace::span(moecommTraceKind_t kind, moecommTraceDirection_t direction,
-                 int32_t stage, moecommScope_t scope, double startSec,
-                 int64_t bytes) {
+moecommTraceEvent_t traceEvent(moecommTraceKind_t kind,
+                               moecommTraceDirection_t direction, int32_t stage,
+                               moecommScope_t scope, int64_t bytes) {
   moecommTraceEvent_t e;
   e.kind = kind;
   e.direction = direction;
   e.stage = stage;
   e.scope = scope;
+  e.startSec = 0;
+  e.endSec = 0;
+  e.bytes = bytes;
+  return e;
+}
+
+void Trace::span(moecommTraceKind_t kind, moecommTraceDirection_t direction,
+                 int32_t stage, moecommScope_t scope, double startSec,
+                 int64_t bytes) {
+  moecommTraceEvent_t e = traceEvent(kind, direction, stage, scope, bytes);
   e.startSec = startSec;
   e.endSec = traceNow();
-  e.bytes = bytes;
   record(e);
 }
 

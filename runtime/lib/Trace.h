@@ -38,7 +38,8 @@ public:
   bool on() const { return on_; }
   /// Starts or stops recording; clears the events and the drop count.
   void enable(bool on);
-  /// Appends `event`, or counts it as dropped when the buffer is full.
+  /// Appends `event` (when on), or counts it as dropped when the buffer is
+  /// full.
   void record(const moecommTraceEvent_t &event);
   /// Records a span of `kind` from `startSec` until now.
   void span(moecommTraceKind_t kind, moecommTraceDirection_t direction,
@@ -53,31 +54,37 @@ private:
   int64_t dropped_ = 0;
 };
 
-/// Records a span from construction to destruction when its trace is on
-/// (checked once, at construction).
+/// An event of `kind` (times left 0: the recorder stamps them).
+moecommTraceEvent_t traceEvent(moecommTraceKind_t kind,
+                               moecommTraceDirection_t direction, int32_t stage,
+                               moecommScope_t scope, int64_t bytes);
+
+/// Records a span from construction to destruction when its trace is on at
+/// construction. `describe()` returns the event (traceEvent) and is called
+/// only then, so that off a traced place costs one branch: no clock read,
+/// no byte count.
 class TraceScope {
 public:
-  TraceScope(Trace &trace, moecommTraceKind_t kind,
-             moecommTraceDirection_t direction, int32_t stage,
-             moecommScope_t scope, int64_t bytes)
-      : trace_(trace.on() ? &trace : nullptr), kind_(kind),
-        direction_(direction), stage_(stage), scope_(scope), bytes_(bytes),
-        start_(trace_ ? traceNow() : 0) {}
+  template <typename Describe>
+  TraceScope(Trace &trace, Describe describe)
+      : trace_(trace.on() ? &trace : nullptr) {
+    if (trace_) {
+      event_ = describe();
+      event_.startSec = traceNow();
+    }
+  }
   TraceScope(const TraceScope &) = delete;
   TraceScope &operator=(const TraceScope &) = delete;
   ~TraceScope() {
-    if (trace_)
-      trace_->span(kind_, direction_, stage_, scope_, start_, bytes_);
+    if (trace_) {
+      event_.endSec = traceNow();
+      trace_->record(event_);
+    }
   }
 
 private:
   Trace *trace_;
-  moecommTraceKind_t kind_;
-  moecommTraceDirection_t direction_;
-  int32_t stage_;
-  moecommScope_t scope_;
-  int64_t bytes_;
-  double start_;
+  moecommTraceEvent_t event_;
 };
 
 } // namespace moecomm

@@ -16,15 +16,8 @@ namespace {
 /// A hierarchical case with two stages per direction on 4 ranks, 2 per
 /// node, FP8 on the dispatch wire (so the first pack quantizes).
 CaseSpec traceCase() {
-  CaseSpec c;
-  c.W = 4;
-  c.G = 2;
-  c.E = 8;
-  c.K = 2;
-  c.H = 16;
-  c.T = 6;
-  c.wire = moecommFloat8E4M3;
-  return c;
+  return CaseSpec{4, 2, 8, 2, 16, moecommBfloat16, moecommFloat8E4M3,
+                  RoutingKind::Uniform, 6};
 }
 
 /// One layout, a blocking dispatch, a started combine and its wait.
@@ -37,14 +30,14 @@ void runOnce(moecommComm_t comm, const Expected &e, int r) {
   ASSERT_EQ(moecommLayoutGetInfo(l, &info), moecommSuccess);
   Rows x = Rows::fromValues(e.x[r], p.hidden, p.dataType);
   Rows recv(info.recvRows, p.hidden, p.dataType);
-  EXPECT_EQ(moecommDispatch(comm, l, x.view(), p.wireType, recv.view(),
-                            nullptr),
-            moecommSuccess);
+  EXPECT_EQ(
+      moecommDispatch(comm, l, x.view(), p.wireType, recv.view(), nullptr),
+      moecommSuccess);
   Rows out(p.routing[r].numTokens, p.hidden, p.dataType);
   moecommRequest_t req = nullptr;
-  EXPECT_EQ(moecommCombineStart(comm, l, recv.view(), 1, out.view(), nullptr,
-                                &req),
-            moecommSuccess);
+  EXPECT_EQ(
+      moecommCombineStart(comm, l, recv.view(), 1, out.view(), nullptr, &req),
+      moecommSuccess);
   EXPECT_EQ(moecommWait(req), moecommSuccess);
   moecommLayoutDestroy(l);
 }
@@ -57,6 +50,19 @@ std::vector<moecommTraceEvent_t> traceOf(moecommComm_t comm) {
   EXPECT_EQ(moecommCommGetTrace(comm, ev.data(), n, &again), moecommSuccess);
   EXPECT_EQ(again, n);
   return ev;
+}
+
+/// Runs runOnce with the trace on, on every rank, and hands each rank's
+/// communicator and events to `check`.
+template <typename Check> void onTracedRun(Check check) {
+  Expected e = computeExpected(makeProblem(traceCase()));
+  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
+    ASSERT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
+    runOnce(comm, e, r);
+    std::vector<moecommTraceEvent_t> ev = traceOf(comm);
+    ASSERT_GT(ev.size(), 2u);
+    check(comm, ev);
+  });
 }
 
 TEST(Trace, OffRecordsNothing) {
@@ -76,14 +82,11 @@ TEST(Trace, OffRecordsNothing) {
 }
 
 TEST(Trace, OnRecordsEveryStepInOrder) {
-  Expected e = computeExpected(makeProblem(traceCase()));
-  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
-    ASSERT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
-    runOnce(comm, e, r);
-    std::vector<moecommTraceEvent_t> ev = traceOf(comm);
-    ASSERT_FALSE(ev.empty());
+  onTracedRun([](moecommComm_t comm,
+                 const std::vector<moecommTraceEvent_t> &ev) {
     std::multiset<std::pair<int, int>> kinds; // (kind, direction)
     std::set<std::pair<int, int>> exchanges;  // (direction, stage)
+    int64_t exchanged[3] = {0, 0, 0}, whole[3] = {0, 0, 0}; // by direction
     for (size_t i = 0; i < ev.size(); ++i) {
       EXPECT_GE(ev[i].endSec, ev[i].startSec) << "event " << i;
       // Recorded in the order they end.
@@ -92,9 +95,16 @@ TEST(Trace, OnRecordsEveryStepInOrder) {
       kinds.insert({ev[i].kind, ev[i].direction});
       if (ev[i].kind == moecommTraceKindExchange) {
         exchanges.insert({ev[i].direction, ev[i].stage});
-        EXPECT_GE(ev[i].bytes, 0);
+        exchanged[ev[i].direction] += ev[i].bytes;
       }
+      if (ev[i].kind == moecommTraceKindDispatch ||
+          ev[i].kind == moecommTraceKindCombine)
+        whole[ev[i].direction] = ev[i].bytes;
     }
+    // A whole dispatch / combine sent what its stages sent.
+    EXPECT_EQ(whole[moecommTraceDirDispatch],
+              exchanged[moecommTraceDirDispatch]);
+    EXPECT_EQ(whole[moecommTraceDirCombine], exchanged[moecommTraceDirCombine]);
     EXPECT_EQ(ev.front().kind, moecommTraceKindLayout);
     EXPECT_EQ(kinds.count({moecommTraceKindLayout, moecommTraceDirNone}), 1u);
     EXPECT_EQ(kinds.count({moecommTraceKindDispatch, moecommTraceDirDispatch}),
@@ -122,12 +132,8 @@ TEST(Trace, OnRecordsEveryStepInOrder) {
 }
 
 TEST(Trace, SmallCapacityReportsTheFullCount) {
-  Expected e = computeExpected(makeProblem(traceCase()));
-  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
-    ASSERT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
-    runOnce(comm, e, r);
-    std::vector<moecommTraceEvent_t> all = traceOf(comm);
-    ASSERT_GT(all.size(), 2u);
+  onTracedRun([](moecommComm_t comm,
+                 const std::vector<moecommTraceEvent_t> &all) {
     moecommTraceEvent_t two[2];
     int64_t n = -1;
     EXPECT_EQ(moecommCommGetTrace(comm, two, 2, &n), moecommSuccess);

@@ -41,8 +41,7 @@ std::string gnuplotString(StringRef text) {
       char escape[16];
       std::snprintf(escape, sizeof(escape), "'.\"\\%03o\".'", ch);
       out += escape;
-    }
-    else
+    } else
       out += static_cast<char>(ch);
   }
   return out + "'";
@@ -60,9 +59,8 @@ Expected<std::string> findGnuplot(StringRef option,
                                   const std::string &program) {
   if (!program.empty()) {
     if (!sys::fs::can_execute(program))
-      return systemError(
-          formatv("{0}: gnuplot {1} is not an executable program", option,
-                  program));
+      return systemError(formatv(
+          "{0}: gnuplot {1} is not an executable program", option, program));
     return program;
   }
   ErrorOr<std::string> found = sys::findProgramByName("gnuplot");
@@ -94,8 +92,8 @@ Error runGnuplot(StringRef program, StringRef script) {
   std::optional<StringRef> redirects[] = {std::nullopt, std::nullopt,
                                           StringRef(log)};
   std::string err;
-  if (sys::ExecuteAndWait(program, args, std::nullopt, redirects, 0, 0,
-                          &err) == 0)
+  if (sys::ExecuteAndWait(program, args, std::nullopt, redirects, 0, 0, &err) ==
+      0)
     return Error::success();
   std::string why = lastLineOf(log);
   if (why.empty())

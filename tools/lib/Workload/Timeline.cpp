@@ -6,8 +6,8 @@
 #include "moecomm/Workload/RuntimeError.h"
 #include "moecomm/Workload/ToolIO.h"
 
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 
@@ -97,12 +97,13 @@ std::pair<int, std::string> trackOf(const Span &s) {
 /// disjoint: one thread waits at a time) was started and left in flight, so
 /// between its post and that wait the caller's thread was free.
 bool holdsTheCaller(const Span &s, const std::vector<Span> &waits) {
-  if (s.kind != moecommTraceKindExchange && s.kind != moecommTraceKindAllToAll &&
+  if (s.kind != moecommTraceKindExchange &&
+      s.kind != moecommTraceKindAllToAll &&
       s.kind != moecommTraceKindDispatch && s.kind != moecommTraceKindCombine)
     return true;
-  auto after = std::upper_bound(
-      waits.begin(), waits.end(), s.end,
-      [](double t, const Span &w) { return t < w.start; });
+  auto after =
+      std::upper_bound(waits.begin(), waits.end(), s.end,
+                       [](double t, const Span &w) { return t < w.start; });
   return after == waits.begin() || std::prev(after)->end < s.end;
 }
 
@@ -202,8 +203,8 @@ void writeJson(raw_ostream &os, ArrayRef<RankTimeline> ranks,
     });
     j.attributeArray("traceEvents", [&] {
       for (const RankTimeline &rt : ranks) {
-        auto meta = [&](StringRef what, std::optional<int> tid,
-                        StringRef key, json::Value v) {
+        auto meta = [&](StringRef what, std::optional<int> tid, StringRef key,
+                        json::Value v) {
           j.object([&] {
             j.attribute("ph", "M");
             j.attribute("name", what);
@@ -226,8 +227,8 @@ void writeJson(raw_ostream &os, ArrayRef<RankTimeline> ranks,
           const double ts = micros(p.span.start, t0);
           j.object([&] {
             j.attribute("name", kindName(p.span.kind));
-            j.attribute("cat", p.span.kind == kComputeKind ? "caller"
-                                                           : "runtime");
+            j.attribute("cat",
+                        p.span.kind == kComputeKind ? "caller" : "runtime");
             j.attribute("ph", "X");
             j.attribute("pid", rt.rank);
             j.attribute("tid", p.tid);
@@ -393,10 +394,10 @@ Expected<std::vector<RankTimeline>> gatherTimelines(const MpiWorld &world,
         rt.events = mine.events;
       } else {
         rt.events.resize(static_cast<size_t>(heads[3 * r]));
-        ok = MPI_Recv(rt.events.data(),
-                      static_cast<int>(rt.events.size()) * eventBytes,
-                      MPI_BYTE, r, kTag, MPI_COMM_WORLD,
-                      MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        ok =
+            MPI_Recv(rt.events.data(),
+                     static_cast<int>(rt.events.size()) * eventBytes, MPI_BYTE,
+                     r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS;
       }
       const double shift = heads[3 * r + 2] - heads[2];
       for (moecommTraceEvent_t &e : rt.events) {
@@ -431,10 +432,10 @@ Error writeTimeline(ArrayRef<RankTimeline> ranks, const TimelineOutput &out) {
               return a.rank < b.rank;
             });
   if (!out.jsonPath.empty())
-    if (Error e = writeOutputFile(out.option, out.jsonPath,
-                                  [&](raw_ostream &os) {
-                                    writeJson(os, sorted, out);
-                                  }))
+    if (Error e =
+            writeOutputFile(out.option, out.jsonPath, [&](raw_ostream &os) {
+              writeJson(os, sorted, out);
+            }))
       return e;
   if (!out.pngPath.empty())
     return writePng(sorted, out);

@@ -1,4 +1,4 @@
-//===- Timeline.h - every rank's trace as Perfetto JSON and a PNG -*- C++ -*-===//
+//===- Timeline.h - every rank's trace as JSON and a PNG --------*- C++ -*-===//
 //
 // The runtime records, per communicator and when asked, timestamped spans of
 // its work (moecommCommSetTrace, moecommTraceEvent_t). This collects every
