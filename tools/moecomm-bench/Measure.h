@@ -99,6 +99,8 @@ llvm::Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc,
 
 /// Median of `values` (0 for none).
 double median(std::vector<double> values);
+/// Minimum of `values` (0 for none).
+double minimum(const std::vector<double> &values);
 
 } // namespace moecomm::bench
 

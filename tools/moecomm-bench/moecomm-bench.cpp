@@ -16,6 +16,7 @@
 
 #include "Cells.h"
 #include "Count.h"
+#include "LinkLimit.h"
 #include "Measure.h"
 #include "MoECommVersion.h"
 #include "Output.h"
@@ -29,6 +30,7 @@
 #include "moecomm/Workload/OutputFiles.h"
 #include "moecomm/Workload/Progress.h"
 #include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingFile.h"
 #include "moecomm/Workload/RoutingProblem.h"
 #include "moecomm/Workload/ToolIO.h"
 
@@ -85,6 +87,14 @@ cl::opt<std::string> strategiesOpt(
 cl::opt<long long> tokensOpt("tokens",
                              cl::desc("Tokens per rank (default 1024)"),
                              cl::cat(sweepCat));
+cl::opt<std::string> routingFileOpt(
+    "routing",
+    cl::desc("One group from a moecomm-routing-v1 file (DESIGN.md §8) instead "
+             "of the generated sweep: cluster, E, K, H and the default wire "
+             "dtype come from the file; --strategies and --dtypes still "
+             "apply; --config, --topologies, --routing-dist, --tokens, "
+             "--seed and --scale-experts conflict with it"),
+    cl::value_desc("file"), cl::cat(sweepCat));
 cl::opt<unsigned long long> seedOpt("seed",
                                     cl::desc("Routing generator seed (default "
                                              "1)"),
@@ -146,6 +156,14 @@ cl::opt<long long> measureMaxMiB(
              "most this many MiB (default 4096)"),
     cl::init(4096), cl::cat(modelCat));
 
+cl::opt<std::string> linkRateOpt(
+    "link-rate",
+    cl::desc("The emulated cluster's per-node egress rate in tc's syntax "
+             "(250mbit, 1gbit, 2.5gbit; kbit/mbit/gbit = 1e3/1e6/1e9 "
+             "bits/s): adds per cell the link-limited time (the slowest "
+             "node's inter-node bytes, payload + layout metadata, / rate) "
+             "and x link = measured median / it, also for the baseline"),
+    cl::value_desc("rate"), cl::cat(modelCat));
 cl::opt<std::string> csvFile("csv",
                              cl::desc("Write one CSV row per cell ('-' = "
                                       "stdout, replacing the table)"),
@@ -189,7 +207,80 @@ struct Setup {
   size_t autoPreset = 0;
   std::string traceFile;
   std::string backend; ///< count | threads | mpi
+  double linkRate = 0; ///< --link-rate, bits/s (0 = not given)
+  /// --routing's problem (the plan's only group), else null.
+  std::shared_ptr<const workload::RoutingProblem> fileRouting;
 };
+
+/// The sweep flags --routing replaces (each one conflicts with it).
+const std::initializer_list<const cl::Option *> kGeneratedSweepFlags = {
+    &configOpt,  &topologiesOpt, &routingOpt,
+    &tokensOpt,  &seedOpt,       &scaleExperts};
+
+/// The plan of --routing FILE: one sweep of one group whose config (named
+/// after the file's stem), cluster and tokens come from the file; the wire
+/// dtypes are --dtypes or the file's dtype. Errors (invalid_argument, one
+/// line): a generator flag given too, an unreadable or invalid file, a
+/// capacity (moecomm-bench measures without drops).
+Error buildFilePlan(Setup &s) {
+  for (const cl::Option *o : kGeneratedSweepFlags)
+    if (o->getNumOccurrences())
+      return workload::inputError(
+          formatv("--{0} conflicts with --routing (the file gives the "
+                  "cluster, experts, top-k, hidden size and tokens)",
+                  o->ArgStr));
+  Expected<workload::RoutingProblem> p =
+      workload::loadRoutingFile(routingFileOpt);
+  if (!p)
+    return p.takeError();
+  if (Error e = workload::validateRouting(*p))
+    return e;
+  if (p->capacity != 0)
+    return workload::inputError(
+        formatv("{0}: capacity {1} is not supported by moecomm-bench (it "
+                "measures without drops); remove \"capacity\"",
+                routingFileOpt, p->capacity));
+  workload::ModelConfig config;
+  config.name = sys::path::stem(routingFileOpt).str();
+  config.model = "routing file";
+  config.hidden = p->hidden;
+  config.numExperts = p->numExperts;
+  config.topk = p->topk;
+  config.path = routingFileOpt;
+  SweepSpec sw;
+  sw.name = "routing-file";
+  sw.configs = {config.name};
+  sw.topologies = {Cluster{p->numNodes(), p->ranksPerNode}};
+  workload::RoutingDist dist;
+  dist.spec = "file:" + routingFileOpt;
+  sw.routings = {dist};
+  Expected<std::vector<workload::PayloadType>> dtypes =
+      dtypesOpt.getNumOccurrences()
+          ? parseDtypes(dtypesOpt)
+          : Expected<std::vector<workload::PayloadType>>(
+                std::vector<workload::PayloadType>{p->dtype});
+  if (!dtypes)
+    return dtypes.takeError();
+  sw.dtypes = *dtypes;
+  Expected<std::vector<moecommStrategy_t>> strategies =
+      parseStrategies(strategiesOpt.getNumOccurrences()
+                          ? StringRef(strategiesOpt)
+                          : StringRef("per_expert,flat,hierarchical,auto"));
+  if (!strategies)
+    return strategies.takeError();
+  sw.strategies = *strategies;
+  // Tokens per rank for the report and the memory estimates: the mean,
+  // rounded up (ranks may hold different counts).
+  sw.tokens = (p->totalTokens() + p->ranks - 1) / p->ranks;
+  s.configs.emplace(config.name, config);
+  s.plan.push_back(sw);
+  s.fileRouting =
+      std::make_shared<const workload::RoutingProblem>(std::move(*p));
+  return Error::success();
+}
+
+Error buildGeneratedPlan(const char *argv0,
+                         const std::vector<std::string> &dirs, Setup &s);
 
 Error buildSetup(const char *argv0, Setup &s) {
   std::vector<std::string> dirs = configDir.getNumOccurrences()
@@ -242,7 +333,8 @@ Error buildSetup(const char *argv0, Setup &s) {
     return workload::inputError(formatv(
         "--tokens must be in [0, 16777216], got {0}", (long long)tokensOpt));
   if (Error e = workload::checkPathsNotEmpty(
-          {&configDir, &traceFile, &csvFile, &jsonFile, &plotsDir}))
+          {&configDir, &traceFile, &routingFileOpt, &csvFile, &jsonFile,
+           &plotsDir}))
     return e;
   if (Error e = workload::checkDistinctOutputs(
           {{"--csv", csvFile},
@@ -262,6 +354,38 @@ Error buildSetup(const char *argv0, Setup &s) {
                 "count, threads or mpi)",
                 backendOpt));
 
+  if (linkRateOpt.getNumOccurrences()) {
+    Expected<double> rate = parseLinkRate(linkRateOpt);
+    if (!rate)
+      return rate.takeError();
+    s.linkRate = *rate;
+  }
+
+  if (routingFileOpt.getNumOccurrences()) {
+    if (Error e = buildFilePlan(s))
+      return e;
+  } else if (Error e = buildGeneratedPlan(argv0, dirs, s)) {
+    return e;
+  }
+
+  // No output may replace a file the sweep reads.
+  std::vector<workload::InputFile> inputs;
+  for (const auto &[name, config] : s.configs)
+    inputs.push_back(
+        {s.fileRouting ? "routing file" : "model config", config.path});
+  inputs.push_back({"expert-load trace", s.traceFile});
+  inputs.push_back({"--gnuplot program", gnuplotOpt});
+  return workload::checkOutputsSpareInputs(
+      inputs, {{"--csv", csvFile},
+               {"--json", jsonFile},
+               {"--plots", plotsDir, isPlotFileName}});
+}
+
+/// The generated plan: the default plan, or one cross product of the sweep
+/// flags; loads the configs and the trace file and refuses routings that
+/// cannot fit in memory.
+Error buildGeneratedPlan(const char *argv0,
+                         const std::vector<std::string> &dirs, Setup &s) {
   // Configs.
   std::vector<std::string> configNames;
   if (configOpt.getNumOccurrences()) {
@@ -372,17 +496,7 @@ Error buildSetup(const char *argv0, Setup &s) {
                             : "")))
           return e;
       }
-
-  // No output may replace a file the sweep reads.
-  std::vector<workload::InputFile> inputs;
-  for (const auto &[name, config] : s.configs)
-    inputs.push_back({"model config", config.path});
-  inputs.push_back({"expert-load trace", s.traceFile});
-  inputs.push_back({"--gnuplot program", gnuplotOpt});
-  return workload::checkOutputsSpareInputs(
-      inputs, {{"--csv", csvFile},
-               {"--json", jsonFile},
-               {"--plots", plotsDir, isPlotFileName}});
+  return Error::success();
 }
 
 struct GroupSpec {
@@ -470,6 +584,7 @@ int main(int argc, char **argv) {
   rep.presets = setup.presets;
   rep.autoPreset = setup.autoPreset;
   rep.findings.tolerance = autoTolerance;
+  rep.linkRateBitsPerSec = setup.linkRate;
 
   MeasureOptions mopt;
   mopt.warmup = static_cast<int>(warmupOpt);
@@ -543,7 +658,9 @@ int main(int argc, char **argv) {
     const bool shareable = !routingDependsOnNodes(gs.routing);
     Expected<RoutingGroup> g =
         makeGroup(config, gs.topo, gs.routing, sw.tokens, experts, seedOpt,
-                  setup.traceFile, shareable ? cached : nullptr);
+                  setup.traceFile,
+                  setup.fileRouting ? setup.fileRouting
+                                    : shareable ? cached : nullptr);
     if (g && shareable)
       cached = g->routing;
     if (!g) {
