@@ -49,10 +49,14 @@ def rows_of(topology, rate, bench, peer):
             "rate": rate, "rate_bits_per_s": bps}
     rows = []
     baseline = None
+    unmeasured = [c for c in bench["cells"] if c["measured"] is None]
+    if unmeasured or bench["link_rate_bits_per_s"] is None:
+        die(2, "%s at %s: %d of %d cells were not measured or no --link-rate "
+            "was given (see its bench.txt)" % (topology, rate,
+                                               len(unmeasured),
+                                               len(bench["cells"])))
     for c in bench["cells"]:
         m, link = c["measured"], c["link"]
-        if m is None:
-            continue
         rows.append(dict(base, impl=c["strategy"], dtype=c["dtype"],
                          median_s=m["total_s"], min_s=m["total_min_s"],
                          link_limited_s=link["link_limited_s"],

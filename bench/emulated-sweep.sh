@@ -15,7 +15,7 @@
 # (bench/peers/torch_dispatcher.py) on the same file, and takes the cluster
 # down (also on failure or Ctrl-C). Finally bench/emulated-sweep-plot.py
 # merges everything into DIR/sweep.csv and draws DIR/*.png with gnuplot.
-# Raw outputs: DIR/NxG/routing.json, DIR/NxG/RATE/{bench.json,bench.csv,
+# Raw outputs: DIR/NxG/deepseek-v3.json, DIR/NxG/RATE/{bench.json,bench.csv,
 # bench.txt,peer.json}.
 # Exit status: 0 done, 2 bad usage (one line), 77 no network namespaces
 # here, otherwise the failing step's status.
@@ -41,12 +41,16 @@ die() { printf 'emulated-sweep: %s\n' "$*" >&2; exit 2; }
 measure() {
   local nodes=$1 rpn=$2 rate=$3 routing=$4 dir=$5
   iterations=$6 build=$7
+  # moecomm-bench measures a cell whose estimated memory fits this machine's
+  # (its default bound, 4 GiB, would leave 4 x 2 at 512 tokens counted only).
+  local memory_mib
+  memory_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
   trap '"$cluster" down' EXIT
   "$cluster" up "$nodes" "$rpn" --rate "$rate"
   "$cluster" run --timeout 1800 -- "$build/bin/moecomm-bench" --backend mpi \
     --routing "$routing" --link-rate "$rate" \
     --strategies per_expert,flat,hierarchical --dtypes bf16,fp8 \
-    --iterations "$iterations" --warmup 1 \
+    --iterations "$iterations" --warmup 1 --measure-max-mib "$memory_mib" \
     --json "$dir/bench.json" --csv "$dir/bench.csv" > "$dir/bench.txt"
   local master
   master=$(awk 'NR == 1 {print $1}' /run/moecomm-emulated-cluster/hostfile)
@@ -92,7 +96,7 @@ out=$(cd "$out" && pwd)
 for t in "${topo_list[@]}"; do
   nodes=${t%x*} rpn=${t#*x}
   mkdir -p "$out/$t"
-  routing=$out/$t/routing.json
+  routing=$out/$t/deepseek-v3.json # the file's stem names moecomm-bench's group
   "$build/bin/moecomm-run" --direct --config deepseek-v3 --ranks $((nodes * rpn)) \
     --ranks-per-node "$rpn" --tokens "$tokens" --routing-dist uniform --seed 1 \
     --save-routing "$routing" --quiet

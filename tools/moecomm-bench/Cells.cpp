@@ -78,9 +78,8 @@ std::vector<Cell> makeCells(const std::string &sweep, const RoutingGroup &g,
             bf16.totals[moecommPerExpert].bytes[d][moecommLinkInterNode];
       cell.nodeInterBytes =
           nodeInterBytes(g.summary, c.traffic[cell.used], true, s);
-      cell.baselineNodeInterBytes =
-          nodeInterBytes(g.summary, bf16.traffic[moecommPerExpert], false,
-                         moecommPerExpert);
+      cell.baselineNodeInterBytes = nodeInterBytes(
+          g.summary, bf16.traffic[moecommPerExpert], false, moecommPerExpert);
       for (size_t p = 0; p < presets.size(); ++p) {
         PresetResult r;
         r.preset = presets[p].name;

@@ -89,7 +89,7 @@ struct Cell {
   /// The same for the baseline (per_expert bf16 rows, no metadata: its
   /// counts are exchanged before the timed region).
   std::vector<int64_t> baselineNodeInterBytes;
-  std::vector<PresetResult> models;  ///< one per preset, in preset order
+  std::vector<PresetResult> models; ///< one per preset, in preset order
   std::optional<MeasuredResult> measured;
 
   /// Inter-node bytes of both directions.

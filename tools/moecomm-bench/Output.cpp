@@ -289,42 +289,41 @@ void printTable(raw_ostream &os, const BenchReport &report) {
       if (report.linkRateBitsPerSec > 0) {
         const double link =
             linkLimitedSec(c->nodeInterBytes, report.linkRateBitsPerSec);
-        os << formatv(" {0,8} {1,7}", ms(link),
-                      c->measured && link > 0
-                          ? formatv("{0:f2}", c->measured->totalSec / link).str()
-                          : std::string("-"));
+        os << formatv(
+            " {0,8} {1,7}", ms(link),
+            c->measured && link > 0
+                ? formatv("{0:f2}", c->measured->totalSec / link).str()
+                : std::string("-"));
       }
       os << "\n";
     }
     for (const Cell *c : cells)
       if (c->measured && c->strategy == cells.front()->strategy &&
           c->dtype == cells.front()->dtype)
-        os << formatv("  baseline {0}: {1} ms (median of {2}, min {4} ms{5}); "
-                      "counters == countTraffic on every rank: {3}\n",
-                      c->measured->baselineKind, ms(c->measured->baselineSec),
-                      c->measured->iterations,
-                      [&] {
-                        for (const Cell *x : cells)
-                          if (x->measured && !x->measured->countersMatch)
-                            return "NO";
-                        return "yes";
-                      }(),
-                      ms(c->measured->baselineMinSec), [&] {
-                        if (report.linkRateBitsPerSec <= 0)
-                          return std::string();
-                        const double link = linkLimitedSec(
-                            c->baselineNodeInterBytes,
-                            report.linkRateBitsPerSec);
-                        return formatv("; link-limited {0} ms, x link {1}",
-                                       ms(link),
-                                       link > 0 ? formatv("{0:f2}",
-                                                          c->measured
-                                                                  ->baselineSec /
-                                                              link)
-                                                      .str()
-                                                : std::string("-"))
-                            .str();
-                      }());
+        os << formatv(
+            "  baseline {0}: {1} ms (median of {2}, min {4} ms{5}); "
+            "counters == countTraffic on every rank: {3}\n",
+            c->measured->baselineKind, ms(c->measured->baselineSec),
+            c->measured->iterations,
+            [&] {
+              for (const Cell *x : cells)
+                if (x->measured && !x->measured->countersMatch)
+                  return "NO";
+              return "yes";
+            }(),
+            ms(c->measured->baselineMinSec),
+            [&] {
+              if (report.linkRateBitsPerSec <= 0)
+                return std::string();
+              const double link = linkLimitedSec(c->baselineNodeInterBytes,
+                                                 report.linkRateBitsPerSec);
+              return formatv("; link-limited {0} ms, x link {1}", ms(link),
+                             link > 0 ? formatv("{0:f2}",
+                                                c->measured->baselineSec / link)
+                                            .str()
+                                      : std::string("-"))
+                  .str();
+            }());
   }
 
   printScaling(os, report);

@@ -4,9 +4,9 @@
 // a scaling summary and the auto check), one CSV row per cell, and a JSON
 // document ("moecomm-bench-v1") with everything, including per-stage
 // modelled times and the runtime's counters. With --link-rate every cell
-// also gets its link-limited time and, when measured, `x link`. Times under a preset are
-// *modelled* (alpha-beta, CostModel.h) and labelled so; measured times are
-// CPU wall time here and reported with their ratio to the baseline.
+// also gets its link-limited time and, when measured, `x link`. Times under a
+// preset are *modelled* (alpha-beta, CostModel.h) and labelled so; measured
+// times are CPU wall time here and reported with their ratio to the baseline.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TOOLS_BENCH_OUTPUT_H

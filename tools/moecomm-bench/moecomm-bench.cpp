@@ -6,6 +6,9 @@
 // stage on H100/H200 DGX and GB200 NVL72 links, what the runtime's `auto`
 // picks, and - where the payload fits here - the measured time on the CPU
 // backends as a ratio to a baseline all-to-all run in the same process.
+// `--routing FILE` measures one routing file's group instead of the sweep;
+// `--link-rate R` adds, for runs on the emulated cluster, each cell's
+// link-limited time and `x link` (LinkLimit.h).
 // docs/BENCHMARKS.md explains every number and how to regenerate the plots.
 //
 // Exit status: 0 all checks passed, 1 a check failed (listed), 2 invalid flags
@@ -212,10 +215,28 @@ struct Setup {
   std::shared_ptr<const workload::RoutingProblem> fileRouting;
 };
 
+/// Sets `sw`'s wire dtypes (--dtypes, else `defaultDtypes`) and strategies
+/// (--strategies, else all four); errors are the parsers' (one line).
+Error parseWireAndStrategies(StringRef defaultDtypes, SweepSpec &sw) {
+  Expected<std::vector<workload::PayloadType>> dtypes = parseDtypes(
+      dtypesOpt.getNumOccurrences() ? StringRef(dtypesOpt) : defaultDtypes);
+  if (!dtypes)
+    return dtypes.takeError();
+  sw.dtypes = *dtypes;
+  Expected<std::vector<moecommStrategy_t>> strategies =
+      parseStrategies(strategiesOpt.getNumOccurrences()
+                          ? StringRef(strategiesOpt)
+                          : StringRef("per_expert,flat,hierarchical,auto"));
+  if (!strategies)
+    return strategies.takeError();
+  sw.strategies = *strategies;
+  return Error::success();
+}
+
 /// The sweep flags --routing replaces (each one conflicts with it).
 const std::initializer_list<const cl::Option *> kGeneratedSweepFlags = {
-    &configOpt,  &topologiesOpt, &routingOpt,
-    &tokensOpt,  &seedOpt,       &scaleExperts};
+    &configOpt, &topologiesOpt, &routingOpt,
+    &tokensOpt, &seedOpt,       &scaleExperts};
 
 /// The plan of --routing FILE: one sweep of one group whose config (named
 /// after the file's stem), cluster and tokens come from the file; the wire
@@ -254,21 +275,8 @@ Error buildFilePlan(Setup &s) {
   workload::RoutingDist dist;
   dist.spec = "file:" + routingFileOpt;
   sw.routings = {dist};
-  Expected<std::vector<workload::PayloadType>> dtypes =
-      dtypesOpt.getNumOccurrences()
-          ? parseDtypes(dtypesOpt)
-          : Expected<std::vector<workload::PayloadType>>(
-                std::vector<workload::PayloadType>{p->dtype});
-  if (!dtypes)
-    return dtypes.takeError();
-  sw.dtypes = *dtypes;
-  Expected<std::vector<moecommStrategy_t>> strategies =
-      parseStrategies(strategiesOpt.getNumOccurrences()
-                          ? StringRef(strategiesOpt)
-                          : StringRef("per_expert,flat,hierarchical,auto"));
-  if (!strategies)
-    return strategies.takeError();
-  sw.strategies = *strategies;
+  if (Error e = parseWireAndStrategies(workload::payloadTypeName(p->dtype), sw))
+    return e;
   // Tokens per rank for the report and the memory estimates: the mean,
   // rounded up (ranks may hold different counts).
   sw.tokens = (p->totalTokens() + p->ranks - 1) / p->ranks;
@@ -332,9 +340,9 @@ Error buildSetup(const char *argv0, Setup &s) {
   if (tokensOpt.getNumOccurrences() && (tokensOpt < 0 || tokensOpt > (1 << 24)))
     return workload::inputError(formatv(
         "--tokens must be in [0, 16777216], got {0}", (long long)tokensOpt));
-  if (Error e = workload::checkPathsNotEmpty(
-          {&configDir, &traceFile, &routingFileOpt, &csvFile, &jsonFile,
-           &plotsDir}))
+  if (Error e =
+          workload::checkPathsNotEmpty({&configDir, &traceFile, &routingFileOpt,
+                                        &csvFile, &jsonFile, &plotsDir}))
     return e;
   if (Error e = workload::checkDistinctOutputs(
           {{"--csv", csvFile},
@@ -438,18 +446,8 @@ Error buildGeneratedPlan(const char *argv0,
     if (!routings)
       return routings.takeError();
     sw.routings = *routings;
-    Expected<std::vector<workload::PayloadType>> dtypes = parseDtypes(
-        dtypesOpt.getNumOccurrences() ? StringRef(dtypesOpt) : "bf16,fp8");
-    if (!dtypes)
-      return dtypes.takeError();
-    sw.dtypes = *dtypes;
-    Expected<std::vector<moecommStrategy_t>> strategies =
-        parseStrategies(strategiesOpt.getNumOccurrences()
-                            ? StringRef(strategiesOpt)
-                            : StringRef("per_expert,flat,hierarchical,auto"));
-    if (!strategies)
-      return strategies.takeError();
-    sw.strategies = *strategies;
+    if (Error e = parseWireAndStrategies("bf16,fp8", sw))
+      return e;
     sw.tokens = tokensOpt.getNumOccurrences() ? tokensOpt : 1024;
     s.plan.push_back(sw);
   }
@@ -656,11 +654,11 @@ int main(int argc, char **argv) {
     std::shared_ptr<const workload::RoutingProblem> &cached =
         cache[gs.routing.spec];
     const bool shareable = !routingDependsOnNodes(gs.routing);
-    Expected<RoutingGroup> g =
-        makeGroup(config, gs.topo, gs.routing, sw.tokens, experts, seedOpt,
-                  setup.traceFile,
-                  setup.fileRouting ? setup.fileRouting
-                                    : shareable ? cached : nullptr);
+    Expected<RoutingGroup> g = makeGroup(config, gs.topo, gs.routing, sw.tokens,
+                                         experts, seedOpt, setup.traceFile,
+                                         setup.fileRouting ? setup.fileRouting
+                                         : shareable       ? cached
+                                                           : nullptr);
     if (g && shareable)
       cached = g->routing;
     if (!g) {
