@@ -52,7 +52,8 @@ struct MeasuredResult {
   /// The runtime's counters summed over ranks (payload bytes / messages).
   TrafficTotals counters;
   /// Every rank's counters equal countTraffic's rows for that rank, per
-  /// direction, scope and link class.
+  /// direction, scope and link class, and its inter-node layout metadata
+  /// bytes equal interNodeMetadataBytes.
   bool countersMatch = true;
   std::string mismatch; ///< the first difference, when !countersMatch
   moecommStrategy_t runtimeStrategy = moecommPerExpert;
