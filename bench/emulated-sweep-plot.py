@@ -109,6 +109,11 @@ def panel(gp, data_dir, name, title, xlabel, data, logx):
     gp.append("set xlabel %s" % json.dumps(xlabel))
     gp.append("set ylabel 'ms per iteration (median)'")
     gp.append("set logscale xy" if logx else "unset logscale; set logscale y")
+    # Node counts are few and integral: a tick at each, a margin around them.
+    xs = sorted({x for points in data.values() for x, _, _ in points})
+    gp.append("set xtics autofreq; set offsets 0, 0, 0, 0" if logx else
+              "set xtics (%s); set offsets graph 0.05, graph 0.05, 0, 0" %
+              ", ".join("%r" % x for x in xs))
     parts = []
     for impl in sorted(data, key=lambda k: list(STYLES).index(k)
                        if k in STYLES else 99):
