@@ -1,6 +1,7 @@
 //===- Cells.cpp - one row of moecomm-bench's results ---------------------===//
 
 #include "Cells.h"
+#include "LinkLimit.h"
 
 #include "moecomm/Reference/CombineBound.h"
 
@@ -75,6 +76,10 @@ std::vector<Cell> makeCells(const std::string &sweep, const RoutingGroup &g,
       for (int d = 0; d < 2; ++d)
         cell.baselineInter[d] =
             bf16.totals[moecommPerExpert].bytes[d][moecommLinkInterNode];
+      cell.nodeInterBytes =
+          nodeInterBytes(g.summary, c.traffic[cell.used], true, s);
+      cell.baselineNodeInterBytes = nodeInterBytes(
+          g.summary, bf16.traffic[moecommPerExpert], false, moecommPerExpert);
       for (size_t p = 0; p < presets.size(); ++p) {
         PresetResult r;
         r.preset = presets[p].name;
@@ -190,6 +195,8 @@ void attachMeasurement(std::vector<Cell> &cells, const RoutingGroup &g,
       mr.combineSec = median(op.combineSec);
       mr.totalSec = median(op.totalSec);
       mr.baselineSec = baselineSec;
+      mr.totalMinSec = minimum(op.totalSec);
+      mr.baselineMinSec = minimum(m.baselineSec);
       mr.runtimeStrategy =
           op.rankStrategy.empty() ? cell.used : op.rankStrategy[0];
       for (moecommStrategy_t s : op.rankStrategy)
@@ -216,6 +223,13 @@ void attachMeasurement(std::vector<Cell> &cells, const RoutingGroup &g,
             }
         if (mr.countersMatch) {
           std::string diff = compareRank(t, want, r);
+          const int64_t meta =
+              interNodeMetadataBytes(g.summary, r, cell.strategy);
+          if (diff.empty() && t.metadataBytes[moecommLinkInterNode] !=
+                                  static_cast<uint64_t>(meta))
+            diff = formatv("rank {0} inter-node layout metadata bytes: "
+                           "counters {1}, interNodeMetadataBytes {2}",
+                           r, t.metadataBytes[moecommLinkInterNode], meta);
           if (!diff.empty()) {
             mr.countersMatch = false;
             mr.mismatch = diff;

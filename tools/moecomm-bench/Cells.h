@@ -47,10 +47,13 @@ struct MeasuredResult {
   /// Medians over the timed iterations of the max over ranks.
   double layoutSec = 0, dispatchSec = 0, combineSec = 0, totalSec = 0;
   double baselineSec = 0;
+  /// Minima over the timed iterations of the max over ranks.
+  double totalMinSec = 0, baselineMinSec = 0;
   /// The runtime's counters summed over ranks (payload bytes / messages).
   TrafficTotals counters;
   /// Every rank's counters equal countTraffic's rows for that rank, per
-  /// direction, scope and link class.
+  /// direction, scope and link class, and its inter-node layout metadata
+  /// bytes equal interNodeMetadataBytes.
   bool countersMatch = true;
   std::string mismatch; ///< the first difference, when !countersMatch
   moecommStrategy_t runtimeStrategy = moecommPerExpert;
@@ -81,7 +84,13 @@ struct Cell {
   std::vector<moecommScope_t> dispatchScopes, combineScopes;
   int64_t lowerBound[2] = {0, 0};    ///< inter-node, [dispatch, combine]
   int64_t baselineInter[2] = {0, 0}; ///< per_expert bf16, [dispatch, combine]
-  std::vector<PresetResult> models;  ///< one per preset, in preset order
+  /// Per node, inter-node bytes its ranks send in one timed iteration:
+  /// dispatch + combine payload + layout metadata (nodeInterBytes).
+  std::vector<int64_t> nodeInterBytes;
+  /// The same for the baseline (per_expert bf16 rows, no metadata: its
+  /// counts are exchanged before the timed region).
+  std::vector<int64_t> baselineNodeInterBytes;
+  std::vector<PresetResult> models; ///< one per preset, in preset order
   std::optional<MeasuredResult> measured;
 
   /// Inter-node bytes of both directions.
@@ -130,8 +139,9 @@ std::vector<Cell> makeCells(const std::string &sweep, const RoutingGroup &g,
                             size_t choice);
 
 /// Attaches a group's measurement to its cells (same dtype and strategy) and
-/// checks it rank by rank against `counts` (countTraffic) and the auto
-/// choice; problems go to `findings`.
+/// checks it rank by rank against `counts` (countTraffic), the inter-node
+/// layout metadata against interNodeMetadataBytes, and the auto choice;
+/// problems go to `findings`.
 void attachMeasurement(std::vector<Cell> &cells, const RoutingGroup &g,
                        const std::vector<workload::PayloadType> &dtypes,
                        const std::vector<DtypeCounts> &counts,

@@ -36,6 +36,10 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+double minimum(const std::vector<double> &values) {
+  return values.empty() ? 0 : *std::min_element(values.begin(), values.end());
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -14,8 +14,9 @@
 // all-to-alls on buffers packed beforehand (no permute, no reduce), so the
 // ratio is conservative for moecomm. Every iteration starts after a barrier;
 // an iteration's time is the maximum over ranks; reports take the median
-// over the timed iterations. Wall time here is CPU time on this machine and
-// is only meaningful as the ratio (DESIGN.md §7).
+// (and the minimum) over the timed iterations. Wall time here is CPU time on
+// this machine and is only meaningful as the ratio (DESIGN.md §7), or, on
+// the emulated cluster, against the link-limited time (LinkLimit.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TOOLS_BENCH_MEASURE_H
@@ -99,6 +100,8 @@ llvm::Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc,
 
 /// Median of `values` (0 for none).
 double median(std::vector<double> values);
+/// Minimum of `values` (0 for none).
+double minimum(const std::vector<double> &values);
 
 } // namespace moecomm::bench
 

@@ -1,6 +1,7 @@
 //===- Output.cpp - moecomm-bench's table, CSV and JSON -------------------===//
 
 #include "Output.h"
+#include "LinkLimit.h"
 
 #include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/ADT/StringExtras.h"
@@ -192,6 +193,12 @@ void printTable(raw_ostream &os, const BenchReport &report) {
                       ? " (threads backend: MPI_Alltoallv needs mpirun)"
                       : "");
 
+  if (report.linkRateBitsPerSec > 0)
+    os << formatv("link: {0:f3} Gbit/s per node egress; link ms = the slowest "
+                  "node's inter-node bytes (payload + layout metadata) / "
+                  "rate; x link = measured median / link ms\n",
+                  report.linkRateBitsPerSec / 1e9);
+
   std::map<GroupKey, std::vector<const Cell *>> groups;
   std::vector<GroupKey> order;
   for (const Cell &c : report.cells) {
@@ -224,7 +231,10 @@ void printTable(raw_ostream &os, const BenchReport &report) {
     for (size_t p = 0; p < report.presets.size(); ++p)
       if (p != dp)
         os << formatv(" | {0,16}", report.presets[p].name);
-    os << " | measured ms  x baseline\n";
+    os << " | measured ms  x baseline   min ms";
+    if (report.linkRateBitsPerSec > 0)
+      os << "  link ms  x link";
+    os << "\n";
     for (const Cell *c : cells) {
       std::string name = strategyName(c->strategy);
       if (c->strategy == moecommAuto)
@@ -271,24 +281,49 @@ void printTable(raw_ostream &os, const BenchReport &report) {
                           : std::string("n/a"));
       }
       if (c->measured)
-        os << formatv(" | {0,11} {1,10:f2}", ms(c->measured->totalSec),
-                      ratio(c->measured->totalSec, c->measured->baselineSec));
+        os << formatv(" | {0,11} {1,10:f2} {2,8}", ms(c->measured->totalSec),
+                      ratio(c->measured->totalSec, c->measured->baselineSec),
+                      ms(c->measured->totalMinSec));
       else
-        os << " | " << formatv("{0,11} {1,10}", "-", "-");
+        os << " | " << formatv("{0,11} {1,10} {2,8}", "-", "-", "-");
+      if (report.linkRateBitsPerSec > 0) {
+        const double link =
+            linkLimitedSec(c->nodeInterBytes, report.linkRateBitsPerSec);
+        os << formatv(
+            " {0,8} {1,7}", ms(link),
+            c->measured && link > 0
+                ? formatv("{0:f2}", c->measured->totalSec / link).str()
+                : std::string("-"));
+      }
       os << "\n";
     }
     for (const Cell *c : cells)
       if (c->measured && c->strategy == cells.front()->strategy &&
           c->dtype == cells.front()->dtype)
-        os << formatv("  baseline {0}: {1} ms (median of {2}); counters == "
-                      "countTraffic on every rank: {3}\n",
-                      c->measured->baselineKind, ms(c->measured->baselineSec),
-                      c->measured->iterations, [&] {
-                        for (const Cell *x : cells)
-                          if (x->measured && !x->measured->countersMatch)
-                            return "NO";
-                        return "yes";
-                      }());
+        os << formatv(
+            "  baseline {0}: {1} ms (median of {2}, min {4} ms{5}); "
+            "counters == countTraffic on every rank: {3}\n",
+            c->measured->baselineKind, ms(c->measured->baselineSec),
+            c->measured->iterations,
+            [&] {
+              for (const Cell *x : cells)
+                if (x->measured && !x->measured->countersMatch)
+                  return "NO";
+              return "yes";
+            }(),
+            ms(c->measured->baselineMinSec),
+            [&] {
+              if (report.linkRateBitsPerSec <= 0)
+                return std::string();
+              const double link = linkLimitedSec(c->baselineNodeInterBytes,
+                                                 report.linkRateBitsPerSec);
+              return formatv("; link-limited {0} ms, x link {1}", ms(link),
+                             link > 0 ? formatv("{0:f2}",
+                                                c->measured->baselineSec / link)
+                                            .str()
+                                      : std::string("-"))
+                  .str();
+            }());
   }
 
   printScaling(os, report);
@@ -351,6 +386,26 @@ const char *const MeasuredColumns[] = {
     "payload_ok",
 };
 
+/// The CSV columns of the minima and the link-limited time (LinkLimit.h),
+/// after every other column; empty where they do not apply (min: not
+/// measured; link: no --link-rate; x_link: not measured).
+const char *const LinkColumns[] = {
+    "measured_total_min_s",
+    "baseline_min_s",
+    "link_rate_bits_per_s",
+    "node_inter_node_bytes_max",
+    "link_limited_s",
+    "x_link",
+    "baseline_node_inter_node_bytes_max",
+    "baseline_link_limited_s",
+    "baseline_x_link",
+};
+
+/// The largest of a cell's per-node byte counts.
+int64_t maxOf(const std::vector<int64_t> &values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
 void writeCsv(raw_ostream &os, const BenchReport &report) {
   std::vector<std::string> cols = {"sweep",
                                    "config",
@@ -397,6 +452,7 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
       cols.push_back(std::string(p.name) + "_" + f);
   cols.insert(cols.end(), std::begin(MeasuredColumns),
               std::end(MeasuredColumns));
+  cols.insert(cols.end(), std::begin(LinkColumns), std::end(LinkColumns));
   writeCsvRecord(os, cols);
 
   auto num = [](double v) { return shortestDouble(v); };
@@ -488,6 +544,22 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
     } else {
       v.insert(v.end(), std::size(MeasuredColumns), "");
     }
+    const double rate = report.linkRateBitsPerSec;
+    const double link = linkLimitedSec(c.nodeInterBytes, rate);
+    const double baseLink = linkLimitedSec(c.baselineNodeInterBytes, rate);
+    v.push_back(c.measured ? num(c.measured->totalMinSec) : "");
+    v.push_back(c.measured ? num(c.measured->baselineMinSec) : "");
+    v.push_back(rate > 0 ? num(rate) : "");
+    v.push_back(std::to_string(maxOf(c.nodeInterBytes)));
+    v.push_back(rate > 0 ? num(link) : "");
+    v.push_back(rate > 0 && c.measured && link > 0
+                    ? num(c.measured->totalSec / link)
+                    : "");
+    v.push_back(std::to_string(maxOf(c.baselineNodeInterBytes)));
+    v.push_back(rate > 0 ? num(baseLink) : "");
+    v.push_back(rate > 0 && c.measured && baseLink > 0
+                    ? num(c.measured->baselineSec / baseLink)
+                    : "");
     writeCsvRecord(os, v);
   }
 }
@@ -572,8 +644,12 @@ json::Value toJson(const BenchReport &report) {
                       {"combine", c.baselineInter[1]}}},
         {"stages", json::Object{{"dispatch", scopes(c.dispatchScopes)},
                                 {"combine", scopes(c.combineScopes)}}},
+        {"node_inter_node_bytes", json::Array(c.nodeInterBytes)},
+        {"baseline_node_inter_node_bytes",
+         json::Array(c.baselineNodeInterBytes)},
         {"modelled", std::move(modelled)},
-        {"measured", nullptr}};
+        {"measured", nullptr},
+        {"link", nullptr}};
     if (c.measured) {
       const MeasuredResult &m = *c.measured;
       o["measured"] = json::Object{
@@ -592,7 +668,25 @@ json::Value toJson(const BenchReport &report) {
           {"mismatch", m.mismatch},
           {"runtime_strategy", strategyName(m.runtimeStrategy)},
           {"payload_max_err", m.payloadErr},
-          {"payload_ok", m.payloadOk}};
+          {"payload_ok", m.payloadOk},
+          {"total_min_s", m.totalMinSec},
+          {"baseline_min_s", m.baselineMinSec}};
+    }
+    if (const double rate = report.linkRateBitsPerSec; rate > 0) {
+      const double link = linkLimitedSec(c.nodeInterBytes, rate);
+      const double baseLink = linkLimitedSec(c.baselineNodeInterBytes, rate);
+      auto xLink = [&](double sec, double limit) -> json::Value {
+        if (!c.measured || limit <= 0)
+          return nullptr;
+        return sec / limit;
+      };
+      o["link"] = json::Object{
+          {"rate_bits_per_s", rate},
+          {"link_limited_s", link},
+          {"x_link", xLink(c.measured ? c.measured->totalSec : 0, link)},
+          {"baseline_link_limited_s", baseLink},
+          {"baseline_x_link",
+           xLink(c.measured ? c.measured->baselineSec : 0, baseLink)}};
     }
     cells.push_back(std::move(o));
   }
@@ -624,6 +718,9 @@ json::Value toJson(const BenchReport &report) {
                                    "(dispatch) and back (combine), bf16"}}},
       {"presets", std::move(presets)},
       {"auto_preset", report.presets[report.autoPreset].name},
+      {"link_rate_bits_per_s", report.linkRateBitsPerSec > 0
+                                   ? json::Value(report.linkRateBitsPerSec)
+                                   : json::Value(nullptr)},
       {"cells", std::move(cells)},
       {"skipped", std::move(skipped)},
       {"auto_check", json::Object{{"tolerance", f.tolerance},

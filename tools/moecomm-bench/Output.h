@@ -3,9 +3,10 @@
 // Three views of the same cells: a readable table (grouped by routing, with
 // a scaling summary and the auto check), one CSV row per cell, and a JSON
 // document ("moecomm-bench-v1") with everything, including per-stage
-// modelled times and the runtime's counters. Times under a preset are
-// *modelled* (alpha-beta, CostModel.h) and labelled so; measured times are
-// CPU wall time here and reported with their ratio to the baseline.
+// modelled times and the runtime's counters. With --link-rate every cell
+// also gets its link-limited time and, when measured, `x link`. Times under a
+// preset are *modelled* (alpha-beta, CostModel.h) and labelled so; measured
+// times are CPU wall time here and reported with their ratio to the baseline.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TOOLS_BENCH_OUTPUT_H
@@ -34,6 +35,9 @@ struct BenchReport {
   double seconds = 0;             ///< wall time of the whole run
   std::vector<std::string> plots; ///< PNG files written
   bool plotsWanted = false;       ///< --plots was given
+  /// --link-rate in bits/s (0 = not given): the emulated cluster's per-node
+  /// egress rate, for the link-limited time and `x link` (LinkLimit.h).
+  double linkRateBitsPerSec = 0;
 };
 
 /// The preset a cluster's plots and scaling summary use: choicePreset(), or

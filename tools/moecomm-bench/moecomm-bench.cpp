@@ -6,6 +6,9 @@
 // stage on H100/H200 DGX and GB200 NVL72 links, what the runtime's `auto`
 // picks, and - where the payload fits here - the measured time on the CPU
 // backends as a ratio to a baseline all-to-all run in the same process.
+// `--routing FILE` measures one routing file's group instead of the sweep;
+// `--link-rate R` adds, for runs on the emulated cluster, each cell's
+// link-limited time and `x link` (LinkLimit.h).
 // docs/BENCHMARKS.md explains every number and how to regenerate the plots.
 //
 // Exit status: 0 all checks passed, 1 a check failed (listed), 2 invalid flags
@@ -16,6 +19,7 @@
 
 #include "Cells.h"
 #include "Count.h"
+#include "LinkLimit.h"
 #include "Measure.h"
 #include "MoECommVersion.h"
 #include "Output.h"
@@ -29,6 +33,7 @@
 #include "moecomm/Workload/OutputFiles.h"
 #include "moecomm/Workload/Progress.h"
 #include "moecomm/Workload/RankLauncher.h"
+#include "moecomm/Workload/RoutingFile.h"
 #include "moecomm/Workload/RoutingProblem.h"
 #include "moecomm/Workload/ToolIO.h"
 
@@ -85,6 +90,14 @@ cl::opt<std::string> strategiesOpt(
 cl::opt<long long> tokensOpt("tokens",
                              cl::desc("Tokens per rank (default 1024)"),
                              cl::cat(sweepCat));
+cl::opt<std::string> routingFileOpt(
+    "routing",
+    cl::desc("One group from a moecomm-routing-v1 file (DESIGN.md §8) instead "
+             "of the generated sweep: cluster, E, K, H and the default wire "
+             "dtype come from the file; --strategies and --dtypes still "
+             "apply; --config, --topologies, --routing-dist, --tokens, "
+             "--seed and --scale-experts conflict with it"),
+    cl::value_desc("file"), cl::cat(sweepCat));
 cl::opt<unsigned long long> seedOpt("seed",
                                     cl::desc("Routing generator seed (default "
                                              "1)"),
@@ -146,6 +159,14 @@ cl::opt<long long> measureMaxMiB(
              "most this many MiB (default 4096)"),
     cl::init(4096), cl::cat(modelCat));
 
+cl::opt<std::string> linkRateOpt(
+    "link-rate",
+    cl::desc("The emulated cluster's per-node egress rate in tc's syntax "
+             "(250mbit, 1gbit, 2.5gbit; kbit/mbit/gbit = 1e3/1e6/1e9 "
+             "bits/s): adds per cell the link-limited time (the slowest "
+             "node's inter-node bytes, payload + layout metadata, / rate) "
+             "and x link = measured median / it, also for the baseline"),
+    cl::value_desc("rate"), cl::cat(modelCat));
 cl::opt<std::string> csvFile("csv",
                              cl::desc("Write one CSV row per cell ('-' = "
                                       "stdout, replacing the table)"),
@@ -189,7 +210,85 @@ struct Setup {
   size_t autoPreset = 0;
   std::string traceFile;
   std::string backend; ///< count | threads | mpi
+  double linkRate = 0; ///< --link-rate, bits/s (0 = not given)
+  /// --routing's problem (the plan's only group), else null.
+  std::shared_ptr<const workload::RoutingProblem> fileRouting;
 };
+
+/// Sets `sw`'s wire dtypes (--dtypes, else `defaultDtypes`) and strategies
+/// (--strategies, else all four); errors are the parsers' (one line).
+Error parseWireAndStrategies(StringRef defaultDtypes, SweepSpec &sw) {
+  Expected<std::vector<workload::PayloadType>> dtypes = parseDtypes(
+      dtypesOpt.getNumOccurrences() ? StringRef(dtypesOpt) : defaultDtypes);
+  if (!dtypes)
+    return dtypes.takeError();
+  sw.dtypes = *dtypes;
+  Expected<std::vector<moecommStrategy_t>> strategies =
+      parseStrategies(strategiesOpt.getNumOccurrences()
+                          ? StringRef(strategiesOpt)
+                          : StringRef("per_expert,flat,hierarchical,auto"));
+  if (!strategies)
+    return strategies.takeError();
+  sw.strategies = *strategies;
+  return Error::success();
+}
+
+/// The sweep flags --routing replaces (each one conflicts with it).
+const std::initializer_list<const cl::Option *> kGeneratedSweepFlags = {
+    &configOpt, &topologiesOpt, &routingOpt,
+    &tokensOpt, &seedOpt,       &scaleExperts};
+
+/// The plan of --routing FILE: one sweep of one group whose config (named
+/// after the file's stem), cluster and tokens come from the file; the wire
+/// dtypes are --dtypes or the file's dtype. Errors (invalid_argument, one
+/// line): a generator flag given too, an unreadable or invalid file, a
+/// capacity (moecomm-bench measures without drops).
+Error buildFilePlan(Setup &s) {
+  for (const cl::Option *o : kGeneratedSweepFlags)
+    if (o->getNumOccurrences())
+      return workload::inputError(
+          formatv("--{0} conflicts with --routing (the file gives the "
+                  "cluster, experts, top-k, hidden size and tokens)",
+                  o->ArgStr));
+  Expected<workload::RoutingProblem> p =
+      workload::loadRoutingFile(routingFileOpt);
+  if (!p)
+    return p.takeError();
+  if (Error e = workload::validateRouting(*p))
+    return e;
+  if (p->capacity != 0)
+    return workload::inputError(
+        formatv("{0}: capacity {1} is not supported by moecomm-bench (it "
+                "measures without drops); remove \"capacity\"",
+                routingFileOpt, p->capacity));
+  workload::ModelConfig config;
+  config.name = sys::path::stem(routingFileOpt).str();
+  config.model = "routing file";
+  config.hidden = p->hidden;
+  config.numExperts = p->numExperts;
+  config.topk = p->topk;
+  config.path = routingFileOpt;
+  SweepSpec sw;
+  sw.name = "routing-file";
+  sw.configs = {config.name};
+  sw.topologies = {Cluster{p->numNodes(), p->ranksPerNode}};
+  workload::RoutingDist dist;
+  dist.spec = "file:" + routingFileOpt;
+  sw.routings = {dist};
+  if (Error e = parseWireAndStrategies(workload::payloadTypeName(p->dtype), sw))
+    return e;
+  // Tokens per rank for the report and the memory estimates: the mean,
+  // rounded up (ranks may hold different counts).
+  sw.tokens = (p->totalTokens() + p->ranks - 1) / p->ranks;
+  s.configs.emplace(config.name, config);
+  s.plan.push_back(sw);
+  s.fileRouting =
+      std::make_shared<const workload::RoutingProblem>(std::move(*p));
+  return Error::success();
+}
+
+Error buildGeneratedPlan(const char *argv0,
+                         const std::vector<std::string> &dirs, Setup &s);
 
 Error buildSetup(const char *argv0, Setup &s) {
   std::vector<std::string> dirs = configDir.getNumOccurrences()
@@ -241,8 +340,9 @@ Error buildSetup(const char *argv0, Setup &s) {
   if (tokensOpt.getNumOccurrences() && (tokensOpt < 0 || tokensOpt > (1 << 24)))
     return workload::inputError(formatv(
         "--tokens must be in [0, 16777216], got {0}", (long long)tokensOpt));
-  if (Error e = workload::checkPathsNotEmpty(
-          {&configDir, &traceFile, &csvFile, &jsonFile, &plotsDir}))
+  if (Error e =
+          workload::checkPathsNotEmpty({&configDir, &traceFile, &routingFileOpt,
+                                        &csvFile, &jsonFile, &plotsDir}))
     return e;
   if (Error e = workload::checkDistinctOutputs(
           {{"--csv", csvFile},
@@ -262,6 +362,38 @@ Error buildSetup(const char *argv0, Setup &s) {
                 "count, threads or mpi)",
                 backendOpt));
 
+  if (linkRateOpt.getNumOccurrences()) {
+    Expected<double> rate = parseLinkRate(linkRateOpt);
+    if (!rate)
+      return rate.takeError();
+    s.linkRate = *rate;
+  }
+
+  if (routingFileOpt.getNumOccurrences()) {
+    if (Error e = buildFilePlan(s))
+      return e;
+  } else if (Error e = buildGeneratedPlan(argv0, dirs, s)) {
+    return e;
+  }
+
+  // No output may replace a file the sweep reads.
+  std::vector<workload::InputFile> inputs;
+  for (const auto &[name, config] : s.configs)
+    inputs.push_back(
+        {s.fileRouting ? "routing file" : "model config", config.path});
+  inputs.push_back({"expert-load trace", s.traceFile});
+  inputs.push_back({"--gnuplot program", gnuplotOpt});
+  return workload::checkOutputsSpareInputs(
+      inputs, {{"--csv", csvFile},
+               {"--json", jsonFile},
+               {"--plots", plotsDir, isPlotFileName}});
+}
+
+/// The generated plan: the default plan, or one cross product of the sweep
+/// flags; loads the configs and the trace file and refuses routings that
+/// cannot fit in memory.
+Error buildGeneratedPlan(const char *argv0,
+                         const std::vector<std::string> &dirs, Setup &s) {
   // Configs.
   std::vector<std::string> configNames;
   if (configOpt.getNumOccurrences()) {
@@ -314,18 +446,8 @@ Error buildSetup(const char *argv0, Setup &s) {
     if (!routings)
       return routings.takeError();
     sw.routings = *routings;
-    Expected<std::vector<workload::PayloadType>> dtypes = parseDtypes(
-        dtypesOpt.getNumOccurrences() ? StringRef(dtypesOpt) : "bf16,fp8");
-    if (!dtypes)
-      return dtypes.takeError();
-    sw.dtypes = *dtypes;
-    Expected<std::vector<moecommStrategy_t>> strategies =
-        parseStrategies(strategiesOpt.getNumOccurrences()
-                            ? StringRef(strategiesOpt)
-                            : StringRef("per_expert,flat,hierarchical,auto"));
-    if (!strategies)
-      return strategies.takeError();
-    sw.strategies = *strategies;
+    if (Error e = parseWireAndStrategies("bf16,fp8", sw))
+      return e;
     sw.tokens = tokensOpt.getNumOccurrences() ? tokensOpt : 1024;
     s.plan.push_back(sw);
   }
@@ -372,17 +494,7 @@ Error buildSetup(const char *argv0, Setup &s) {
                             : "")))
           return e;
       }
-
-  // No output may replace a file the sweep reads.
-  std::vector<workload::InputFile> inputs;
-  for (const auto &[name, config] : s.configs)
-    inputs.push_back({"model config", config.path});
-  inputs.push_back({"expert-load trace", s.traceFile});
-  inputs.push_back({"--gnuplot program", gnuplotOpt});
-  return workload::checkOutputsSpareInputs(
-      inputs, {{"--csv", csvFile},
-               {"--json", jsonFile},
-               {"--plots", plotsDir, isPlotFileName}});
+  return Error::success();
 }
 
 struct GroupSpec {
@@ -470,6 +582,7 @@ int main(int argc, char **argv) {
   rep.presets = setup.presets;
   rep.autoPreset = setup.autoPreset;
   rep.findings.tolerance = autoTolerance;
+  rep.linkRateBitsPerSec = setup.linkRate;
 
   MeasureOptions mopt;
   mopt.warmup = static_cast<int>(warmupOpt);
@@ -541,9 +654,11 @@ int main(int argc, char **argv) {
     std::shared_ptr<const workload::RoutingProblem> &cached =
         cache[gs.routing.spec];
     const bool shareable = !routingDependsOnNodes(gs.routing);
-    Expected<RoutingGroup> g =
-        makeGroup(config, gs.topo, gs.routing, sw.tokens, experts, seedOpt,
-                  setup.traceFile, shareable ? cached : nullptr);
+    Expected<RoutingGroup> g = makeGroup(config, gs.topo, gs.routing, sw.tokens,
+                                         experts, seedOpt, setup.traceFile,
+                                         setup.fileRouting ? setup.fileRouting
+                                         : shareable       ? cached
+                                                           : nullptr);
     if (g && shareable)
       cached = g->routing;
     if (!g) {
