@@ -22,6 +22,7 @@
 #include "moecomm/moecomm_mpi.h"
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -271,6 +272,67 @@ moecommResult_t moecommCommResetTraffic(moecommComm_t comm) {
   });
 }
 
+moecommResult_t moecommCommSetTrace(moecommComm_t comm, int enable) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    c.trace().enable(enable != 0);
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommGetTrace(moecommComm_t comm,
+                                    moecommTraceEvent_t *events,
+                                    int64_t capacity, int64_t *count) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (!count)
+      return invalidArgument("count is NULL");
+    if (capacity < 0)
+      return invalidArgument(cat("capacity must be >= 0, got ", capacity));
+    if (capacity > 0 && !events)
+      return invalidArgument("events is NULL with capacity > 0");
+    const std::vector<moecommTraceEvent_t> &all = c.trace().events();
+    *count = (int64_t)all.size();
+    std::copy_n(all.begin(), std::min(capacity, *count), events);
+    return Status::success();
+  });
+}
+
+moecommResult_t moecommCommGetTraceDropped(moecommComm_t comm,
+                                           int64_t *dropped) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (!dropped)
+      return invalidArgument("dropped is NULL");
+    *dropped = c.trace().dropped();
+    return Status::success();
+  });
+}
+
+const char *moecommTraceKindName(moecommTraceKind_t kind) {
+  switch (kind) {
+  case moecommTraceKindLayout:
+    return "layout";
+  case moecommTraceKindPack:
+    return "pack";
+  case moecommTraceKindReduce:
+    return "reduce";
+  case moecommTraceKindQuantize:
+    return "quantize";
+  case moecommTraceKindExchange:
+    return "exchange";
+  case moecommTraceKindUnpack:
+    return "unpack";
+  case moecommTraceKindAllToAll:
+    return "all_to_all";
+  case moecommTraceKindWait:
+    return "wait";
+  case moecommTraceKindDispatch:
+    return "dispatch";
+  case moecommTraceKindCombine:
+    return "combine";
+  default:
+    return "unknown";
+  }
+}
+
 moecommResult_t moecommAllReduceSum(moecommComm_t comm, int64_t *values,
                                     int64_t count) {
   return onComm(comm, [&](Comm &c) -> Status {
@@ -324,7 +386,14 @@ moecommResult_t moecommLayoutCreate(moecommComm_t comm,
       sig.setError(invalidArgument(cat("rank ", c.rank(), ": layout is NULL")));
       return c.agree(sig, nullptr);
     }
-    Status st = createLayout(c, desc, l);
+    Status st;
+    {
+      TraceScope span(c.trace(), [&] {
+        return traceEvent(moecommTraceKindLayout, moecommTraceDirNone, -1,
+                          moecommScopeGlobal, 0);
+      });
+      st = createLayout(c, desc, l);
+    }
     if (st.ok())
       *layout = l.release();
     return st;

@@ -218,6 +218,8 @@ Status checkStream(Comm &comm, moecommStream_t stream) {
 
 Status startCollective(Comm &comm, const CollectiveDesc &desc,
                        std::unique_ptr<Operation> &op) {
+  // The whole dispatch / combine span starts here, agreement included.
+  const double calledSec = comm.trace().on() ? traceNow() : -1;
   Signature sig(desc.kind);
   const char *const *fields = nullptr;
   Resolved res;
@@ -240,9 +242,9 @@ Status startCollective(Comm &comm, const CollectiveDesc &desc,
     return postDevice(std::move(devOp), op);
   if (res.staged)
     op = startStaged(comm, *desc.layout, res.direction, *desc.in, *desc.out,
-                     res.stageType, res.weighted);
+                     res.stageType, res.weighted, calledSec);
   else
-    op = startRowExchange(comm, res.direction, res.scope, *desc.in,
+    op = startRowExchange(comm, res.direction, desc.stage, res.scope, *desc.in,
                           res.sendCounts, *desc.out, res.recvCounts);
   return Status::success();
 }

@@ -4,13 +4,14 @@
 // failure makes it unusable; input errors do not), the last-error message,
 // the traffic counters, the link model of moecommAuto, a pool of scratch
 // buffers, the sequence numbers of its collectives and its outstanding
-// requests. One thread uses a communicator at a time.
+// requests and its trace. One thread uses a communicator at a time.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_COMM_H
 #define MOECOMM_LIB_COMM_H
 
 #include "Status.h"
+#include "Trace.h"
 #include "Transport.h"
 #include "moecomm/moecomm.h"
 
@@ -121,6 +122,9 @@ public:
   /// moecommCommSetPipelineChunkBytes (PipelinedOp.cpp).
   int64_t pipelineChunkBytes = MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES;
 
+  //--- trace ---------------------------------------------------------------
+  Trace &trace() { return trace_; }
+
   //--- layouts and requests ------------------------------------------------
   int64_t nextLayoutId() { return ++layoutIds_; }
   std::deque<moecommRequest *> &outstanding() { return outstanding_; }
@@ -139,6 +143,7 @@ private:
   uint64_t nextSeq_ = 1;
   int64_t layoutIds_ = 0;
   std::deque<moecommRequest *> outstanding_;
+  Trace trace_;
   struct Free {
     std::unique_ptr<uint8_t[]> mem;
     int64_t capacity;

@@ -14,6 +14,7 @@
 #include "moecomm/Model/Sizes.h"
 #include "moecomm/moecomm_compiled.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -354,6 +355,14 @@ void convertFp8(bool quantize, moecommMemRef2D *rows, moecommDataType_t type,
                      rowsOf(q, moecommFloat8E4M3, scales, &narrow);
   if (!viewed)
     return;
+  // Traced on the bound communicator, if any (the casts need none).
+  std::optional<moecomm::TraceScope> span;
+  if (boundComm)
+    span.emplace(boundComm->trace(), [&] {
+      return moecomm::traceEvent(moecommTraceKindQuantize, moecommTraceDirNone,
+                                 -1, moecommScopeGlobal,
+                                 moecomm::traceBytes(narrow));
+    });
   if (quantize)
     ok(moecommQuantizeFp8(&wide, &narrow));
   else

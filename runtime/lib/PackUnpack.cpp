@@ -67,6 +67,14 @@ Status packRows(Comm &comm, const moecommLayout *layout,
   if (DeviceEngine *dev = comm.transport().deviceEngine())
     return onRank(comm.rank(), dev->pack(*layout, direction, stage, *in,
                                          weighted != 0, *out, stream));
+  TraceScope span(comm.trace(), [&] {
+    const bool reduces =
+        direction == moecommDirectionCombine &&
+        !(in->type == out->type && isPlainGather(sp.pack, weighted != 0));
+    return traceEvent(packTraceKind(in->type, out->type, reduces),
+                      traceDirection(direction), stage, sp.scope,
+                      traceBytes(o));
+  });
   if (direction == moecommDirectionDispatch)
     return onRank(comm.rank(), gatherRows(sp.pack, *in, o));
   return onRank(comm.rank(), applyCombineMap(sp.pack, *in, weighted != 0, o));
@@ -93,6 +101,10 @@ Status unpackRows(Comm &comm, const moecommLayout *layout,
     return onRank(comm.rank(), dev->unpack(*layout, direction, *in,
                                            weighted != 0, *out, stream));
   moecommRows_t o = *out;
+  TraceScope span(comm.trace(), [&] {
+    return traceEvent(moecommTraceKindUnpack, traceDirection(direction), -1,
+                      moecommScopeGlobal, traceBytes(o));
+  });
   if (direction == moecommDirectionDispatch)
     return onRank(comm.rank(), gatherRows(dp.unpack, *in, o));
   return onRank(comm.rank(), reduceRows(dp.unpack, *in, weighted != 0, o));

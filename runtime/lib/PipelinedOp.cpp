@@ -24,6 +24,7 @@
 #include "LayoutHandle.h"
 #include "RowExchange.h"
 #include "RowKernels.h"
+#include "Trace.h"
 #include "moecomm/Model/WireFormat.h"
 
 #include <algorithm>
@@ -75,10 +76,10 @@ class PipelinedOp : public Operation {
 public:
   PipelinedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
               const moecommRows_t &in, const moecommRows_t &out,
-              moecommDataType_t stageType, bool weighted)
+              moecommDataType_t stageType, bool weighted, double calledSec)
       : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
         out_(out), stageType_(stageType), weighted_(weighted),
-        rowBytes_(wireRowBytes(stageType, in.hidden)) {}
+        rowBytes_(wireRowBytes(stageType, in.hidden)), calledSec_(calledSec) {}
 
   /// Posts the first receives of every stage (so that the first messages
   /// find their receives posted), then packs and sends stage 0.
@@ -107,6 +108,16 @@ public:
       for (auto &p : stages_[s].sends)
         mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
     }
+    if (calledSec_ >= 0) {
+      int64_t sent = 0;
+      for (const StagePlan &p : plan_.stages)
+        sent += p.sendRows() * rowBytes_;
+      comm_.trace().span(dir_ == moecommDirectionDispatch
+                             ? moecommTraceKindDispatch
+                             : moecommTraceKindCombine,
+                         traceDirection(dir_), -1, moecommScopeGlobal,
+                         calledSec_, sent);
+    }
     stages_.clear();
     return err_;
   }
@@ -120,6 +131,9 @@ private:
     std::vector<std::vector<std::unique_ptr<PendingExchange>>> recvs;
     std::vector<int> arrived; ///< chunks of each member waited for
     std::vector<int> posted;  ///< receive chunks of each member posted
+    int pending = 0;          ///< receive chunks not waited for yet
+    /// When the stage's first chunk was sent (trace clock; < 0: untraced).
+    double sentSec = -1;
     /// The chunk of each receive row, for the next stage's dependencies.
     std::vector<uint8_t> rowChunk;
     std::vector<std::unique_ptr<PendingExchange>> sends;
@@ -163,6 +177,7 @@ private:
       const int64_t n = p.recvCounts[m];
       const int C = recvChunks(s, m);
       st.recvs[m].resize(C);
+      st.pending += C;
       for (int c = 0; c < C; ++c)
         std::fill(st.rowChunk.begin() + st.recvOff[m] + chunkBegin(n, C, c),
                   st.rowChunk.begin() + st.recvOff[m] + chunkBegin(n, C, c + 1),
@@ -211,9 +226,21 @@ private:
     {
       if (auto &p = st.recvs[k][st.arrived[k]])
         mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
+      if (--st.pending == 0)
+        traceExchange(s);
       if (k != me(s))
         postRecvs(s, k, st.arrived[k] + 1 + kRecvWindow);
     }
+  }
+
+  /// Records stage s's exchange, from its first send until its last chunk
+  /// arrived (now), when the trace was on at that send.
+  void traceExchange(size_t s) {
+    const Stage &st = stages_[s];
+    if (st.sentSec >= 0)
+      comm_.trace().span(moecommTraceKindExchange, traceDirection(dir_),
+                         (int32_t)s, plan(s).scope, st.sentSec,
+                         plan(s).sendRows() * rowBytes_);
   }
 
   /// A piece of a map: output rows `rows`, and per member of the stage its
@@ -304,6 +331,12 @@ private:
     const bool plainGather =
         isPlainGather(p.pack, dir_ == moecommDirectionCombine && weighted_);
     const int n = members(s), self = me(s);
+    if (comm_.trace().on())
+      st.sentSec = traceNow();
+    const moecommTraceKind_t packKind =
+        packTraceKind(in.type, stageType_,
+                      !(dir_ == moecommDirectionDispatch ||
+                        (in.type == stageType_ && plainGather)));
     std::vector<Piece> pieces;
     for (int c = 0; c < kMaxChunks; ++c)
       for (int i = 1; i <= n; ++i) {
@@ -325,9 +358,16 @@ private:
     if (s > 0)
       inputs = s - 1;
     runPieces(inputs, pieces, [&](const Piece &piece) {
-      const auto [b, e] = piece.rows;
+      const int64_t b = piece.rows.begin, e = piece.rows.end;
       const int m = piece.member, c = piece.chunk;
-      mergeStatus(err_, apply(p.pack, in, st.send.rows, {b, e}, plainGather));
+      {
+        TraceScope span(comm_.trace(), [&] {
+          return traceEvent(packKind, traceDirection(dir_), (int32_t)s,
+                            p.scope, (e - b) * rowBytes_);
+        });
+        mergeStatus(err_,
+                    apply(p.pack, in, st.send.rows, {b, e}, plainGather));
+      }
       // A failed pack still sends (its rows are then garbage and the error
       // is reported): the members wait for this message.
       std::unique_ptr<PendingExchange> pending;
@@ -340,6 +380,8 @@ private:
         st.sends.push_back(std::move(pending));
       }
     });
+    if (st.pending == 0) // nothing to receive: done when sent
+      traceExchange(s);
   }
 
   /// The final unpack, in pieces of output rows, each applied as soon as its
@@ -357,6 +399,12 @@ private:
       pieces[c].need = inputsOf(last, map, pieces[c].rows);
     }
     runPieces(last, pieces, [&](const Piece &piece) {
+      TraceScope span(comm_.trace(), [&] {
+        return traceEvent(moecommTraceKindUnpack, traceDirection(dir_), -1,
+                          moecommScopeGlobal,
+                          (piece.rows.end - piece.rows.begin) *
+                              wireRowBytes(out_.type, out_.hidden));
+      });
       mergeStatus(err_, apply(map, in, out_, piece.rows, /*plainGather=*/false));
     });
   }
@@ -368,6 +416,9 @@ private:
   moecommDataType_t stageType_;
   bool weighted_;
   int64_t rowBytes_;
+  /// When the collective was called (trace clock), or < 0 when the trace
+  /// was off then.
+  double calledSec_;
   uint64_t seq0_ = 0;
   std::vector<Stage> stages_;
   Status err_;
@@ -379,9 +430,9 @@ std::unique_ptr<Operation>
 startPipelined(Comm &comm, const moecommLayout &layout,
                moecommDirection_t direction, const moecommRows_t &in,
                const moecommRows_t &out, moecommDataType_t stageType,
-               bool weighted) {
+               bool weighted, double calledSec) {
   auto op = std::make_unique<PipelinedOp>(comm, layout, direction, in, out,
-                                          stageType, weighted);
+                                          stageType, weighted, calledSec);
   op->start();
   return op;
 }

@@ -19,6 +19,10 @@ Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
 
 Status waitRequest(moecommRequest *request) {
   Comm &comm = *request->comm;
+  TraceScope span(comm.trace(), [&] {
+    return traceEvent(moecommTraceKindWait, moecommTraceDirNone, -1,
+                      moecommScopeGlobal, 0);
+  });
   auto &queue = comm.outstanding();
   while (!request->done && !queue.empty()) {
     moecommRequest *r = queue.front();

@@ -58,10 +58,19 @@ public:
     if (pending_)
       mergeStatus(st,
                   comm_.transport().waitExchange(std::move(pending_), false));
+    if (posted_ >= 0)
+      comm_.trace().span(kind_, direction_, stage_, scope_, posted_, bytes_);
     return st;
   }
 
   Comm &comm_;
+  /// The trace span: posted_ < 0 when the trace was off at the post.
+  double posted_ = -1;
+  moecommTraceKind_t kind_ = moecommTraceKindExchange;
+  moecommTraceDirection_t direction_ = moecommTraceDirNone;
+  int32_t stage_ = -1;
+  moecommScope_t scope_ = moecommScopeGlobal;
+  int64_t bytes_ = 0;
   std::unique_ptr<PendingExchange> pending_;
   Status err_;
 };
@@ -69,10 +78,20 @@ public:
 } // namespace
 
 std::unique_ptr<Operation> startRowExchange(
-    Comm &comm, moecommDirection_t direction, moecommScope_t scope,
+    Comm &comm, moecommDirection_t direction, int stage, moecommScope_t scope,
     const moecommRows_t &send, const std::vector<int64_t> &sendCounts,
     const moecommRows_t &recv, const std::vector<int64_t> &recvCounts) {
   auto op = std::make_unique<ExchangeOp>(comm);
+  if (comm.trace().on()) {
+    op->posted_ = traceNow();
+    op->kind_ = direction == moecommDirectionAllToAll
+                    ? moecommTraceKindAllToAll
+                    : moecommTraceKindExchange;
+    op->direction_ = traceDirection(direction);
+    op->stage_ = direction == moecommDirectionAllToAll ? -1 : stage;
+    op->scope_ = scope;
+    op->bytes_ = traceBytes(send);
+  }
   Exchange ex = rowExchange(scope, send, nullptr, sendCounts, recv, recvCounts);
   ex.seq = comm.reserveSeqs(1);
   countRowPayload(comm, direction, scope, comm.transport().group(scope),

@@ -50,11 +50,13 @@ void countRowPayload(Comm &comm, moecommDirection_t direction,
 
 /// Host backends: posts one exchange of host rows (rowExchange with the
 /// next sequence number of `comm`), counts its payload and returns the
-/// operation whose finish() waits for it. A posting failure is reported by
+/// operation whose finish() waits for it; traced (Trace.h) as an all_to_all
+/// (direction all_to_all) or as stage `stage`'s exchange, from post to the
+/// end of finish(). A posting failure is reported by
 /// finish(): every rank has agreed to the exchange, so every rank gets an
 /// operation to wait on.
 std::unique_ptr<Operation> startRowExchange(
-    Comm &comm, moecommDirection_t direction, moecommScope_t scope,
+    Comm &comm, moecommDirection_t direction, int stage, moecommScope_t scope,
     const moecommRows_t &send, const std::vector<int64_t> &sendCounts,
     const moecommRows_t &recv, const std::vector<int64_t> &recvCounts);
 

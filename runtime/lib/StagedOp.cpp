@@ -7,6 +7,7 @@
 #include "Quantize.h"
 #include "RowExchange.h"
 #include "RowKernels.h"
+#include "moecomm/Model/WireFormat.h"
 
 namespace moecomm {
 
@@ -25,15 +26,17 @@ class StagedOp : public Operation {
 public:
   StagedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
            const moecommRows_t &in, const moecommRows_t &out,
-           moecommDataType_t stageType, bool weighted)
+           moecommDataType_t stageType, bool weighted, double calledSec)
       : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
-        out_(out), stageType_(stageType), weighted_(weighted) {}
+        out_(out), stageType_(stageType), weighted_(weighted),
+        calledSec_(calledSec) {}
 
   void start() {
     const size_t S = plan_.stages.size();
     seq0_ = comm_.reserveSeqs(S);
     send_.resize(S);
     recv_.resize(S);
+    posted_.assign(S, -1);
     if (S > 0)
       mergeStatus(err_, post(0, RowSource::of(in_)));
   }
@@ -61,11 +64,13 @@ public:
           mergeStatus(st, last ? unpack(rows) : pack(s + 1, rows));
         mergeStatus(st,
                     comm_.transport().waitExchange(std::move(pending_), true));
+        traceExchange(s);
         if (!last)
           mergeStatus(st, postPacked(s + 1));
       } else {
         mergeStatus(st,
                     comm_.transport().waitExchange(std::move(pending_), false));
+        traceExchange(s);
         RowSource rows = RowSource::of(recv_[s].rows);
         mergeStatus(st, last ? unpack(rows) : post(s + 1, rows));
       }
@@ -74,6 +79,11 @@ public:
       mergeStatus(st, unpack(RowSource::of(in_)));
     send_.clear();
     recv_.clear();
+    if (calledSec_ >= 0)
+      comm_.trace().span(
+          dir_ == moecommDirectionDispatch ? moecommTraceKindDispatch
+                                           : moecommTraceKindCombine,
+          traceDirection(dir_), -1, moecommScopeGlobal, calledSec_, sentBytes_);
     return st;
   }
 
@@ -102,8 +112,14 @@ private:
   Status pack(size_t s, const RowSource &in) {
     const StagePlan &stage = plan_.stages[s];
     send_[s] = RowBuffer::make(comm_, stage.sendRows(), in_.hidden, stageType_);
-    if (dir_ == moecommDirectionDispatch ||
-        (in.type == stageType_ && plainGatherPack(s)))
+    const bool gathers = dir_ == moecommDirectionDispatch ||
+                         (in.type == stageType_ && plainGatherPack(s));
+    TraceScope span(comm_.trace(), [&] {
+      return traceEvent(packTraceKind(in.type, stageType_, !gathers),
+                        traceDirection(dir_), (int32_t)s, stage.scope,
+                        traceBytes(send_[s].rows));
+    });
+    if (gathers)
       return gatherRows(stage.pack, in, send_[s].rows);
     return reduceRows(stage.pack, in, weighted_, send_[s].rows);
   }
@@ -128,10 +144,26 @@ private:
                        stage.sendRows(), H, stageType_};
     Exchange ex = rowExchange(stage.scope, send, index, stage.sendCounts,
                               recv_[s].rows, stage.recvCounts);
+    if (comm_.trace().on())
+      posted_[s] = traceNow();
     ex.seq = seq0_ + s;
     countRowPayload(comm_, dir_, stage.scope, stage.group, stage.sendCounts,
                     stageType_, H);
     return comm_.transport().startExchange(std::move(ex), pending_);
+  }
+
+  /// Records stage s's exchange, from its post until now (its wait
+  /// returned), when the trace was on at the post.
+  void traceExchange(size_t s) {
+    if (calledSec_ < 0 && posted_[s] < 0)
+      return;
+    const StagePlan &stage = plan_.stages[s];
+    const int64_t bytes =
+        stage.sendRows() * wireRowBytes(stageType_, in_.hidden);
+    sentBytes_ += bytes;
+    if (posted_[s] >= 0)
+      comm_.trace().span(moecommTraceKindExchange, traceDirection(dir_),
+                         (int32_t)s, stage.scope, posted_[s], bytes);
   }
 
   /// The rows of stage s as posted by its members, in receive order.
@@ -175,10 +207,18 @@ private:
       // No exchange (W == 1): still quantize once, so the result does not
       // depend on the topology.
       quantized = RowBuffer::make(comm_, in_.rows, in_.hidden, stageType_);
+      TraceScope span(comm_.trace(), [&] {
+        return traceEvent(moecommTraceKindQuantize, moecommTraceDirDispatch, -1,
+                          moecommScopeGlobal, traceBytes(quantized.rows));
+      });
       if (Status st = quantizeRows(&in_, &quantized.rows); !st.ok())
         return st;
       in = RowSource::of(quantized.rows);
     }
+    TraceScope span(comm_.trace(), [&] {
+      return traceEvent(moecommTraceKindUnpack, traceDirection(dir_), -1,
+                        moecommScopeGlobal, traceBytes(out_));
+    });
     if (dir_ == moecommDirectionDispatch)
       return gatherRows(plan_.unpack, in, out_);
     return reduceRows(plan_.unpack, in, weighted_, out_);
@@ -190,6 +230,12 @@ private:
   moecommRows_t in_, out_;
   moecommDataType_t stageType_;
   bool weighted_;
+  /// When the collective was called (trace clock), or < 0 when the trace
+  /// was off then; posted_[s]: the same for stage s's post.
+  double calledSec_;
+  std::vector<double> posted_;
+  /// Payload bytes this rank sent over the stages (the whole span's bytes).
+  int64_t sentBytes_ = 0;
   uint64_t seq0_ = 0;
   size_t next_ = 0;
   std::vector<RowBuffer> send_, recv_;
@@ -206,13 +252,13 @@ std::unique_ptr<Operation> startStaged(Comm &comm, const moecommLayout &layout,
                                        const moecommRows_t &in,
                                        const moecommRows_t &out,
                                        moecommDataType_t stageType,
-                                       bool weighted) {
+                                       bool weighted, double calledSec) {
   if (!comm.transport().supportsDirect() &&
       !directionPlan(layout, direction).stages.empty())
     return startPipelined(comm, layout, direction, in, out, stageType,
-                          weighted);
+                          weighted, calledSec);
   auto op = std::make_unique<StagedOp>(comm, layout, direction, in, out,
-                                       stageType, weighted);
+                                       stageType, weighted, calledSec);
   op->start();
   return op;
 }

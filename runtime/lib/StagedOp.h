@@ -28,12 +28,15 @@ class Comm;
 /// the stages in y's type, `weighted` multiplying by the routing weights.
 /// The arguments are checked (Collective.cpp). The first stage is posted
 /// now; finish() completes the rest (blocking) and reports any failure.
+/// Traced (Trace.h): each stage's pack and exchange, the unpack, and the
+/// whole operation from `calledSec` (trace clock; < 0: the trace was off
+/// when the collective was called, so no whole span) to the end of finish().
 std::unique_ptr<Operation> startStaged(Comm &comm, const moecommLayout &layout,
                                        moecommDirection_t direction,
                                        const moecommRows_t &in,
                                        const moecommRows_t &out,
                                        moecommDataType_t stageType,
-                                       bool weighted);
+                                       bool weighted, double calledSec);
 
 } // namespace moecomm
 

@@ -35,6 +35,13 @@ TEST(EnumRange, ErrorStringOfAnyInt) {
                "invalid argument");
 }
 
+TEST(EnumRange, TraceKindNameOfAnyInt) {
+  for (int v : badValues(moecommTraceKindCombine + 1))
+    EXPECT_STREQ(moecommTraceKindName(as<moecommTraceKind_t>(v)), "unknown")
+        << v;
+  EXPECT_STREQ(moecommTraceKindName(moecommTraceKindAllToAll), "all_to_all");
+}
+
 /// The routing of a two-rank layout: token 0 of rank r goes to expert r.
 struct Routing {
   int64_t idx[1];

@@ -2,20 +2,29 @@
 //
 // The pieces moecomm-run, moecomm-bench, bench/ and the runtime tests share:
 // the rank launcher, the expert-load re-binning, the routing file format's
-// round trip and the generators' reproducibility. The tools' lit tests cover
-// the same code through the command line.
+// round trip, the generators' reproducibility and the timeline writer's
+// tracks and compute slices. The tools' lit tests cover the same code
+// through the command line.
 //
 //===----------------------------------------------------------------------===//
 #include "moecomm/Workload/ExpertLoad.h"
 #include "moecomm/Workload/Generators.h"
 #include "moecomm/Workload/RankLauncher.h"
 #include "moecomm/Workload/RoutingFile.h"
+#include "moecomm/Workload/Timeline.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <set>
 #include <system_error>
 #include <vector>
 
@@ -100,6 +109,63 @@ TEST(Generators, SameSeedSameRouting) {
   llvm::Expected<RoutingProblem> c = generateRouting(o);
   ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
   EXPECT_NE(a->topkIdx, c->topkIdx);
+}
+
+moecommTraceEvent_t traceEvent(moecommTraceKind_t kind,
+                               moecommTraceDirection_t dir, int stage,
+                               double start, double end) {
+  return {kind, dir, stage, moecommScopeInterNode, start, end, 64};
+}
+
+// Spans of one track that partially overlap go to separate lanes; the caller
+// computes in the gaps between its runtime calls inside an iteration, and an
+// exchange that completes inside a wait (started, left in flight) does not
+// hold the caller.
+TEST(Timeline, LanesAndComputeSlices) {
+  RankTimeline rt;
+  rt.rank = 0;
+  const auto D = moecommTraceDirDispatch, C = moecommTraceDirCombine,
+             N = moecommTraceDirNone;
+  rt.events = {traceEvent(moecommTraceKindLayout, N, -1, 10, 11),
+               traceEvent(moecommTraceKindPack, D, 0, 12, 12.1),
+               traceEvent(moecommTraceKindExchange, D, 0, 12.1, 13),
+               traceEvent(moecommTraceKindExchange, D, 0, 12.5, 14),
+               traceEvent(moecommTraceKindDispatch, D, -1, 12, 15),
+               traceEvent(moecommTraceKindCombine, C, -1, 16, 17),
+               traceEvent(moecommTraceKindExchange, C, 1, 17.5, 18.9),
+               traceEvent(moecommTraceKindWait, N, -1, 18, 19)};
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("timeline", "json", path));
+  llvm::FileRemover remove(path);
+  TimelineOutput out;
+  out.jsonPath = path.str().str();
+  out.title = "test";
+  llvm::Error e = writeTimeline({rt}, out);
+  ASSERT_FALSE(e) << llvm::toString(std::move(e));
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(bool(buffer));
+  llvm::Expected<llvm::json::Value> doc =
+      llvm::json::parse((*buffer)->getBuffer());
+  ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
+  std::set<int64_t> exchangeTracks;
+  std::vector<std::pair<double, double>> compute;
+  for (const llvm::json::Value &v :
+       *doc->getAsObject()->getArray("traceEvents")) {
+    const llvm::json::Object &o = *v.getAsObject();
+    if (*o.getString("ph") != "X")
+      continue;
+    EXPECT_EQ(*o.getInteger("pid"), 0);
+    if (*o.getString("name") == "exchange" &&
+        *o.getObject("args")->getString("direction") == "dispatch")
+      exchangeTracks.insert(*o.getInteger("tid"));
+    if (*o.getString("name") == "compute")
+      compute.push_back({*o.getNumber("ts"), *o.getNumber("dur")});
+  }
+  // Microseconds from the first span (10 s).
+  EXPECT_EQ(exchangeTracks.size(), 2u);
+  std::vector<std::pair<double, double>> want = {
+      {1e6, 1e6}, {5e6, 1e6}, {7e6, 1e6}};
+  EXPECT_EQ(compute, want);
 }
 
 } // namespace

@@ -55,14 +55,18 @@ Error fromFailure(const Failure &f) {
 
 /// The per-rank loop shared by both backends. `agree` is called after every
 /// iteration with this rank's failure flag and returns whether any rank failed
-/// (so all ranks stop together).
+/// (so all ranks stop together). With options.trace, `timeline` gets the
+/// rank's runtime spans over all iterations.
 std::optional<Failure>
 rankLoop(moecommComm_t comm, int rank, const BackendOptions &options,
          ExecutionPath &path, const RoutingProblem &problem,
          const ReferenceResult &reference, Progress *progress,
          const std::function<bool(bool)> &agree,
-         std::vector<IterationSummary> &summaries) {
+         std::vector<IterationSummary> &summaries, RankTimeline &timeline) {
   LayerResult result;
+  if (options.trace)
+    if (Error e = startTimeline(comm))
+      return toFailure(std::move(e));
   for (int it = 0; it < options.iterations; ++it) {
     std::optional<Failure> failure;
     if (Error e = path.runIteration(comm, problem, rank, result)) {
@@ -91,6 +95,12 @@ rankLoop(moecommComm_t comm, int rank, const BackendOptions &options,
       progress->update(
           llvm::formatv("iteration {0}/{1}", it + 1, options.iterations).str(),
           it + 1 == options.iterations);
+  }
+  if (options.trace) {
+    Expected<RankTimeline> recorded = readTimeline(comm);
+    if (!recorded)
+      return toFailure(recorded.takeError());
+    timeline = std::move(*recorded);
   }
   return std::nullopt;
 }
@@ -130,6 +140,7 @@ Expected<RunSummary> runThreads(const BackendOptions &options,
                                 const ReferenceResult &reference) {
   RunSummary summary;
   summary.ranks.resize(p.ranks);
+  summary.timelines.resize(p.ranks);
   std::vector<std::optional<Failure>> failures(p.ranks);
   FlagBarrier barrier(p.ranks);
   Progress progress("moecomm-run", options.progress);
@@ -139,11 +150,13 @@ Expected<RunSummary> runThreads(const BackendOptions &options,
         failures[r] = rankLoop(
             comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
             [&](bool failed) { return barrier.arrive(failed); },
-            summary.ranks[r]);
+            summary.ranks[r], summary.timelines[r]);
       });
   summary.wallSeconds =
       std::chrono::duration<double>(Clock::now() - start).count();
   progress.finish();
+  if (!options.trace)
+    summary.timelines.clear();
   if (launched)
     return std::move(launched);
   for (const std::optional<Failure> &f : failures)
@@ -276,6 +289,7 @@ Expected<RunSummary> runMpi(const BackendOptions &options,
                             const RoutingProblem &p,
                             const ReferenceResult &reference) {
   std::vector<IterationSummary> mine;
+  RankTimeline timeline;
   std::optional<Failure> failure;
   Progress progress("moecomm-run", options.progress && world.rank == 0);
   const auto start = Clock::now();
@@ -287,7 +301,7 @@ Expected<RunSummary> runMpi(const BackendOptions &options,
                 [&](bool failed) {
                   return mpiMaxInt(world, failed ? 1 : 0) != 0;
                 },
-                mine);
+                mine, timeline);
           }))
     failure = toFailure(std::move(e));
   const double wall =
@@ -315,6 +329,17 @@ Expected<RunSummary> runMpi(const BackendOptions &options,
               offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
   RunSummary summary;
   summary.wallSeconds = wall;
+  // Every rank takes part (a failed rank sends what it recorded): the
+  // gather is collective.
+  if (options.trace) {
+    Expected<std::vector<RankTimeline>> all = gatherTimelines(world, timeline);
+    if (!all && !failure)
+      failure = toFailure(all.takeError());
+    else if (all)
+      summary.timelines = std::move(*all);
+    else
+      consumeError(all.takeError());
+  }
   if (world.rank != 0)
     return failure ? Expected<RunSummary>(fromFailure(*failure))
                    : Expected<RunSummary>(std::move(summary));

@@ -15,6 +15,7 @@
 #include "Verify.h"
 #include "moecomm/Workload/RankLauncher.h"
 #include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/Timeline.h"
 
 #include <functional>
 #include <string>
@@ -47,6 +48,8 @@ struct IterationSummary {
 struct RunSummary {
   std::vector<std::vector<IterationSummary>> ranks;
   double wallSeconds = 0; ///< whole run, first iteration start to last end
+  /// --trace: every rank's recorded spans, on one clock (reporting process).
+  std::vector<workload::RankTimeline> timelines;
 };
 
 struct BackendOptions {
@@ -56,6 +59,8 @@ struct BackendOptions {
   std::string dumpDir;
   /// Show a progress line on stderr for long runs.
   bool progress = true;
+  /// --trace: record every rank's runtime spans over all iterations.
+  bool trace = false;
 };
 
 /// Runs `path` on the ranks this process owns, `options.iterations` times each

@@ -22,6 +22,7 @@
 #include "Report.h"
 #include "Verify.h"
 #include "moecomm/Workload/DataDir.h"
+#include "moecomm/Workload/Gnuplot.h"
 #include "moecomm/Workload/Generators.h"
 #include "moecomm/Workload/MemoryEstimate.h"
 #include "moecomm/Workload/ModelConfig.h"
@@ -29,6 +30,7 @@
 #include "moecomm/Workload/RankLauncher.h"
 #include "moecomm/Workload/RoutingFile.h"
 #include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/Timeline.h"
 #include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -76,8 +78,9 @@ cl::opt<std::string> configDir("config-dir",
                                cl::value_desc("dir"), cl::cat(genCat));
 cl::opt<std::string> traceFile(
     "trace-file",
-    cl::desc("Per-expert load trace for trace:... (default: the shipped "
-             "examples/data/expert_load_olmoe_mixtral.json)"),
+    cl::desc("Per-expert load trace (an input) for trace:... (default: the "
+             "shipped examples/data/expert_load_olmoe_mixtral.json); not "
+             "--trace, the timeline this run writes"),
     cl::value_desc("file"), cl::cat(genCat));
 cl::opt<long long> ranksOpt("ranks",
                             cl::desc("W, ranks (default 4, or the "
@@ -193,6 +196,18 @@ cl::opt<std::string>
     saveRouting("save-routing",
                 cl::desc("Write the routing used (moecomm-routing-v1)"),
                 cl::value_desc("file"), cl::cat(runCat));
+cl::opt<std::string> timelineFile(
+    "trace",
+    cl::desc("Record every rank's runtime steps (layout, pack, exchange "
+             "stages, unpack, waits) and write them as Chrome trace-event "
+             "JSON (Perfetto) to FILE, and a PNG timeline to FILE with .png "
+             "(gnuplot); an output, unlike --trace-file"),
+    cl::value_desc("file.json"), cl::cat(runCat));
+cl::opt<std::string> timelinePng(
+    "trace-png",
+    cl::desc("With --trace: the PNG timeline's path (default: --trace's "
+             "FILE with .png)"),
+    cl::value_desc("file.png"), cl::cat(runCat));
 cl::opt<bool> quiet("quiet",
                     cl::desc("No report and no progress (errors and "
                              "--json only)"),
@@ -387,6 +402,8 @@ struct RunState {
   /// inputHash: before a graph's wire dtype and capacity applied.
   uint64_t routingHash = 0;
   uint64_t inputHash = 0;
+  /// --trace: the PNG's path and the gnuplot program (found before the run).
+  std::string timelinePng, gnuplot;
 };
 
 /// Flags that cannot apply to the chosen path (or to this build) are errors,
@@ -451,8 +468,21 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
 #ifdef MOECOMM_RUN_HAVE_COMPILER
                                     &aotLibrary,
 #endif
-                                    &jsonFile, &dumpDir, &saveRouting}))
+                                    &jsonFile, &dumpDir, &saveRouting,
+                                    &timelineFile, &timelinePng}))
     return report(std::move(e), printer);
+  if (timelinePng.getNumOccurrences() && timelineFile.empty())
+    return report(inputError("--trace-png needs --trace FILE (the trace-event "
+                             "JSON)"),
+                  printer);
+  if (timelineFile == "-" || timelinePng == "-")
+    return report(inputError("--trace and --trace-png write files, not stdout "
+                             "('-')"),
+                  printer);
+  if (!timelineFile.empty())
+    state.timelinePng = timelinePng.getNumOccurrences()
+                            ? std::string(timelinePng)
+                            : timelinePngPath(timelineFile);
   if (Error e = checkPathFlags())
     return report(std::move(e), printer);
   Expected<moecommStrategy_t> strategy = parseStrategy(strategyOpt);
@@ -522,7 +552,9 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   };
   if (Error e = checkDistinctOutputs({{"--save-routing", saveRouting},
                                       {"--json", jsonFile},
-                                      {"--dump", dumpDir, dumpWrites}}))
+                                      {"--dump", dumpDir, dumpWrites},
+                                      {"--trace", timelineFile},
+                                      {"--trace-png", state.timelinePng}}))
     return report(std::move(e), printer);
   // Before anything is written (and on every MPI rank, before any rank
   // writes): an output must not replace a file this run reads, some of
@@ -537,7 +569,9 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
            {"expert-load trace", generatorInputs.trace}},
           {{"--save-routing", saveRouting},
            {"--json", jsonFile},
-           {"--dump", dumpDir, isDumpFileName}}))
+           {"--dump", dumpDir, isDumpFileName},
+           {"--trace", timelineFile},
+           {"--trace-png", state.timelinePng}}))
     return report(std::move(e), printer);
   if (printer && !saveRouting.empty())
     if (Error e = writeOutputFile(
@@ -549,6 +583,16 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   if (printer && !jsonFile.empty() && jsonFile != "-")
     if (Error e = checkOutputFile("--json", jsonFile))
       return report(std::move(e), printer);
+  if (printer && !timelineFile.empty()) {
+    Expected<std::string> gnuplot = findGnuplot("--trace", "");
+    if (!gnuplot)
+      return report(gnuplot.takeError(), printer);
+    state.gnuplot = *gnuplot;
+    if (Error e = checkOutputFile("--trace", timelineFile))
+      return report(std::move(e), printer);
+    if (Error e = checkOutputFile("--trace-png", state.timelinePng))
+      return report(std::move(e), printer);
+  }
   // Every rank writes its own dump files, so every rank checks the
   // directory (under MPI it may be another one on another host), before
   // the run rather than after it.
@@ -618,6 +662,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   bo.iterations = static_cast<int>(iterationsOpt);
   bo.dumpDir = dumpDir;
   bo.progress = !quiet;
+  bo.trace = !timelineFile.empty();
   Expected<RunSummary> run = runOnBackend(bo, world, path, p, state.reference);
   if (!run)
     return report(run.takeError(), printer);
@@ -644,6 +689,24 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   info.chunks = path.chunks();
   info.observesDispatch = path.observesDispatch();
   RunReport result = analyzeRun(p, state.reference, *run, path.passes());
+  if (bo.trace) {
+    TimelineOutput to;
+    to.jsonPath = timelineFile;
+    to.pngPath = state.timelinePng;
+    to.gnuplot = state.gnuplot;
+    const moecommStrategy_t inEffect = run->ranks.empty() ||
+                                               run->ranks[0].empty()
+                                           ? state.strategy
+                                           : run->ranks[0][0].strategy;
+    to.title = formatv("moecomm-run {0} ({1}): {2}, {3} backend, {4} ranks "
+                       "({5} per node), {6} iteration(s)",
+                       path.name(), info.api, moecomm::strategyName(inEffect),
+                       backendName(bo.kind), p.ranks, p.ranksPerNode,
+                       bo.iterations)
+                   .str();
+    if (Error e = writeTimeline(run->timelines, to))
+      return report(std::move(e), printer);
+  }
   const bool jsonToStdout = jsonFile == "-";
   if (!quiet && !jsonToStdout)
     printReport(outs(), p, info, result);

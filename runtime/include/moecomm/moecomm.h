@@ -228,6 +228,93 @@ moecommResult_t moecommCommGetTraffic(moecommComm_t comm, int global,
                                       moecommTraffic_t *traffic);
 moecommResult_t moecommCommResetTraffic(moecommComm_t comm);
 
+/*--- Trace (per-rank timeline of the runtime's work) ----------------------*/
+
+/** What a trace event spans. */
+typedef enum {
+  /** moecommLayoutCreate: routing agreement and the plan. */
+  moecommTraceKindLayout = 0,
+  /** A stage's gather of rows into its send block (dispatch, or a combine
+   *  stage that only gathers), and moecommPack of compiled code. */
+  moecommTraceKindPack = 1,
+  /** A combine stage's weighted sum of partial rows into its send block
+   *  (the combine pack), and moecommPack that reduces. */
+  moecommTraceKindReduce = 2,
+  /** A pack that converts rows to FP8 (the first dispatch stage with an
+   *  FP8 wire, or the W = 1 dispatch), and compiled code's FP8 casts. */
+  moecommTraceKindQuantize = 3,
+  /** One exchange stage: from its post until the wait for it returns. */
+  moecommTraceKindExchange = 4,
+  /** The last step of dispatch / combine: rows into the caller's output
+   *  (dispatch: a gather; combine: the weighted sum), and moecommUnpack. */
+  moecommTraceKindUnpack = 5,
+  /** moecommAllToAll / moecommAllToAllStart: from post to completion. */
+  moecommTraceKindAllToAll = 6,
+  /** moecommWait: the caller blocked on a request. */
+  moecommTraceKindWait = 7,
+  /** A whole moecommDispatch(Start): from the call until it completes. */
+  moecommTraceKindDispatch = 8,
+  /** A whole moecommCombine(Start): from the call until it completes. */
+  moecommTraceKindCombine = 9,
+  moecommTraceKindMinEnum = -0x7fffffff - 1, /* range: all of int */
+  moecommTraceKindMaxEnum = 0x7fffffff
+} moecommTraceKind_t;
+
+/** The direction a trace event belongs to. */
+typedef enum {
+  moecommTraceDirNone = 0, /* layout, all_to_all, wait, compiled FP8 casts */
+  moecommTraceDirDispatch = 1,
+  moecommTraceDirCombine = 2,
+  moecommTraceDirMinEnum = -0x7fffffff - 1, /* range: all of int */
+  moecommTraceDirMaxEnum = 0x7fffffff
+} moecommTraceDirection_t;
+
+/** One span of a rank's work. Times are seconds on the process's
+ *  std::chrono::steady_clock (time_since_epoch; monotonic, an arbitrary
+ *  origin per boot, the same for every thread of the process and, on Linux,
+ *  for every process of the machine: CLOCK_MONOTONIC). */
+typedef struct {
+  moecommTraceKind_t kind;
+  moecommTraceDirection_t direction;
+  /** The plan's stage index, or -1 for an event of no single stage. */
+  int32_t stage;
+  /** The ranks the event talks to (a stage's scope); global otherwise. */
+  moecommScope_t scope;
+  double startSec;
+  double endSec; /* >= startSec */
+  /** Payload bytes: the rows this rank sends (exchange, all_to_all, whole
+   *  dispatch / combine: summed over stages) or writes (pack, reduce,
+   *  quantize, unpack); 0 for layout and wait. */
+  int64_t bytes;
+} moecommTraceEvent_t;
+
+/** The most events a communicator keeps between two moecommCommSetTrace
+ *  calls; later events are dropped and counted (moecommCommGetTraceDropped).
+ *  40 bytes each: at most 10.5 MB per communicator. */
+#define MOECOMM_TRACE_MAX_EVENTS 262144
+
+/** Starts (`enable` != 0) or stops (0) recording this rank's trace events
+ *  (local). Either way the recorded events and the drop count are cleared.
+ *  Off by default; off, each traced place costs one predictable branch.
+ *  The host backends (threads, mpi) record every kind; nccl records only
+ *  the host-side layout and wait spans (no device events). */
+moecommResult_t moecommCommSetTrace(moecommComm_t comm, int enable);
+/** Copies this rank's recorded events, in the order they ended, into
+ *  `events` (min(capacity, *count) of them; `events` may be NULL when
+ *  capacity is 0) and sets *count to the number recorded (local; count is
+ *  always set). InvalidArgument when count is NULL, capacity < 0, or events
+ *  is NULL with capacity > 0. */
+moecommResult_t moecommCommGetTrace(moecommComm_t comm,
+                                    moecommTraceEvent_t *events,
+                                    int64_t capacity, int64_t *count);
+/** The events dropped since the last moecommCommSetTrace because the
+ *  buffer was full (local). InvalidArgument when dropped is NULL. */
+moecommResult_t moecommCommGetTraceDropped(moecommComm_t comm,
+                                           int64_t *dropped);
+/** "layout", "pack", "reduce", "quantize", "exchange", "unpack",
+ *  "all_to_all", "wait", "dispatch", "combine"; "unknown" otherwise. */
+const char *moecommTraceKindName(moecommTraceKind_t kind);
+
 /** Collective sum of `count` int64 values over all ranks, in place.
  *  InvalidArgument (on every rank, values unchanged) when count < 0, count >
  *  2^24, values is NULL with count > 0, or a sum overflows int64. */
