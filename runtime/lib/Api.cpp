@@ -219,6 +219,17 @@ moecommResult_t moecommCommSetLinkModel(moecommComm_t comm,
   });
 }
 
+moecommResult_t moecommCommSetPipelineChunkBytes(moecommComm_t comm,
+                                                 int64_t bytes) {
+  return onCommLocal(comm, [&](Comm &c) -> Status {
+    if (bytes < 1 || bytes > (int64_t(1) << 40))
+      return invalidArgument(
+          cat("pipeline chunk bytes must be in [1, 2^40], got ", bytes));
+    c.pipelineChunkBytes = bytes;
+    return Status::success();
+  });
+}
+
 moecommResult_t moecommCommGetTraffic(moecommComm_t comm, int global,
                                       moecommTraffic_t *traffic) {
   if (!global)

@@ -52,9 +52,10 @@ Status checkStageBlocks(const moecommLayout &layout, moecommDirection_t dir,
 }
 
 const char *const kDispatchFields[] = {"the layout", "hidden", "the data type",
-                                       "the wire type"};
+                                       "the wire type",
+                                       "the pipeline chunk bytes"};
 const char *const kCombineFields[] = {"the layout", "hidden", "the data type",
-                                      "weighted"};
+                                      "weighted", "the pipeline chunk bytes"};
 const char *const kExchangeFields[] = {"the layout", "the direction",
                                        "the stage", "hidden", "the data type"};
 const char *const kAllToAllFields[] = {"hidden", "the data type"};
@@ -91,6 +92,8 @@ Status checkStaged(const Comm &comm, const CollectiveDesc &d,
   sig.add(H);
   sig.add(in ? (int64_t)in->type : -1);
   sig.add(dispatch ? (int64_t)d.wireType : (d.weighted ? 1 : 0));
+  // Sender and receiver cut a block into chunks from this size.
+  sig.add(comm.pipelineChunkBytes);
   res.staged = true;
   res.direction = dir;
   res.stageType = dispatch ? d.wireType : (in ? in->type : moecommFloat32);

@@ -119,6 +119,8 @@ public:
   void countMetadata(int peer, int64_t bytes);
   moecommTraffic_t &traffic() { return traffic_; }
   moecommLinkModel_t linkModel;
+  /// moecommCommSetPipelineChunkBytes (PipelinedOp.cpp).
+  int64_t pipelineChunkBytes = MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES;
 
   //--- trace ---------------------------------------------------------------
   Trace &trace() { return trace_; }

@@ -258,17 +258,29 @@ buildRelaySide(const Topology &topo, int rank,
   StagePlan &st1 = plan.dispatch.stages[1];
   std::vector<RecvRow> rows = splitRows(received, false, st0.recvCounts);
   const int G = topo.ranksPerNode;
-  const int nodeBase = topo.node(rank) * G;
+  const int node = topo.node(rank);
+  const int nodeBase = node * G;
+  // The stage-0 rows by source node, starting after this relay's own node:
+  // a pipelined exchange (PipelinedOp.cpp) sends each block in row order, so
+  // the combine partials bound for other nodes reach this relay first and
+  // its inter-node stage starts early; in dispatch the own node's rows, last
+  // here, are ready first anyway.
+  // (rows are in member order, and member n is node n)
+  std::vector<int64_t> order;
+  for (bool later : {true, false})
+    for (size_t j = 0; j < rows.size(); ++j)
+      if ((rows[j].member > node) == later)
+        order.push_back((int64_t)j);
   // rowsOfDest[g]: stage-0 rows with a kept expert on member g, in order.
   std::vector<std::vector<int64_t>> rowsOfDest(G);
   std::vector<int64_t> lastRow(G, -1);
-  for (size_t j = 0; j < rows.size(); ++j) {
+  for (int64_t j : order) {
     const std::vector<PairRecord> &recs = received[rows[j].member];
     for (int64_t i = rows[j].begin; i < rows[j].end; ++i) {
       int g = topo.rankOfExpert(recs[i].expert) - nodeBase;
-      if (lastRow[g] != (int64_t)j) {
-        lastRow[g] = (int64_t)j;
-        rowsOfDest[g].push_back((int64_t)j);
+      if (lastRow[g] != j) {
+        lastRow[g] = j;
+        rowsOfDest[g].push_back(j);
       }
     }
   }

@@ -82,23 +82,32 @@ bool isPlainGather(const RowMap &map, bool weighted) {
 
 namespace {
 
+/// Checks the shapes and the terms of the rows in `range`, and resolves an
+/// open range (end < 0) to all rows.
 Status checkMapShapes(const RowMap &map, const RowSource &in,
-                      const moecommRows_t &out) {
+                      const moecommRows_t &out, RowRange &range) {
   if (out.rows != map.rows())
     return internalError(cat("row map makes ", map.rows(),
                              " rows but the output has ", out.rows));
   if (in.hidden != out.hidden)
     return internalError("row map input and output hidden sizes differ");
-  for (int64_t s : map.src)
-    if (s < 0 || s >= in.rows)
-      return internalError(cat("row map reads row ", s, " of ", in.rows));
+  if (range.end < 0)
+    range.end = map.rows();
+  if (range.begin < 0 || range.begin > range.end || range.end > map.rows())
+    return internalError(cat("row range [", range.begin, ", ", range.end,
+                             ") outside a map of ", map.rows(), " rows"));
+  for (int64_t j = map.offsets[range.begin]; j < map.offsets[range.end]; ++j)
+    if (map.src[j] < 0 || map.src[j] >= in.rows)
+      return internalError(cat("row map reads row ", map.src[j], " of ",
+                               in.rows));
   return Status::success();
 }
 
 } // namespace
 
-Status gatherRows(const RowMap &map, const RowSource &in, moecommRows_t &out) {
-  if (Status st = checkMapShapes(map, in, out); !st.ok())
+Status gatherRows(const RowMap &map, const RowSource &in, moecommRows_t &out,
+                  RowRange range) {
+  if (Status st = checkMapShapes(map, in, out, range); !st.ok())
     return st;
   const int64_t H = out.hidden;
   const int64_t nb = fp8Blocks(H);
@@ -110,7 +119,7 @@ Status gatherRows(const RowMap &map, const RowSource &in, moecommRows_t &out) {
         cat("cannot convert rows of type ", (int)ti, " to type ", (int)to));
   const int64_t esi = elementSize(ti), eso = elementSize(to);
   uint8_t *ob = static_cast<uint8_t *>(out.data);
-  for (int64_t i = 0; i < map.rows(); ++i) {
+  for (int64_t i = range.begin; i < range.end; ++i) {
     int64_t b = map.offsets[i], e = map.offsets[i + 1];
     if (e - b > 1)
       return internalError("gather map has a row with several terms");
@@ -202,8 +211,8 @@ MOECOMM_KERNEL void storeBf16(uint16_t *out, const float *acc, int64_t n) {
 } // namespace
 
 Status reduceRows(const RowMap &map, const RowSource &in, bool weighted,
-                  moecommRows_t &out) {
-  if (Status st = checkMapShapes(map, in, out); !st.ok())
+                  moecommRows_t &out, RowRange range) {
+  if (Status st = checkMapShapes(map, in, out, range); !st.ok())
     return st;
   if (!isFloatData(in.type) || !isFloatData(out.type))
     return invalidArgument("reductions need f32 or bf16 rows");
@@ -212,7 +221,7 @@ Status reduceRows(const RowMap &map, const RowSource &in, bool weighted,
   // Accumulate in chunks that stay in L1.
   constexpr int64_t kChunk = 2048;
   float acc[kChunk];
-  for (int64_t i = 0; i < map.rows(); ++i) {
+  for (int64_t i = range.begin; i < range.end; ++i) {
     const int64_t b = map.offsets[i], e = map.offsets[i + 1];
     for (int64_t h0 = 0; h0 < H; h0 += kChunk) {
       const int64_t n = std::min(kChunk, H - h0);

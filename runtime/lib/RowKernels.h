@@ -66,11 +66,19 @@ struct RowSource {
   static RowSource of(const moecommRows_t &rows);
 };
 
+/// The output rows [begin, end) of a row map that a kernel computes (a
+/// pipelined operation applies a map piece by piece); end < 0: all rows.
+struct RowRange {
+  int64_t begin = 0, end = -1;
+};
+
 /// Applies a one-term-per-row map (a gather): out[i] = in[src[off[i]]],
 /// converted: same type (bytes copied, FP8 with its scales), f32/bf16 ->
 /// FP8 (per-row quantize), FP8 -> f32/bf16 (dequantize). An empty segment
-/// gives a zero row (FP8: zero codes, scale 1). Shapes must match the map.
-Status gatherRows(const RowMap &map, const RowSource &in, moecommRows_t &out);
+/// gives a zero row (FP8: zero codes, scale 1). Shapes must match the map;
+/// only the output rows in `range` are written.
+Status gatherRows(const RowMap &map, const RowSource &in, moecommRows_t &out,
+                  RowRange range = {});
 inline Status gatherRows(const RowMap &map, const moecommRows_t &in,
                          moecommRows_t &out) {
   return gatherRows(map, RowSource::of(in), out);
@@ -79,9 +87,10 @@ inline Status gatherRows(const RowMap &map, const moecommRows_t &in,
 /// Applies a map as a sum: out[i] = sum_j c_j * in[src[j]] accumulated in
 /// f32 from +0 in j order (acc = acc + c * v), c_j = coefs[j] if `weighted`
 /// and the map has coefficients, else 1 (then acc = acc + v). in and out are
-/// f32 or bf16 (any combination); the result is rounded to out's type.
+/// f32 or bf16 (any combination); the result is rounded to out's type. Only
+/// the output rows in `range` are written.
 Status reduceRows(const RowMap &map, const RowSource &in, bool weighted,
-                  moecommRows_t &out);
+                  moecommRows_t &out, RowRange range = {});
 inline Status reduceRows(const RowMap &map, const moecommRows_t &in,
                          bool weighted, moecommRows_t &out) {
   return reduceRows(map, RowSource::of(in), weighted, out);

@@ -3,6 +3,7 @@
 
 #include "Comm.h"
 #include "LayoutHandle.h"
+#include "PipelinedOp.h"
 #include "Quantize.h"
 #include "RowExchange.h"
 #include "RowKernels.h"
@@ -12,10 +13,10 @@ namespace moecomm {
 
 namespace {
 
-/// dispatch / combine: for s in stages: pack(s) -> exchange(s); unpack.
-///
-/// On a shared-memory transport (threads) two copies are avoided, with the
-/// same arithmetic in the same order (so the same bits as on MPI):
+/// dispatch / combine: for s in stages: pack(s) -> exchange(s); unpack, on
+/// a shared-memory transport (threads), or with no stage at all. Two copies
+/// are avoided, with the same arithmetic in the same order as PipelinedOp
+/// (so the same bits as on MPI):
 ///  - a stage whose pack is a plain gather is not packed: the exchange is
 ///    posted with row indices into the stage's input (zero copy);
 ///  - the last stage, and a stage whose next pack is a reduction, is not
@@ -28,7 +29,7 @@ public:
            moecommDataType_t stageType, bool weighted, double calledSec)
       : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
         out_(out), stageType_(stageType), weighted_(weighted),
-        direct_(comm.transport().supportsDirect()), calledSec_(calledSec) {}
+        calledSec_(calledSec) {}
 
   void start() {
     const size_t S = plan_.stages.size();
@@ -94,16 +95,14 @@ private:
   /// Receive stage s in place: it is the last stage, or the next stage's
   /// pack reduces (combine) and so copies anyway.
   bool readInPlace(size_t s) const {
-    if (!direct_)
-      return false;
     return s + 1 == plan_.stages.size() || !plainGatherPack(s + 1);
   }
 
   /// Posts stage s, whose input rows are `in` (contiguous, valid until the
   /// stage completes): row-indexed when its pack is a plain gather of rows
-  /// of the stage type on a shared-memory transport, else packed.
+  /// of the stage type, else packed.
   Status post(size_t s, const RowSource &in) {
-    if (direct_ && in.type == stageType_ && !in.rowPtrs && plainGatherPack(s))
+    if (in.type == stageType_ && !in.rowPtrs && plainGatherPack(s))
       return postRows(s, in.base, in.scales, plan_.stages[s].pack.src.data());
     Status st = pack(s, in);
     mergeStatus(st, postPacked(s));
@@ -231,7 +230,6 @@ private:
   moecommRows_t in_, out_;
   moecommDataType_t stageType_;
   bool weighted_;
-  bool direct_;
   /// When the collective was called (trace clock), or < 0 when the trace
   /// was off then; posted_[s]: the same for stage s's post.
   double calledSec_;
@@ -255,6 +253,10 @@ std::unique_ptr<Operation> startStaged(Comm &comm, const moecommLayout &layout,
                                        const moecommRows_t &out,
                                        moecommDataType_t stageType,
                                        bool weighted, double calledSec) {
+  if (!comm.transport().supportsDirect() &&
+      !directionPlan(layout, direction).stages.empty())
+    return startPipelined(comm, layout, direction, in, out, stageType,
+                          weighted, calledSec);
   auto op = std::make_unique<StagedOp>(comm, layout, direction, in, out,
                                        stageType, weighted, calledSec);
   op->start();

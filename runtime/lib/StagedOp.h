@@ -1,9 +1,10 @@
 //===- StagedOp.h - Dispatch and combine on the host backends --*- C++ -*-===//
 //
 // Dispatch and combine are one algorithm run in two directions over the
-// layout's plan: for each stage, pack -> exchange; then unpack. StagedOp is
-// that algorithm on host memory (threads and mpi backends); a device
-// backend supplies its own (DeviceEngine::prepareStaged).
+// layout's plan: for each stage, pack -> exchange; then unpack. startStaged
+// runs it on host memory: StagedOp.cpp where ranks share memory (threads)
+// or there is no stage, PipelinedOp.cpp over message passing (mpi), chunk
+// by chunk. A device backend supplies its own (DeviceEngine::prepareStaged).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_STAGEDOP_H

@@ -104,6 +104,11 @@ public:
   virtual Status waitExchange(std::unique_ptr<PendingExchange> pending,
                               bool consumed) = 0;
 
+  /// Lets posted exchanges advance while the caller computes between waits
+  /// (a transport whose bytes move only inside its own calls, as Open MPI's
+  /// TCP path does, would otherwise leave the link idle). Never blocks.
+  virtual void progress() {}
+
   /// True when ranks share memory: sends may be row-indexed
   /// (ExchangePart::sendRowIndex) and receivers may read in place.
   virtual bool supportsDirect() const { return false; }

@@ -43,11 +43,18 @@ void runCell(MPI_Comm mpiComm, const CaseSpec &spec) {
   moecommBackend_t backend;
   moecommCommBackend(comm, &backend);
   EXPECT_EQ(backend, moecommBackendMpi);
-  for (moecommStrategy_t s :
-       {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto}) {
-    SCOPED_TRACE("strategy " + std::to_string(s));
-    RankRun run = runRank(comm, exp, s, rank);
-    checkRankOnMpi(exp, s, rank, run, mpiComm);
+  // The default chunks, then the most: every block cut into min(8, rows)
+  // chunks that flow into the next stage one by one (PipelinedOp.cpp).
+  for (int64_t chunkBytes : {MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES, 1}) {
+    EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, chunkBytes),
+              moecommSuccess);
+    for (moecommStrategy_t s :
+         {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto}) {
+      SCOPED_TRACE("strategy " + std::to_string(s) + ", chunk bytes " +
+                   std::to_string(chunkBytes));
+      RankRun run = runRank(comm, exp, s, rank);
+      checkRankOnMpi(exp, s, rank, run, mpiComm);
+    }
   }
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
@@ -124,6 +131,31 @@ TEST(Mpi, FaultsAreAgreedAndRecoverable) {
   moecommResult_t res =
       r == 0 ? moecommBarrier(comm) : moecommAllReduceSum(comm, &one, 1);
   EXPECT_EQ(res, moecommMismatch);
+  // Ranks disagree on the pipeline chunk bytes (they would cut blocks into
+  // different messages): every dispatch fails before any payload moves.
+  {
+    moecommLayout_t good0 = nullptr;
+    d = descFor(good.problem, r, moecommHierarchical);
+    EXPECT_EQ(moecommLayoutCreate(comm, &d, &good0), moecommSuccess);
+    moecommLayoutInfo_t info{};
+    moecommLayoutGetInfo(good0, &info);
+    const ref::Problem &p = good.problem;
+    Rows x = Rows::fromValues(good.x[r], p.hidden, p.dataType);
+    Rows recvRows(info.recvRows, p.hidden, p.dataType);
+    EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, r == 1 ? 4096 : 1 << 20),
+              moecommSuccess);
+    EXPECT_EQ(moecommDispatch(comm, good0, x.view(), p.wireType,
+                              recvRows.view(), nullptr),
+              moecommMismatch);
+    EXPECT_EQ(lastError(), "ranks disagree on the pipeline chunk bytes: "
+                           "rank 0 has 1048576, rank 1 has 4096");
+    EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, 0), moecommInvalidArgument);
+    EXPECT_EQ(lastError(), "pipeline chunk bytes must be in [1, 2^40], got 0");
+    EXPECT_EQ(moecommCommSetPipelineChunkBytes(
+                  comm, MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES),
+              moecommSuccess);
+    moecommLayoutDestroy(good0);
+  }
   // Still usable: a correct all_to_all and a full run.
   recv[2] = 1;
   rv.rows = W;

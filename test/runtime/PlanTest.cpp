@@ -180,6 +180,33 @@ TEST(Plan, HierarchicalRelayOrder) {
   EXPECT_EQ(un.src, (std::vector<int64_t>{1, 0}));
 }
 
+TEST(Plan, RelaySendsOtherNodesRowsFirst) {
+  // W=4, G=2: tokens of rank 0 (node 0) and rank 2 (node 1) both go to
+  // experts 0 and 1 (node 0). Relay 0 receives (src 0, token 0) from itself
+  // and (src 2, token 0) from node 1, and forwards node 1's row first to
+  // each of its ranks: in combine, the partial sums bound for node 1 are
+  // then the first to reach it (PipelinedOp sends blocks in row order).
+  ref::Problem p;
+  p.ranks = 4;
+  p.ranksPerNode = 2;
+  p.numExperts = 4;
+  p.topk = 2;
+  p.routing = {{1, {0, 1}, {0.5f, 0.5f}},
+               {0, {}, {}},
+               {1, {0, 1}, {0.5f, 0.5f}},
+               {0, {}, {}}};
+  std::vector<RankPlan> plans;
+  ASSERT_EQ(buildPlans(topologyOf(p), moecommHierarchical, 0, routingViewsOf(p),
+                       plans),
+            "");
+  const StagePlan &r1 = plans[0].dispatch.stages[1];
+  EXPECT_EQ(r1.group, (std::vector<int>{0, 1}));
+  EXPECT_EQ(r1.sendCounts, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(r1.pack.src, (std::vector<int64_t>{1, 0, 1, 0}));
+  // Rank 1's expert-major output is still ordered by source rank.
+  EXPECT_EQ(plans[1].recvSources, (std::vector<int64_t>{0, 0, 2, 0}));
+}
+
 TEST(Plan, CountTrafficScalesTo1024Ranks) {
   CaseSpec s;
   s.W = 1024;

@@ -1,0 +1,440 @@
+//===- PipelinedOp.cpp - Dispatch and combine over message passing --------===//
+//
+// The staged algorithm of StagedOp.h on a transport that moves bytes between
+// processes (mpi). A stage's exchange is not one step: every block (the rows
+// for one member) is cut into chunks, each chunk travels as its own message,
+// and a chunk of the next stage is packed and sent as soon as the chunks of
+// this stage that it reads have arrived. So the next stage's work runs while
+// the slow link still carries the rest: hierarchical dispatch forwards the
+// first rows over the intra-node links while later ones cross the network,
+// and its combine reduces and sends the first inter-node rows while the
+// intra-node partial sums of the others still arrive. The final unpack is
+// applied piece by piece the same way. This is the relay pipelining of the
+// hand-written hierarchical systems (DeepEP's and NVIDIA Hybrid-EP's
+// forwarding of RDMA chunks over NVLink as they land), here on host buffers.
+//
+// Every output row is computed by the same map with the same terms in the
+// same order as StagedOp computes it, so the results are the same bits; only
+// when each row is computed changes.
+//
+//===----------------------------------------------------------------------===//
+#include "PipelinedOp.h"
+
+#include "Comm.h"
+#include "LayoutHandle.h"
+#include "RowExchange.h"
+#include "RowKernels.h"
+#include "Trace.h"
+#include "moecomm/Model/WireFormat.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace moecomm {
+
+namespace {
+
+/// At most this many chunks per block: each is one message (two for FP8).
+/// Blocks are cut into chunks of about the communicator's pipeline chunk
+/// bytes (1 MiB by default), so that the first chunk arrives (and the next
+/// stage can start) after a small fraction of the block, while each message
+/// stays large enough to run at link speed.
+constexpr int kMaxChunks = 8;
+/// Receives posted ahead per member. Open MPI shares a link among all the
+/// matched messages to a peer, so with every chunk's receive posted the
+/// chunks would all finish together at the end; with two, chunk c arrives
+/// while c + 1 streams, and the next stage works on c.
+constexpr int kRecvWindow = 2;
+
+/// Chunks of a block of `n` rows of `rowBytes` wire bytes cut at about
+/// `chunkBytes`. Sender and receiver compute it from the same numbers (the
+/// chunk bytes are agreed with the collective), so they agree.
+int chunkCount(int64_t n, int64_t rowBytes, int64_t chunkBytes) {
+  if (n <= 0)
+    return 0;
+  // n * rowBytes fits (a checked block) far below 2^62.
+  const int64_t c = (n * rowBytes + chunkBytes - 1) / chunkBytes;
+  return (int)std::clamp<int64_t>(c, 1, std::min<int64_t>(kMaxChunks, n));
+}
+
+/// First row of chunk c of a block of n rows in C chunks.
+int64_t chunkBegin(int64_t n, int C, int c) { return n * c / C; }
+
+/// Rows [begin, begin + n) of `rows`.
+moecommRows_t rowsView(const moecommRows_t &rows, int64_t begin, int64_t n) {
+  moecommRows_t v = rows;
+  v.rows = n;
+  if (rows.data)
+    v.data = static_cast<uint8_t *>(rows.data) +
+             begin * rows.hidden * elementSize(rows.type);
+  if (rows.scales)
+    v.scales = rows.scales + begin * fp8Blocks(rows.hidden);
+  return v;
+}
+
+class PipelinedOp : public Operation {
+public:
+  PipelinedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
+              const moecommRows_t &in, const moecommRows_t &out,
+              moecommDataType_t stageType, bool weighted, double calledSec)
+      : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
+        out_(out), stageType_(stageType), weighted_(weighted),
+        rowBytes_(wireRowBytes(stageType, in.hidden)), calledSec_(calledSec) {}
+
+  /// Posts the first receives of every stage (so that the first messages
+  /// find their receives posted), then packs and sends stage 0.
+  void start() {
+    const size_t S = plan_.stages.size();
+    seq0_ = comm_.reserveSeqs(S * kMaxChunks);
+    stages_.resize(S);
+    for (size_t s = 0; s < S; ++s)
+      prepare(s);
+    for (size_t s = 0; s < S; ++s)
+      for (int m = 0; m < members(s); ++m)
+        if (m != me(s))
+          postRecvs(s, m, kRecvWindow);
+    sendStage(0, RowSource::of(in_));
+  }
+
+  Status finish() override {
+    const size_t S = plan_.stages.size();
+    for (size_t s = 1; s < S; ++s)
+      sendStage(s, RowSource::of(stages_[s - 1].recv.rows));
+    unpack();
+    // Complete everything still in flight before the buffers go away.
+    for (size_t s = 0; s < S; ++s) {
+      for (int k = 0; k < members(s); ++k)
+        waitChunks(s, k, recvChunks(s, k));
+      for (auto &p : stages_[s].sends)
+        mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
+    }
+    if (calledSec_ >= 0) {
+      int64_t sent = 0;
+      for (const StagePlan &p : plan_.stages)
+        sent += p.sendRows() * rowBytes_;
+      comm_.trace().span(dir_ == moecommDirectionDispatch
+                             ? moecommTraceKindDispatch
+                             : moecommTraceKindCombine,
+                         traceDirection(dir_), -1, moecommScopeGlobal,
+                         calledSec_, sent);
+    }
+    stages_.clear();
+    return err_;
+  }
+
+private:
+  struct Stage {
+    RowBuffer send, recv;
+    /// Row offsets of each member's block, [members + 1].
+    std::vector<int64_t> sendOff, recvOff;
+    /// Posted receive chunks by member (the copy to self is one of them).
+    std::vector<std::vector<std::unique_ptr<PendingExchange>>> recvs;
+    std::vector<int> arrived; ///< chunks of each member waited for
+    std::vector<int> posted;  ///< receive chunks of each member posted
+    int pending = 0;          ///< receive chunks not waited for yet
+    /// When the stage's first chunk was sent (trace clock; < 0: untraced).
+    double sentSec = -1;
+    /// The chunk of each receive row, for the next stage's dependencies.
+    std::vector<uint8_t> rowChunk;
+    std::vector<std::unique_ptr<PendingExchange>> sends;
+  };
+
+  const StagePlan &plan(size_t s) const { return plan_.stages[s]; }
+  int members(size_t s) const { return (int)plan(s).group.size(); }
+  int me(size_t s) const {
+    return comm_.transport().memberIndex(plan(s).scope);
+  }
+  int sendChunks(size_t s, int m) const {
+    return chunkCount(plan(s).sendCounts[m], rowBytes_, comm_.pipelineChunkBytes);
+  }
+  int recvChunks(size_t s, int m) const {
+    return chunkCount(plan(s).recvCounts[m], rowBytes_, comm_.pipelineChunkBytes);
+  }
+
+  void prepare(size_t s) {
+    const StagePlan &p = plan(s);
+    Stage &st = stages_[s];
+    const int64_t H = in_.hidden;
+    st.send = RowBuffer::make(comm_, p.sendRows(), H, stageType_);
+    st.recv = RowBuffer::make(comm_, p.recvRows(), H, stageType_);
+    st.sendOff.assign(1, 0);
+    st.recvOff.assign(1, 0);
+    for (int m = 0; m < members(s); ++m) {
+      st.sendOff.push_back(st.sendOff.back() + p.sendCounts[m]);
+      st.recvOff.push_back(st.recvOff.back() + p.recvCounts[m]);
+    }
+    const int self = me(s);
+    if (p.sendCounts[self] != p.recvCounts[self])
+      mergeStatus(err_, internalError(cat("stage ", s, ": rank ", comm_.rank(),
+                                          " sends itself ", p.sendCounts[self],
+                                          " rows but expects ",
+                                          p.recvCounts[self])));
+    st.recvs.resize(members(s));
+    st.arrived.assign(members(s), 0);
+    st.posted.assign(members(s), 0);
+    st.rowChunk.resize(p.recvRows());
+    for (int m = 0; m < members(s); ++m) {
+      const int64_t n = p.recvCounts[m];
+      const int C = recvChunks(s, m);
+      st.recvs[m].resize(C);
+      st.pending += C;
+      for (int c = 0; c < C; ++c)
+        std::fill(st.rowChunk.begin() + st.recvOff[m] + chunkBegin(n, C, c),
+                  st.rowChunk.begin() + st.recvOff[m] + chunkBegin(n, C, c + 1),
+                  (uint8_t)c);
+    }
+  }
+
+  /// The exchange of chunk c between this rank and member m of stage s:
+  /// `sendRows` rows of the send buffer from row `sendAt` and `recvRows` rows
+  /// of the receive buffer from row `recvAt` (either may be 0 rows).
+  Status postChunk(size_t s, int m, int c, int64_t sendAt, int64_t sendRows,
+                   int64_t recvAt, int64_t recvRows,
+                   std::unique_ptr<PendingExchange> &pending) {
+    Stage &st = stages_[s];
+    std::vector<int64_t> sendCounts(members(s), 0), recvCounts(members(s), 0);
+    sendCounts[m] = sendRows;
+    recvCounts[m] = recvRows;
+    Exchange ex = rowExchange(plan(s).scope,
+                              rowsView(st.send.rows, sendAt, sendRows), nullptr,
+                              sendCounts,
+                              rowsView(st.recv.rows, recvAt, recvRows),
+                              recvCounts);
+    ex.seq = seq0_ + s * kMaxChunks + c;
+    return comm_.transport().startExchange(std::move(ex), pending);
+  }
+
+  /// Posts the receives of member m's (not this rank's) chunks of stage s
+  /// up to chunk `upTo` (exclusive).
+  void postRecvs(size_t s, int m, int upTo) {
+    Stage &st = stages_[s];
+    const int64_t n = plan(s).recvCounts[m];
+    const int C = recvChunks(s, m);
+    for (; st.posted[m] < std::min(upTo, C); ++st.posted[m]) {
+      const int c = st.posted[m];
+      const int64_t b = chunkBegin(n, C, c), e = chunkBegin(n, C, c + 1);
+      mergeStatus(err_, postChunk(s, m, c, 0, 0, st.recvOff[m] + b, e - b,
+                                  st.recvs[m][c]));
+    }
+  }
+
+  /// Waits for the first `upTo` chunks of member k of stage s, keeping
+  /// kRecvWindow receives posted ahead.
+  void waitChunks(size_t s, int k, int upTo) {
+    Stage &st = stages_[s];
+    for (; st.arrived[k] < upTo; ++st.arrived[k])
+    {
+      if (auto &p = st.recvs[k][st.arrived[k]])
+        mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
+      if (--st.pending == 0)
+        traceExchange(s);
+      if (k != me(s))
+        postRecvs(s, k, st.arrived[k] + 1 + kRecvWindow);
+    }
+  }
+
+  /// Records stage s's exchange, from its first send until its last chunk
+  /// arrived (now), when the trace was on at that send.
+  void traceExchange(size_t s) {
+    const Stage &st = stages_[s];
+    if (st.sentSec >= 0)
+      comm_.trace().span(moecommTraceKindExchange, traceDirection(dir_),
+                         (int32_t)s, plan(s).scope, st.sentSec,
+                         plan(s).sendRows() * rowBytes_);
+  }
+
+  /// A piece of a map: output rows `rows`, and per member of the stage its
+  /// inputs come from, how many of that member's chunks they need.
+  struct Piece {
+    RowRange rows;
+    std::vector<int> need;
+    int member = 0, chunk = 0; ///< the chunk it is (packs only)
+  };
+
+  /// The chunks of stage s's receive buffer that rows `range` of `map` read.
+  std::vector<int> inputsOf(size_t s, const RowMap &map, RowRange range) {
+    const Stage &st = stages_[s];
+    std::vector<int> need(members(s), 0);
+    for (int64_t j = map.offsets[range.begin]; j < map.offsets[range.end];
+         ++j) {
+      const int64_t r = map.src[j];
+      if (r < 0 || r >= (int64_t)st.rowChunk.size())
+        continue; // the kernel reports the bad index
+      const int k = (int)(std::upper_bound(st.recvOff.begin(),
+                                           st.recvOff.end(), r) -
+                          st.recvOff.begin()) -
+                    1;
+      need[k] = std::max(need[k], st.rowChunk[r] + 1);
+    }
+    return need;
+  }
+
+  /// Whether the inputs of `piece` in stage s are here without waiting for
+  /// the network. The copy to self completed when it was posted (the
+  /// transport copies it in startExchange), so waiting for it never blocks.
+  bool ready(size_t s, const Piece &piece) {
+    for (int k = 0; k < members(s); ++k)
+      if (k == me(s))
+        waitChunks(s, k, piece.need[k]);
+      else if (stages_[s].arrived[k] < piece.need[k])
+        return false;
+    return true;
+  }
+
+  /// Runs `run` on every piece, those whose inputs (in stage `inputs`, when
+  /// there is one) are here first, in order; when none is, it waits for the
+  /// inputs of the first piece left. So rows that need nothing from the
+  /// network (a relay's own node's rows) never wait behind rows that do.
+  template <typename Fn>
+  void runPieces(std::optional<size_t> inputs, std::vector<Piece> &pieces,
+                 Fn run) {
+    std::vector<bool> done(pieces.size(), false);
+    for (size_t left = pieces.size(), first = 0; left > 0;) {
+      bool ran = false;
+      for (size_t i = first; i < pieces.size(); ++i)
+        if (!done[i] && (!inputs || ready(*inputs, pieces[i]))) {
+          comm_.transport().progress();
+          run(pieces[i]);
+          done[i] = true;
+          --left;
+          ran = true;
+        }
+      while (first < pieces.size() && done[first])
+        ++first;
+      if (!ran && left > 0)
+        for (int k = 0; k < members(*inputs); ++k)
+          waitChunks(*inputs, k, pieces[first].need[k]);
+    }
+  }
+
+  /// Applies rows `range` of `map` (a pack or the unpack) from `in` to
+  /// `out`: dispatch maps are gathers (with the wire conversion); combine
+  /// maps reduce, unless the map is a plain gather of the stage type, which
+  /// is copied as it is (a one-term reduce would turn -0 into +0).
+  Status apply(const RowMap &map, const RowSource &in, moecommRows_t &out,
+               RowRange range, bool plainGather) {
+    if (dir_ == moecommDirectionDispatch ||
+        (in.type == out.type && plainGather))
+      return gatherRows(map, in, out, range);
+    return reduceRows(map, in, weighted_, out, range);
+  }
+
+  /// Packs and sends every chunk of stage s from `in` (x or y for stage 0,
+  /// else the previous stage's receive buffer), each as soon as its input
+  /// rows are here; chunk by chunk, other members first and self last, so
+  /// the network gets the first bytes early.
+  void sendStage(size_t s, const RowSource &in) {
+    const StagePlan &p = plan(s);
+    Stage &st = stages_[s];
+    countRowPayload(comm_, dir_, p.scope, p.group, p.sendCounts, stageType_,
+                    in_.hidden);
+    const bool plainGather =
+        isPlainGather(p.pack, dir_ == moecommDirectionCombine && weighted_);
+    const int n = members(s), self = me(s);
+    if (comm_.trace().on())
+      st.sentSec = traceNow();
+    const moecommTraceKind_t packKind =
+        packTraceKind(in.type, stageType_,
+                      !(dir_ == moecommDirectionDispatch ||
+                        (in.type == stageType_ && plainGather)));
+    std::vector<Piece> pieces;
+    for (int c = 0; c < kMaxChunks; ++c)
+      for (int i = 1; i <= n; ++i) {
+        const int m = (self + i) % n;
+        const int C = sendChunks(s, m);
+        if (c >= C || (m == self && p.sendCounts[m] != p.recvCounts[m]))
+          continue; // done, or an inconsistent copy to self (reported)
+        const int64_t rows = p.sendCounts[m];
+        Piece piece;
+        piece.rows = {st.sendOff[m] + chunkBegin(rows, C, c),
+                      st.sendOff[m] + chunkBegin(rows, C, c + 1)};
+        piece.member = m;
+        piece.chunk = c;
+        if (s > 0)
+          piece.need = inputsOf(s - 1, p.pack, piece.rows);
+        pieces.push_back(std::move(piece));
+      }
+    std::optional<size_t> inputs;
+    if (s > 0)
+      inputs = s - 1;
+    runPieces(inputs, pieces, [&](const Piece &piece) {
+      const int64_t b = piece.rows.begin, e = piece.rows.end;
+      const int m = piece.member, c = piece.chunk;
+      {
+        TraceScope span(comm_.trace(), [&] {
+          return traceEvent(packKind, traceDirection(dir_), (int32_t)s,
+                            p.scope, (e - b) * rowBytes_);
+        });
+        mergeStatus(err_,
+                    apply(p.pack, in, st.send.rows, {b, e}, plainGather));
+      }
+      // A failed pack still sends (its rows are then garbage and the error
+      // is reported): the members wait for this message.
+      std::unique_ptr<PendingExchange> pending;
+      if (m == self) {
+        const int64_t at = st.recvOff[m] + (b - st.sendOff[m]);
+        mergeStatus(err_, postChunk(s, m, c, b, e - b, at, e - b, pending));
+        st.recvs[m][c] = std::move(pending);
+      } else {
+        mergeStatus(err_, postChunk(s, m, c, b, e - b, 0, 0, pending));
+        st.sends.push_back(std::move(pending));
+      }
+    });
+    if (st.pending == 0) // nothing to receive: done when sent
+      traceExchange(s);
+  }
+
+  /// The final unpack, in pieces of output rows, each applied as soon as its
+  /// rows of the last stage are here (combine: out token t reads the rows of
+  /// t from every node's block, which arrive in token order).
+  void unpack() {
+    const RowMap &map = plan_.unpack;
+    const size_t last = plan_.stages.size() - 1;
+    const RowSource in = RowSource::of(stages_[last].recv.rows);
+    const int64_t R = map.rows();
+    const int count = chunkCount(R, rowBytes_, comm_.pipelineChunkBytes);
+    std::vector<Piece> pieces(count);
+    for (int c = 0; c < count; ++c) {
+      pieces[c].rows = {chunkBegin(R, count, c), chunkBegin(R, count, c + 1)};
+      pieces[c].need = inputsOf(last, map, pieces[c].rows);
+    }
+    runPieces(last, pieces, [&](const Piece &piece) {
+      TraceScope span(comm_.trace(), [&] {
+        return traceEvent(moecommTraceKindUnpack, traceDirection(dir_), -1,
+                          moecommScopeGlobal,
+                          (piece.rows.end - piece.rows.begin) *
+                              wireRowBytes(out_.type, out_.hidden));
+      });
+      mergeStatus(err_, apply(map, in, out_, piece.rows, /*plainGather=*/false));
+    });
+  }
+
+  Comm &comm_;
+  moecommDirection_t dir_;
+  const DirectionPlan &plan_;
+  moecommRows_t in_, out_;
+  moecommDataType_t stageType_;
+  bool weighted_;
+  int64_t rowBytes_;
+  /// When the collective was called (trace clock), or < 0 when the trace
+  /// was off then.
+  double calledSec_;
+  uint64_t seq0_ = 0;
+  std::vector<Stage> stages_;
+  Status err_;
+};
+
+} // namespace
+
+std::unique_ptr<Operation>
+startPipelined(Comm &comm, const moecommLayout &layout,
+               moecommDirection_t direction, const moecommRows_t &in,
+               const moecommRows_t &out, moecommDataType_t stageType,
+               bool weighted, double calledSec) {
+  auto op = std::make_unique<PipelinedOp>(comm, layout, direction, in, out,
+                                          stageType, weighted, calledSec);
+  op->start();
+  return op;
+}
+
+} // namespace moecomm

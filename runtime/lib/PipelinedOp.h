@@ -1,0 +1,36 @@
+//===- PipelinedOp.h - Dispatch and combine over message passing -*- C++ -*-===//
+//
+// The staged operation of StagedOp.h on a transport that copies between
+// processes (mpi), with every stage cut into chunks that flow into the next
+// stage as they arrive (PipelinedOp.cpp says how and why).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOECOMM_LIB_PIPELINEDOP_H
+#define MOECOMM_LIB_PIPELINEDOP_H
+
+#include "Operation.h"
+#include "moecomm/moecomm.h"
+
+#include <memory>
+
+struct moecommLayout;
+
+namespace moecomm {
+
+class Comm;
+
+/// startStaged's contract (StagedOp.h) for a layout whose `direction` has at
+/// least one stage, on a transport without shared memory between ranks.
+/// Every receive is posted and stage 0 is packed and sent now; finish()
+/// runs the later stages and the unpack as their inputs arrive. Traced like
+/// startStaged, with one span per packed chunk and per unpacked piece, and
+/// each stage's exchange from its first send to its last arrival.
+std::unique_ptr<Operation>
+startPipelined(Comm &comm, const moecommLayout &layout,
+               moecommDirection_t direction, const moecommRows_t &in,
+               const moecommRows_t &out, moecommDataType_t stageType,
+               bool weighted, double calledSec);
+
+} // namespace moecomm
+
+#endif // MOECOMM_LIB_PIPELINEDOP_H
