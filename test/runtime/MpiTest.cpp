@@ -43,7 +43,7 @@ void runCell(MPI_Comm mpiComm, const CaseSpec &spec) {
   moecommBackend_t backend;
   moecommCommBackend(comm, &backend);
   EXPECT_EQ(backend, moecommBackendMpi);
-  // The default chunks, then the most: every block cut into min(8, rows)
+  // The default chunks, then the most: every block cut into min(32, rows)
   // chunks that flow into the next stage one by one (PipelinedOp.cpp).
   for (int64_t chunkBytes : {MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES, 1}) {
     EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, chunkBytes),
@@ -142,13 +142,13 @@ TEST(Mpi, FaultsAreAgreedAndRecoverable) {
     const ref::Problem &p = good.problem;
     Rows x = Rows::fromValues(good.x[r], p.hidden, p.dataType);
     Rows recvRows(info.recvRows, p.hidden, p.dataType);
-    EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, r == 1 ? 4096 : 1 << 20),
+    EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, r == 1 ? 4096 : 1 << 18),
               moecommSuccess);
     EXPECT_EQ(moecommDispatch(comm, good0, x.view(), p.wireType,
                               recvRows.view(), nullptr),
               moecommMismatch);
     EXPECT_EQ(lastError(), "ranks disagree on the pipeline chunk bytes: "
-                           "rank 0 has 1048576, rank 1 has 4096");
+                           "rank 0 has 262144, rank 1 has 4096");
     EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, 0), moecommInvalidArgument);
     EXPECT_EQ(lastError(), "pipeline chunk bytes must be in [1, 2^40], got 0");
     EXPECT_EQ(moecommCommSetPipelineChunkBytes(

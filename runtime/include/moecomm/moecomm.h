@@ -209,16 +209,16 @@ moecommResult_t moecommCommSetLinkModel(moecommComm_t comm,
                                         const moecommLinkModel_t *model);
 
 /** Over message passing (the mpi backend), dispatch and combine cut every
- *  block of a stage into chunks of about `bytes` bytes (at most 8 per
+ *  block of a stage into chunks of about `bytes` bytes (at most 32 per
  *  block), and each chunk flows into the next stage as soon as it arrives:
  *  a relay forwards (dispatch) or reduces and sends on (combine) the first
- *  rows while later ones still cross the inter-node link. Default 1 MiB
+ *  rows while later ones still cross the inter-node link. Default 256 KiB
  *  (MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES). Smaller chunks start the next
  *  stage sooner and cost more messages. Local; it must be equal on every
  *  rank (each dispatch and combine checks: moecommMismatch). `bytes` in
  *  [1, 2^40], else moecommInvalidArgument. No effect on the threads backend
  *  (ranks share memory: rows are read in place) or on device backends. */
-#define MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES (1 << 20)
+#define MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES (1 << 18)
 moecommResult_t moecommCommSetPipelineChunkBytes(moecommComm_t comm,
                                                  int64_t bytes);
 
