@@ -15,6 +15,9 @@ namespace moecomm {
 namespace {
 
 constexpr int64_t kChunk = int64_t(1) << 30;
+// Tags repeat every kTagSpace sequence numbers: a pipelined dispatch or
+// combine (PipelinedOp.cpp) takes 32 per stage, so some 500 collectives may
+// be outstanding before a tag could match an older message.
 constexpr uint64_t kTagSpace = 32000; // MPI_TAG_UB >= 32767
 
 std::string mpiError(int err) {
@@ -42,9 +45,11 @@ public:
 class MpiTransport : public Transport {
 public:
   MpiTransport(int rank, int size, int G, MPI_Comm world, MPI_Comm intra,
-               MPI_Comm inter)
-      : Transport(rank, size, G), world_(world), intra_(intra), inter_(inter) {}
+               MPI_Comm inter, MPI_Comm quiet)
+      : Transport(rank, size, G), world_(world), intra_(intra), inter_(inter),
+        quiet_(quiet) {}
   ~MpiTransport() override {
+    MPI_Comm_free(&quiet_);
     MPI_Comm_free(&inter_);
     MPI_Comm_free(&intra_);
     MPI_Comm_free(&world_);
@@ -114,9 +119,10 @@ public:
 
   void progress() override {
     // Open MPI runs its progress engine (which writes queued TCP bytes) in
-    // every probe that finds nothing to match.
+    // a probe that finds nothing to match: so probe a communicator that
+    // never carries a message.
     int flag = 0;
-    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_, &flag, MPI_STATUS_IGNORE);
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, quiet_, &flag, MPI_STATUS_IGNORE);
   }
 
   Status waitExchange(std::unique_ptr<PendingExchange> pending,
@@ -157,6 +163,7 @@ private:
                                             : world_;
   }
   MPI_Comm world_, intra_, inter_;
+  MPI_Comm quiet_; ///< no message is ever sent on it (progress())
 };
 
 } // namespace
@@ -188,7 +195,7 @@ Status createMpiTransport(MPI_Comm comm, int ranksPerNode,
   if (ranksPerNode < 1 || size % ranksPerNode != 0)
     return invalidArgument(cat("ranks_per_node ", ranksPerNode,
                                " does not divide ", size, " ranks"));
-  MPI_Comm world, intra, inter;
+  MPI_Comm world, intra, inter, quiet;
   if (Status st = check(MPI_Comm_dup(comm, &world), "MPI_Comm_dup"); !st.ok())
     return st;
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
@@ -206,9 +213,17 @@ Status createMpiTransport(MPI_Comm comm, int ranksPerNode,
     MPI_Comm_free(&world);
     return st;
   }
+  if (Status st = check(MPI_Comm_dup(world, &quiet), "MPI_Comm_dup");
+      !st.ok()) {
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&intra);
+    MPI_Comm_free(&world);
+    return st;
+  }
   MPI_Comm_set_errhandler(intra, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
-  out = std::make_unique<MpiTransport>(rank, size, G, world, intra, inter);
+  out = std::make_unique<MpiTransport>(rank, size, G, world, intra, inter,
+                                       quiet);
   return Status::success();
 }
 

@@ -51,7 +51,9 @@ constexpr int kRecvWindow = 4;
 
 /// Chunks of a block of `n` rows of `rowBytes` wire bytes cut at about
 /// `chunkBytes`. Sender and receiver compute it from the same numbers (the
-/// chunk bytes are agreed with the collective), so they agree.
+/// chunk bytes are agreed with the collective, and the layout makes a
+/// sender's count for a member that member's count for it), so they agree:
+/// a block whose two sides disagreed would leave a receive unmatched.
 int chunkCount(int64_t n, int64_t rowBytes, int64_t chunkBytes) {
   if (n <= 0)
     return 0;
@@ -82,7 +84,8 @@ public:
               moecommDataType_t stageType, bool weighted, double calledSec)
       : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
         out_(out), stageType_(stageType), weighted_(weighted),
-        rowBytes_(wireRowBytes(stageType, in.hidden)), calledSec_(calledSec) {}
+        rowBytes_(wireRowBytes(stageType, in.hidden)),
+        chunkBytes_(comm.pipelineChunkBytes), calledSec_(calledSec) {}
 
   /// Posts the first receives of every stage (so that the first messages
   /// find their receives posted), then packs and sends stage 0.
@@ -135,6 +138,7 @@ private:
     std::vector<int> arrived; ///< chunks of each member waited for
     std::vector<int> posted;  ///< receive chunks of each member posted
     int pending = 0;          ///< receive chunks not waited for yet
+    bool packOk = true;       ///< the pack map makes the rows sent
     /// When the stage's first chunk was sent (trace clock; < 0: untraced).
     double sentSec = -1;
     /// The chunk of each receive row, for the next stage's dependencies.
@@ -148,10 +152,10 @@ private:
     return comm_.transport().memberIndex(plan(s).scope);
   }
   int sendChunks(size_t s, int m) const {
-    return chunkCount(plan(s).sendCounts[m], rowBytes_, comm_.pipelineChunkBytes);
+    return chunkCount(plan(s).sendCounts[m], rowBytes_, chunkBytes_);
   }
   int recvChunks(size_t s, int m) const {
-    return chunkCount(plan(s).recvCounts[m], rowBytes_, comm_.pipelineChunkBytes);
+    return chunkCount(plan(s).recvCounts[m], rowBytes_, chunkBytes_);
   }
 
   void prepare(size_t s) {
@@ -167,6 +171,11 @@ private:
       st.recvOff.push_back(st.recvOff.back() + p.recvCounts[m]);
     }
     const int self = me(s);
+    st.packOk = p.pack.rows() == p.sendRows();
+    if (!st.packOk)
+      mergeStatus(err_, internalError(cat("stage ", s, ": the pack makes ",
+                                          p.pack.rows(), " rows for ",
+                                          p.sendRows(), " sent")));
     if (p.sendCounts[self] != p.recvCounts[self])
       mergeStatus(err_, internalError(cat("stage ", s, ": rank ", comm_.rank(),
                                           " sends itself ", p.sendCounts[self],
@@ -353,8 +362,10 @@ private:
                       st.sendOff[m] + chunkBegin(rows, C, c + 1)};
         piece.member = m;
         piece.chunk = c;
-        if (s > 0)
+        if (s > 0 && st.packOk)
           piece.need = inputsOf(s - 1, p.pack, piece.rows);
+        else if (s > 0)
+          piece.need.assign(members(s - 1), 0);
         pieces.push_back(std::move(piece));
       }
     std::optional<size_t> inputs;
@@ -363,7 +374,7 @@ private:
     runPieces(inputs, pieces, [&](const Piece &piece) {
       const int64_t b = piece.rows.begin, e = piece.rows.end;
       const int m = piece.member, c = piece.chunk;
-      {
+      if (st.packOk) {
         TraceScope span(comm_.trace(), [&] {
           return traceEvent(packKind, traceDirection(dir_), (int32_t)s,
                             p.scope, (e - b) * rowBytes_);
@@ -395,7 +406,7 @@ private:
     const size_t last = plan_.stages.size() - 1;
     const RowSource in = RowSource::of(stages_[last].recv.rows);
     const int64_t R = map.rows();
-    const int count = chunkCount(R, rowBytes_, comm_.pipelineChunkBytes);
+    const int count = chunkCount(R, rowBytes_, chunkBytes_);
     std::vector<Piece> pieces(count);
     for (int c = 0; c < count; ++c) {
       pieces[c].rows = {chunkBegin(R, count, c), chunkBegin(R, count, c + 1)};
@@ -419,6 +430,9 @@ private:
   moecommDataType_t stageType_;
   bool weighted_;
   int64_t rowBytes_;
+  /// The chunk size every rank agreed on when the collective started (the
+  /// communicator's may change while this operation is outstanding).
+  int64_t chunkBytes_;
   /// When the collective was called (trace clock), or < 0 when the trace
   /// was off then.
   double calledSec_;

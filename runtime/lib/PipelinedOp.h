@@ -21,10 +21,12 @@ class Comm;
 
 /// startStaged's contract (StagedOp.h) for a layout whose `direction` has at
 /// least one stage, on a transport without shared memory between ranks.
-/// Every receive is posted and stage 0 is packed and sent now; finish()
-/// runs the later stages and the unpack as their inputs arrive. Traced like
+/// The first receives of every stage are posted and stage 0 is packed and
+/// sent now; finish() posts the other receives as chunks arrive and runs the
+/// later stages and the unpack as their inputs arrive. Traced like
 /// startStaged, with one span per packed chunk and per unpacked piece, and
-/// each stage's exchange from its first send to its last arrival.
+/// each stage's exchange from the start of its sends until its last chunk
+/// was received.
 std::unique_ptr<Operation>
 startPipelined(Comm &comm, const moecommLayout &layout,
                moecommDirection_t direction, const moecommRows_t &in,

@@ -8,7 +8,9 @@
 //  - a ragged byte exchange inside a scope group (start/wait): block i of the
 //    send buffer goes to group member i, one block is received from each
 //    member; both sides know every size in advance (from the layout), and a
-//    size that does not match is an error, not a hang.
+//    size that does not match is an error, not a hang (a pipelined exchange,
+//    PipelinedOp.cpp, cuts blocks by their sizes, so there the layout's
+//    agreement is what prevents a mismatch).
 // Every collective operation carries a sequence number that is the same on
 // every rank (the communicator hands them out in call order), so several
 // exchanges may be outstanding at once. Backends: threads

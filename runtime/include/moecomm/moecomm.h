@@ -243,7 +243,9 @@ typedef enum {
   /** A pack that converts rows to FP8 (the first dispatch stage with an
    *  FP8 wire, or the W = 1 dispatch), and compiled code's FP8 casts. */
   moecommTraceKindQuantize = 3,
-  /** One exchange stage: from its post until the wait for it returns. */
+  /** One exchange stage: from its post until the wait for it returns (mpi
+   *  dispatch and combine, pipelined: from the start of the stage's sends
+   *  until its last chunk was received). */
   moecommTraceKindExchange = 4,
   /** The last step of dispatch / combine: rows into the caller's output
    *  (dispatch: a gather; combine: the weighted sum), and moecommUnpack. */
