@@ -17,6 +17,9 @@ DIR/NxG/RATE/peer.json (bench/peers/torch_dispatcher.py) and writes:
   in each line's colour;
 - DIR/time-vs-nodes-1gbit.png when two or more topologies were measured at
   1 Gbit/s: median time against the node count, link-limited dashed;
+- DIR/table.md: the rows as the Markdown table of docs/BENCHMARKS.md (per
+  topology and implementation, one column per rate: median (min) ms and
+  x link);
 - DIR/plots.gp and DIR/plot-data/: the gnuplot script and its data.
 Exit status: 0, 2 bad usage or no results (one line), 3 gnuplot failed.
 """
@@ -131,6 +134,36 @@ def panel(gp, data_dir, name, title, xlabel, data, logx):
     gp.append("plot " + ", \\\n     ".join(parts))
 
 
+def table(rows):
+    """The Markdown table of `rows`: a row per (topology, implementation,
+    wire), a column per rate."""
+    rates = sorted({(r["rate_bits_per_s"], r["rate"]) for r in rows})
+    keys = []
+    for r in rows:
+        k = (r["nodes"], r["ranks_per_node"], r["topology"], r["impl"],
+             r["dtype"])
+        if k not in keys:
+            keys.append(k)
+    order = list(STYLES)
+    keys.sort(key=lambda k: (k[0], k[1], k[4] == "fp8", order.index(k[3])))
+    out = ["| topology | impl | wire | " + " | ".join(
+        "%s: median (min) ms, x link" % name for _, name in rates) + " |",
+        "|---|---|---|" + "---|" * len(rates)]
+    for k in keys:
+        cells = []
+        for bits, _ in rates:
+            hit = [r for r in rows if (r["nodes"], r["ranks_per_node"],
+                                       r["topology"], r["impl"],
+                                       r["dtype"]) == k and
+                   r["rate_bits_per_s"] == bits]
+            cells.append("%.0f (%.0f), %.2fx" % (
+                hit[0]["median_s"] * 1e3, hit[0]["min_s"] * 1e3,
+                hit[0]["x_link"]) if hit else "")
+        out.append("| %s | %s | %s | %s |" % (k[2], k[3], k[4],
+                                              " | ".join(cells)))
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
@@ -160,6 +193,8 @@ def main():
         w = csv.DictWriter(f, COLUMNS)
         w.writeheader()
         w.writerows(rows)
+    with open(os.path.join(top, "table.md"), "w") as f:
+        f.write(table(rows))
 
     data_dir = os.path.join(top, "plot-data")
     os.makedirs(data_dir, exist_ok=True)

@@ -43,8 +43,9 @@ void runCell(MPI_Comm mpiComm, const CaseSpec &spec) {
   moecommBackend_t backend;
   moecommCommBackend(comm, &backend);
   EXPECT_EQ(backend, moecommBackendMpi);
-  // The default chunks, then the most: every block cut into min(32, rows)
-  // chunks that flow into the next stage one by one (PipelinedOp.cpp).
+  // The default chunks, then the most: every block cut into
+  // min(32 / members, rows) chunks that flow into the next stage one by one
+  // (PipelinedOp.cpp).
   for (int64_t chunkBytes : {MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES, 1}) {
     EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, chunkBytes),
               moecommSuccess);

@@ -210,7 +210,7 @@ moecommResult_t moecommCommSetLinkModel(moecommComm_t comm,
 
 /** Over message passing (the mpi backend), dispatch and combine cut every
  *  block of a stage into chunks of about `bytes` bytes (at most 32 per
- *  block), and each chunk flows into the next stage as soon as it arrives:
+ *  stage, shared by its blocks), and each chunk flows into the next stage as soon as it arrives:
  *  a relay forwards (dispatch) or reduces and sends on (combine) the first
  *  rows while later ones still cross the inter-node link. Default 256 KiB
  *  (MOECOMM_DEFAULT_PIPELINE_CHUNK_BYTES). Smaller chunks start the next
