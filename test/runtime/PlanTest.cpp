@@ -140,21 +140,30 @@ TEST(Plan, ConsistentWithReferenceAndTraffic) {
   checkPlans(s);
 }
 
-TEST(Plan, HierarchicalRelayOrder) {
-  // W=4, G=2: rank 0's token 0 goes to experts on ranks 2 and 3 (node 1):
-  // one inter-node row to relay 2, which forwards to itself and to rank 3.
+// Builds into `plans` the hierarchical plans of W=4 ranks, G=2 per node,
+// E=4 experts, K=2 slots, with `routing` (one entry per rank). Returns
+// buildPlans' message ("" = built).
+std::string hierarchicalPlans4x2(std::vector<ref::RankRouting> routing,
+                                 std::vector<RankPlan> &plans) {
   ref::Problem p;
   p.ranks = 4;
   p.ranksPerNode = 2;
   p.numExperts = 4;
   p.topk = 2;
-  p.routing = {{2, {3, 2, 1, -1}, {0.5f, 0.5f, 1.0f, 1.0f}},
-               {0, {}, {}},
-               {1, {3, -1}, {1.0f, 1.0f}},
-               {0, {}, {}}};
+  p.routing = std::move(routing);
+  return buildPlans(topologyOf(p), moecommHierarchical, 0, routingViewsOf(p),
+                    plans);
+}
+
+TEST(Plan, HierarchicalRelayOrder) {
+  // W=4, G=2: rank 0's token 0 goes to experts on ranks 2 and 3 (node 1):
+  // one inter-node row to relay 2, which forwards to itself and to rank 3.
   std::vector<RankPlan> plans;
-  ASSERT_EQ(buildPlans(topologyOf(p), moecommHierarchical, 0, routingViewsOf(p),
-                       plans),
+  ASSERT_EQ(hierarchicalPlans4x2({{2, {3, 2, 1, -1}, {0.5f, 0.5f, 1.0f, 1.0f}},
+                                  {0, {}, {}},
+                                  {1, {3, -1}, {1.0f, 1.0f}},
+                                  {0, {}, {}}},
+                                 plans),
             "");
   const StagePlan &s0 = plans[0].dispatch.stages[0];
   EXPECT_EQ(s0.scope, moecommScopeInterNode);
@@ -186,18 +195,12 @@ TEST(Plan, RelaySendsOtherNodesRowsFirst) {
   // and (src 2, token 0) from node 1, and forwards node 1's row first to
   // each of its ranks: in combine, the partial sums bound for node 1 are
   // then the first to reach it (PipelinedOp sends blocks in row order).
-  ref::Problem p;
-  p.ranks = 4;
-  p.ranksPerNode = 2;
-  p.numExperts = 4;
-  p.topk = 2;
-  p.routing = {{1, {0, 1}, {0.5f, 0.5f}},
-               {0, {}, {}},
-               {1, {0, 1}, {0.5f, 0.5f}},
-               {0, {}, {}}};
   std::vector<RankPlan> plans;
-  ASSERT_EQ(buildPlans(topologyOf(p), moecommHierarchical, 0, routingViewsOf(p),
-                       plans),
+  ASSERT_EQ(hierarchicalPlans4x2({{1, {0, 1}, {0.5f, 0.5f}},
+                                  {0, {}, {}},
+                                  {1, {0, 1}, {0.5f, 0.5f}},
+                                  {0, {}, {}}},
+                                 plans),
             "");
   const StagePlan &r1 = plans[0].dispatch.stages[1];
   EXPECT_EQ(r1.group, (std::vector<int>{0, 1}));

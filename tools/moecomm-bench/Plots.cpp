@@ -2,19 +2,17 @@
 
 #include "Plots.h"
 #include "moecomm/Workload/Generators.h"
+#include "moecomm/Workload/Gnuplot.h"
 #include "moecomm/Workload/OutputFiles.h"
 #include "moecomm/Workload/RoutingProblem.h"
 #include "moecomm/Workload/ToolIO.h"
 
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdio>
 #include <iterator>
 #include <map>
 #include <set>
@@ -23,6 +21,9 @@
 using namespace llvm;
 
 namespace moecomm::bench {
+
+using workload::gnuplotComment;
+using workload::gnuplotString;
 
 namespace {
 
@@ -44,46 +45,6 @@ struct Panel {
   std::vector<Series> series;
 };
 
-/// `text` as a gnuplot string expression that is exactly `text`: in single
-/// quotes, where gnuplot expands no backslash escapes, backquoted commands or
-/// macros (a quote is written twice), and with each control character, which
-/// cannot stand in a script line, joined on as a double-quoted octal escape:
-/// we"ir'd -> 'we"ir''d', a<LF>b -> 'a'."\012".'b'.
-std::string gnuplotString(StringRef text) {
-  std::string out = "'";
-  for (unsigned char ch : text) {
-    if (ch == '\'') {
-      out += "''";
-    } else if (ch < 0x20 || ch == 0x7f) {
-      char escape[16];
-      std::snprintf(escape, sizeof(escape), "'.\"\\%03o\".'", ch);
-      out += escape;
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out + "'";
-}
-
-/// `text` for a '#' comment line of a gnuplot script or data file: a line
-/// break would end the comment, so control characters become spaces.
-std::string commentText(StringRef text) {
-  std::string out = text.str();
-  for (char &ch : out)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-      ch = ' ';
-  return out;
-}
-
-/// The last non-empty line of the file `path` ("" when none or unreadable).
-std::string lastLine(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(path);
-  if (!buffer)
-    return "";
-  StringRef text = (*buffer)->getBuffer().rtrim();
-  return text.substr(text.find_last_of("\r\n") + 1).trim().str();
-}
-
 /// Writes `panels` as gnuplot data blocks (one index per series) and a
 /// script that draws them side by side into `png`. Returns the script path.
 Expected<std::string>
@@ -99,8 +60,8 @@ writeFigure(const std::string &dir, const std::string &base,
         for (const Panel &p : panels) {
           indices.emplace_back();
           for (const Series &s : p.series) {
-            d << "# " << commentText(p.title) << ": " << commentText(s.title)
-              << "\n# ranks value\n";
+            d << "# " << gnuplotComment(p.title) << ": "
+              << gnuplotComment(s.title) << "\n# ranks value\n";
             for (const Point &pt : s.points)
               d << pt.ranks << " " << shortestDouble(pt.value) << "\n";
             d << "\n\n";
@@ -112,7 +73,7 @@ writeFigure(const std::string &dir, const std::string &base,
   if (Error e = workload::writeOutputFile("--plots", gp, [&](raw_ostream &g) {
         // Every string from the user (file names, config and model names,
         // routing specs) goes through gnuplotString.
-        g << "# Written by moecomm-bench; data in " << commentText(base)
+        g << "# Written by moecomm-bench; data in " << gnuplotComment(base)
           << ".dat\n";
         g << formatv(
             "set terminal {0} size {1},520 noenhanced font \"sans,10\"\n",
@@ -236,15 +197,7 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
   SmallString<256> absDir(dir);
   sys::fs::make_absolute(absDir);
 
-  // pngcairo when this gnuplot has it (gnuplot-nox does), else libgd's png.
-  std::string terminal = "png";
-  {
-    StringRef args[] = {program, "-e", "set terminal pngcairo"};
-    std::optional<StringRef> quiet[] = {std::nullopt, StringRef(""),
-                                        StringRef("")};
-    if (sys::ExecuteAndWait(program, args, std::nullopt, quiet) == 0)
-      terminal = "pngcairo";
-  }
+  const std::string terminal = workload::pngTerminal(program);
 
   static const std::pair<moecommStrategy_t, const char *> colors[] = {
       {moecommPerExpert, "#d62728"},
@@ -311,28 +264,8 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
           absDir.str().str(), f.name, terminal, f.title, f.ylabel, *f.panels);
       if (!script)
         return script.takeError();
-      std::string cd = "cd " + gnuplotString(absDir);
-      StringRef args[] = {program, "-e", cd, *script};
-      // gnuplot's messages span lines (the script line, a caret, the
-      // error): its stderr goes to a file, and the error line quotes the last.
-      SmallString<128> log;
-      if (std::error_code ec =
-              sys::fs::createTemporaryFile("moecomm-bench-gnuplot", "log", log))
-        return workload::systemError(
-            formatv("cannot create a temporary file: {0}", ec.message()));
-      FileRemover removeLog(log);
-      std::optional<StringRef> redirects[] = {std::nullopt, std::nullopt,
-                                              StringRef(log)};
-      std::string err;
-      if (sys::ExecuteAndWait(program, args, std::nullopt, redirects, 0, 0,
-                              &err) != 0) {
-        std::string why = lastLine(log);
-        if (why.empty())
-          why = err;
-        return workload::systemError(formatv("gnuplot failed on {0}{1}",
-                                             *script,
-                                             why.empty() ? "" : ": " + why));
-      }
+      if (Error e = workload::runGnuplot(program, *script, absDir))
+        return std::move(e);
       SmallString<256> png(dir);
       sys::path::append(png, f.name + ".png");
       pngs.push_back(png.str().str());

@@ -3,6 +3,7 @@
 #include "moecomm/Workload/Gnuplot.h"
 #include "moecomm/Workload/ToolIO.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -81,14 +82,20 @@ std::string pngTerminal(StringRef program) {
              : "png";
 }
 
-Error runGnuplot(StringRef program, StringRef script) {
+Error runGnuplot(StringRef program, StringRef script, StringRef directory) {
   SmallString<128> log;
   if (std::error_code ec =
           sys::fs::createTemporaryFile("moecomm-gnuplot", "log", log))
     return systemError(
         formatv("cannot create a temporary file: {0}", ec.message()));
   FileRemover removeLog(log);
-  StringRef args[] = {program, script};
+  // ExecuteAndWait starts the program in this process's directory; gnuplot's
+  // own cd moves it before the script runs.
+  std::string cd = directory.empty() ? "" : "cd " + gnuplotString(directory);
+  SmallVector<StringRef, 4> args = {program};
+  if (!directory.empty())
+    args.append({"-e", cd});
+  args.push_back(script);
   std::optional<StringRef> redirects[] = {std::nullopt, std::nullopt,
                                           StringRef(log)};
   std::string err;

@@ -36,9 +36,12 @@ llvm::Expected<std::string> findGnuplot(llvm::StringRef option,
 /// "pngcairo" when `program` has that terminal, else "png".
 std::string pngTerminal(llvm::StringRef program);
 
-/// Runs `program` on the script file `script`. io_error "gnuplot failed on
+/// Runs `program` on the script file `script`, in gnuplot's working
+/// directory `directory` when one is given (a script's relative file names
+/// are then in it; "" = this process's). io_error "gnuplot failed on
 /// <script>: <gnuplot's last stderr line>" when it fails.
-llvm::Error runGnuplot(llvm::StringRef program, llvm::StringRef script);
+llvm::Error runGnuplot(llvm::StringRef program, llvm::StringRef script,
+                       llvm::StringRef directory = "");
 
 } // namespace moecomm::workload
 
