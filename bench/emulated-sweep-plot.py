@@ -27,6 +27,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -164,6 +165,17 @@ def table(rows):
     return "\n".join(out) + "\n"
 
 
+def load(path):
+    """The JSON document at `path` (exit 2, one line, when it is not one)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        die(2, "%s: cannot read: %s" % (path, e.strerror))
+    except ValueError as e:
+        die(2, "%s: malformed JSON: %s" % (path, e))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
@@ -173,18 +185,22 @@ def main():
     rows = []
     for topology in sorted(os.listdir(top) if os.path.isdir(top) else []):
         tdir = os.path.join(top, topology)
-        if not os.path.isdir(tdir) or "x" not in topology or \
-                not topology.replace("x", "").isdigit():
+        if not os.path.isdir(tdir) or \
+                not re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", topology):
             continue
         for rate in sorted(os.listdir(tdir)):
             bench_path = os.path.join(tdir, rate, "bench.json")
             if not os.path.isfile(bench_path):
                 continue
             peer_path = os.path.join(tdir, rate, "peer.json")
-            bench = json.load(open(bench_path))
-            peer = json.load(open(peer_path)) \
-                if os.path.isfile(peer_path) else None
-            rows += rows_of(topology, rate, bench, peer)
+            bench = load(bench_path)
+            peer = load(peer_path) if os.path.isfile(peer_path) else None
+            try:
+                rows += rows_of(topology, rate, bench, peer)
+            except (KeyError, IndexError, TypeError, ValueError) as e:
+                die(2, "%s at %s: bench.json or peer.json is not moecomm-bench "
+                    "--link-rate / torch_dispatcher.py output (%s: %s)" %
+                    (topology, rate, type(e).__name__, e))
     if not rows:
         die(2, "no DIR/NxG/RATE/bench.json under %s" % top)
     rows.sort(key=lambda r: (r["nodes"], r["ranks_per_node"],

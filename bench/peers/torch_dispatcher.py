@@ -96,8 +96,21 @@ def parse_args(argv):
                          a.iterations)
     if not 0 <= a.warmup <= 1000:
         raise InputError("--warmup must be in [0, 1000], got %d" % a.warmup)
-    if not a.timeout > 0:
-        raise InputError("--timeout must be > 0, got %s" % a.timeout)
+    # timedelta takes at most ~1e14 seconds; a year is plenty.
+    if not 0 < a.timeout <= 365 * 86400:
+        raise InputError("--timeout must be in (0, 31536000] seconds, got %s"
+                         % a.timeout)
+    if a.json is not None:
+        if a.json in ("", "-"):
+            raise InputError("--json must name a file (stdout gets the "
+                             "report anyway)")
+        if os.path.isdir(a.json):
+            raise InputError("--json %s is a directory" % a.json)
+        # The report would replace the routing it was measured on.
+        if os.path.exists(a.json) and os.path.exists(a.routing) and \
+                os.path.samefile(a.json, a.routing):
+            raise InputError("--json %s would overwrite the routing file %s"
+                             % (a.json, a.routing))
     return a
 
 
@@ -116,11 +129,38 @@ def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+# The largest bf16, moecomm-run's bound on a token's sum of |weight|: no
+# combine (here in f32) can overflow.
+MAX_WEIGHT_SUM = 3.3895313892515355e38
+
+
+def weight_row_ok(row, K):
+    """Whether `row` is K numbers whose sum of magnitudes is at most
+    MAX_WEIGHT_SUM (so each is finite: 1e400 reads as infinity)."""
+    if not isinstance(row, list) or len(row) != K:
+        return False
+    total = 0.0
+    for w in row:
+        if not isinstance(w, (int, float)) or isinstance(w, bool):
+            return False
+        try:
+            total += abs(float(w))
+        except OverflowError:  # an int beyond any float
+            return False
+    return total <= MAX_WEIGHT_SUM
+
+
+def reject_constant(name):
+    """Python's json reads NaN and Infinity, which JSON (and the routing
+    format) does not have."""
+    raise ValueError("%s is not a JSON number" % name)
+
+
 def load_routing(path, size):
     """The routing file's fields, checked (InputError names the problem)."""
     try:
         with open(path) as f:
-            doc = json.load(f)
+            doc = json.load(f, parse_constant=reject_constant)
     except OSError as e:
         raise InputError("%s: cannot read: %s" % (path, e.strerror))
     except ValueError as e:
@@ -155,6 +195,12 @@ def load_routing(path, size):
     for r in range(W):
         if not isinstance(idx[r], list):
             raise InputError("%s: topk_idx[%d] must be a list" % (path, r))
+        # Checked here too, not only per token: a rank without tokens.
+        if wts is not None and (not isinstance(wts[r], list)
+                                or len(wts[r]) != len(idx[r])):
+            raise InputError("%s: rank %d: topk_weights must have as many "
+                             "tokens as topk_idx (%d)" %
+                             (path, r, len(idx[r])))
         for t, row in enumerate(idx[r]):
             if not isinstance(row, list) or len(row) != K:
                 raise InputError("%s: rank %d token %d: topk_idx row must "
@@ -170,14 +216,11 @@ def load_routing(path, size):
                                      "%d repeats" % (path, r, t, k, e))
                 seen.add(e)
             if wts is not None:
-                if (not isinstance(wts[r], list) or len(wts[r]) != len(idx[r])
-                        or not isinstance(wts[r][t], list)
-                        or len(wts[r][t]) != K or not all(
-                            isinstance(w, (int, float))
-                            and not isinstance(w, bool) for w in wts[r][t])):
+                if not weight_row_ok(wts[r][t], K):
                     raise InputError("%s: rank %d token %d: topk_weights must "
-                                     "match topk_idx with numbers" %
-                                     (path, r, t))
+                                     "match topk_idx with numbers whose sum of "
+                                     "magnitudes is at most %.4g" %
+                                     (path, r, t, MAX_WEIGHT_SUM))
     return doc
 
 
@@ -196,8 +239,11 @@ def main(argv):
         doc = load_routing(args.routing, size)
     except InputError as e:
         fail(2, str(e))
-    import torch
-    import torch.distributed as dist
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:  # not 1 (a verification failure)
+        fail(3, "cannot import PyTorch (Debian: python3-torch): %s" % e)
 
     torch.set_num_threads(1)  # the ranks share the machine's cores
     W, G, E, K, H = (doc["ranks"], doc["ranks_per_node"], doc["num_experts"],

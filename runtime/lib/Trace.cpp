@@ -37,6 +37,8 @@ int64_t traceBytes(const moecommRows_t &rows) {
 
 void Trace::enable(bool on) {
   on_ = on;
+  if (on)
+    since_ = traceNow();
   events_.clear();
   // Keep no memory while off; reserve nothing up front either (a short run
   // records few events).
@@ -46,8 +48,9 @@ void Trace::enable(bool on) {
 }
 
 void Trace::record(const moecommTraceEvent_t &event) {
-  // A span begun before the trace was switched off ends unrecorded.
-  if (!on_)
+  // A span begun before the trace was switched off ends unrecorded, also
+  // when it was switched on again since (that recording starts later).
+  if (!on_ || event.startSec < since_)
     return;
   if ((int64_t)events_.size() >= MOECOMM_TRACE_MAX_EVENTS) {
     ++dropped_;

@@ -38,8 +38,8 @@ public:
   bool on() const { return on_; }
   /// Starts or stops recording; clears the events and the drop count.
   void enable(bool on);
-  /// Appends `event` (when on), or counts it as dropped when the buffer is
-  /// full.
+  /// Appends `event` (when on and it began since recording started), or
+  /// counts it as dropped when the buffer is full.
   void record(const moecommTraceEvent_t &event);
   /// Records a span of `kind` from `startSec` until now.
   void span(moecommTraceKind_t kind, moecommTraceDirection_t direction,
@@ -50,6 +50,9 @@ public:
 
 private:
   bool on_ = false;
+  /// When recording last started: a span begun before it (posted, then the
+  /// trace switched off and on again) is not part of this recording.
+  double since_ = 0;
   std::vector<moecommTraceEvent_t> events_;
   int64_t dropped_ = 0;
 };

@@ -151,4 +151,26 @@ TEST(Trace, SmallCapacityReportsTheFullCount) {
   EXPECT_STREQ(moecommTraceKindName((moecommTraceKind_t)99), "unknown");
 }
 
+TEST(Trace, ASpanBegunBeforeARestartIsNotRecorded) {
+  // An all_to_all posted while tracing, then the trace switched off and on
+  // again before its wait: the new recording holds the wait, not the
+  // all_to_all that began before it.
+  runOnThreads(2, 1, [&](moecommComm_t comm, int) {
+    float send[2 * 4] = {}, recv[2 * 4] = {};
+    const int64_t counts[2] = {1, 1};
+    moecommRows_t s{send, nullptr, 2, 4, moecommFloat32};
+    moecommRows_t r{recv, nullptr, 2, 4, moecommFloat32};
+    ASSERT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
+    moecommRequest_t req = nullptr;
+    ASSERT_EQ(moecommAllToAllStart(comm, &s, counts, &r, counts, nullptr, &req),
+              moecommSuccess);
+    ASSERT_EQ(moecommCommSetTrace(comm, 0), moecommSuccess);
+    ASSERT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
+    ASSERT_EQ(moecommWait(req), moecommSuccess);
+    std::vector<moecommTraceEvent_t> ev = traceOf(comm);
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].kind, moecommTraceKindWait);
+  });
+}
+
 } // namespace

@@ -550,11 +550,18 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     return isDumpFileName(name) && !rank.getAsInteger(10, r) &&
            r < static_cast<unsigned>(ranks) && std::to_string(r) == rank;
   };
+  // The PNG's gnuplot data and script are written next to it: outputs too.
+  const std::string pngData =
+      state.timelinePng.empty() ? "" : state.timelinePng + ".dat";
+  const std::string pngScript =
+      state.timelinePng.empty() ? "" : state.timelinePng + ".gp";
   if (Error e = checkDistinctOutputs({{"--save-routing", saveRouting},
                                       {"--json", jsonFile},
                                       {"--dump", dumpDir, dumpWrites},
                                       {"--trace", timelineFile},
-                                      {"--trace-png", state.timelinePng}}))
+                                      {"--trace-png", state.timelinePng},
+                                      {"--trace-png", pngData},
+                                      {"--trace-png", pngScript}}))
     return report(std::move(e), printer);
   // Before anything is written (and on every MPI rank, before any rank
   // writes): an output must not replace a file this run reads, some of
@@ -571,7 +578,9 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
            {"--json", jsonFile},
            {"--dump", dumpDir, isDumpFileName},
            {"--trace", timelineFile},
-           {"--trace-png", state.timelinePng}}))
+           {"--trace-png", state.timelinePng},
+           {"--trace-png", pngData},
+           {"--trace-png", pngScript}}))
     return report(std::move(e), printer);
   if (printer && !saveRouting.empty())
     if (Error e = writeOutputFile(

@@ -296,7 +296,9 @@ typedef struct {
 #define MOECOMM_TRACE_MAX_EVENTS 262144
 
 /** Starts (`enable` != 0) or stops (0) recording this rank's trace events
- *  (local). Either way the recorded events and the drop count are cleared.
+ *  (local). Either way the recorded events and the drop count are cleared;
+ *  a span begun before the last start (a request started, the trace
+ *  switched off and on, then waited) is not recorded.
  *  Off by default; off, each traced place costs one predictable branch.
  *  The host backends (threads, mpi) record every kind; nccl records only
  *  the host-side layout and wait spans (no device events). */
