@@ -85,7 +85,7 @@ for t in "${topo_list[@]}"; do
   [[ $t =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || die "bad --topologies entry '$t' (expected NxG, e.g. 2x2)"
 done
 for r in "${rate_list[@]}"; do
-  [[ $r =~ ^[0-9.]+([kmg]bit|bit)$ ]] || die "bad --rates entry '$r' (expected tc's syntax, e.g. 250mbit, 1gbit)"
+  [[ $r =~ ^([0-9]+|[0-9]*\.[0-9]+)([kmg]bit|bit)$ ]] || die "bad --rates entry '$r' (expected tc's syntax, e.g. 250mbit, 1gbit)"
 done
 for tool in moecomm-bench moecomm-run; do
   [ -x "$build/bin/$tool" ] || die "$build/bin/$tool is missing; build first (cmake --build --preset default)"

@@ -715,6 +715,14 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
                    .str();
     if (Error e = writeTimeline(run->timelines, to))
       return report(std::move(e), printer);
+    int64_t dropped = 0;
+    for (const RankTimeline &rt : run->timelines)
+      dropped += rt.dropped;
+    if (dropped > 0) // the JSON says so too (otherData.dropped_events)
+      errs() << formatv("moecomm-run: warning: the timeline is truncated: "
+                        "{0} event(s) dropped (at most {1} per rank are "
+                        "kept)\n",
+                        dropped, MOECOMM_TRACE_MAX_EVENTS);
   }
   const bool jsonToStdout = jsonFile == "-";
   if (!quiet && !jsonToStdout)
