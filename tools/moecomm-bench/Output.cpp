@@ -173,7 +173,8 @@ void printTable(raw_ostream &os, const BenchReport &report) {
   os << formatv("moecomm-bench: {0} cells, {1} measured ({2}), {3:f1} s\n",
                 report.cells.size(), measured, report.backend, report.seconds);
   os << "bytes: exact payload bytes of dispatch + combine summed over ranks "
-        "(copies to self excluded); x bound = inter-node / lower bound; "
+        "(copies to self excluded); inter# = inter-node messages; "
+        "x bound = inter-node / lower bound; "
         "x base = vs per_expert with a bf16 wire (Megatron's all-to-all), "
         "dispatch + combine and dispatch only (d)\n";
   os << "modelled: alpha-beta time (CostModel.h), NOT measured; presets:";

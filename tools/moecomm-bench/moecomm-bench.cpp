@@ -572,6 +572,18 @@ int main(int argc, char **argv) {
     executor = std::move(*mpi);
   }
   const bool root = !executor || executor->isRoot();
+  // A routing file fixes the ranks, so under mpirun they must be the
+  // processes (a generated sweep may hold clusters this world does not fit;
+  // those are counted only). The same verdict on every process.
+  if (routingFileOpt.getNumOccurrences() && setup.backend == "mpi")
+    for (const SweepSpec &sw : setup.plan)
+      for (const Cluster &topo : sw.topologies)
+        if (!executor->canRun(topo))
+          return report(workload::inputError(formatv(
+                            "--routing {0} has {1} ranks: run it under "
+                            "mpirun -np {1}",
+                            routingFileOpt, topo.ranks())),
+                        root);
 
   BenchReport rep;
   rep.command = command;
