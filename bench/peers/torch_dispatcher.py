@@ -54,6 +54,11 @@ import time
 FORMAT = "moecomm-torch-peer-v1"
 
 
+# moecomm-routing-v1's limits: K <= kMaxTopk (runtime/include/moecomm/Model/
+# Limits.h), H <= workload::kMaxHidden (tools/.../Workload/ModelConfig.h).
+MAX_TOPK = 4096
+MAX_HIDDEN = 1 << 24
+
 class InputError(Exception):
     """Bad input: exit status 2 with one line."""
 
@@ -172,6 +177,12 @@ def load_routing(path, size):
             raise InputError('%s: "%s" must be an integer >= 1' % (path, key))
     W, G, E, K = (doc["ranks"], doc["ranks_per_node"], doc["num_experts"],
                   doc["topk"])
+    # The format's limits (moecomm's Limits.h / ModelConfig.h), checked here
+    # so that a huge file fails with one line, not inside torch.
+    for key, limit in (("topk", MAX_TOPK), ("hidden", MAX_HIDDEN)):
+        if doc[key] > limit:
+            raise InputError('%s: "%s" must be in [1, %d], got %d' %
+                             (path, key, limit, doc[key]))
     if W != size:
         raise InputError("%s: the routing is for %d ranks, mpirun started %d"
                          % (path, W, size))
