@@ -30,7 +30,8 @@ Status checkStep(Comm &comm, moecommStream_t stream,
 Status applyCombineMap(const RowMap &map, const moecommRows_t &in,
                        bool weighted, const moecommRows_t &out) {
   moecommRows_t o = out;
-  bool gather = in.type == out.type && isPlainGather(map, weighted);
+  const bool gather = mapGathers(moecommDirectionCombine, in.type, out.type,
+                                 isPlainGather(map, weighted));
   return gather ? gatherRows(map, in, o) : reduceRows(map, in, weighted, o);
 }
 
@@ -69,8 +70,8 @@ Status packRows(Comm &comm, const moecommLayout *layout,
                                          weighted != 0, *out, stream));
   TraceScope span(comm.trace(), [&] {
     const bool reduces =
-        direction == moecommDirectionCombine &&
-        !(in->type == out->type && isPlainGather(sp.pack, weighted != 0));
+        !mapGathers(direction, in->type, out->type,
+                    isPlainGather(sp.pack, weighted != 0));
     return traceEvent(packTraceKind(in->type, out->type, reduces),
                       traceDirection(direction), stage, sp.scope,
                       traceBytes(o));

@@ -20,11 +20,8 @@
 //===----------------------------------------------------------------------===//
 #include "PipelinedOp.h"
 
-#include "Comm.h"
-#include "LayoutHandle.h"
 #include "RowExchange.h"
-#include "RowKernels.h"
-#include "Trace.h"
+#include "StagedCall.h"
 #include "moecomm/Model/WireFormat.h"
 
 #include <algorithm>
@@ -84,15 +81,15 @@ moecommRows_t rowsView(const moecommRows_t &rows, int64_t begin, int64_t n) {
   return v;
 }
 
-class PipelinedOp : public Operation {
+class PipelinedOp : public StagedCall {
 public:
   PipelinedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
               const moecommRows_t &in, const moecommRows_t &out,
               moecommDataType_t stageType, bool weighted, double calledSec)
-      : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
-        out_(out), stageType_(stageType), weighted_(weighted),
+      : StagedCall(comm, layout, dir, in, out, stageType, weighted,
+                   calledSec),
         rowBytes_(wireRowBytes(stageType, in.hidden)),
-        chunkBytes_(comm.pipelineChunkBytes), calledSec_(calledSec) {}
+        chunkBytes_(comm.pipelineChunkBytes) {}
 
   /// Posts the first receives of every stage (so that the first messages
   /// find their receives posted), then packs and sends stage 0.
@@ -121,16 +118,7 @@ public:
       for (auto &p : stages_[s].sends)
         mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
     }
-    if (calledSec_ >= 0) {
-      int64_t sent = 0;
-      for (const StagePlan &p : plan_.stages)
-        sent += p.sendRows() * rowBytes_;
-      comm_.trace().span(dir_ == moecommDirectionDispatch
-                             ? moecommTraceKindDispatch
-                             : moecommTraceKindCombine,
-                         traceDirection(dir_), -1, moecommScopeGlobal,
-                         calledSec_, sent);
-    }
+    traceCall();
     stages_.clear();
     return err_;
   }
@@ -332,18 +320,6 @@ private:
     }
   }
 
-  /// Applies rows `range` of `map` (a pack or the unpack) from `in` to
-  /// `out`: dispatch maps are gathers (with the wire conversion); combine
-  /// maps reduce, unless the map is a plain gather of the stage type, which
-  /// is copied as it is (a one-term reduce would turn -0 into +0).
-  Status apply(const RowMap &map, const RowSource &in, moecommRows_t &out,
-               RowRange range, bool plainGather) {
-    if (dir_ == moecommDirectionDispatch ||
-        (in.type == out.type && plainGather))
-      return gatherRows(map, in, out, range);
-    return reduceRows(map, in, weighted_, out, range);
-  }
-
   /// Packs and sends every chunk of stage s from `in` (x or y for stage 0,
   /// else the previous stage's receive buffer), each as soon as its input
   /// rows are here; chunk by chunk, other members first and self last, so
@@ -353,17 +329,15 @@ private:
     Stage &st = stages_[s];
     countRowPayload(comm_, dir_, p.scope, p.group, p.sendCounts, stageType_,
                     in_.hidden);
-    const bool plainGather =
-        isPlainGather(p.pack, dir_ == moecommDirectionCombine && weighted_);
+    const bool packGathers = plainGather(p.pack);
     const int n = members(s), self = me(s);
     if (comm_.trace().on())
       st.sentSec = traceNow();
     const moecommTraceKind_t packKind =
         packTraceKind(in.type, stageType_,
-                      !(dir_ == moecommDirectionDispatch ||
-                        (in.type == stageType_ && plainGather)));
+                      !gathers(in.type, stageType_, packGathers));
     std::vector<Piece> pieces;
-    for (int c = 0; c < kMaxChunks; ++c)
+    for (int c = 0; c < blockMaxChunks(s); ++c)
       for (int i = 1; i <= n; ++i) {
         const int m = (self + i) % n;
         const int C = sendChunks(s, m);
@@ -393,7 +367,7 @@ private:
                             p.scope, (e - b) * rowBytes_);
         });
         mergeStatus(err_,
-                    apply(p.pack, in, st.send.rows, {b, e}, plainGather));
+                    apply(p.pack, in, st.send.rows, packGathers, {b, e}));
       }
       // A failed pack still sends (its rows are then garbage and the error
       // is reported): the members wait for this message.
@@ -432,23 +406,14 @@ private:
                           (piece.rows.end - piece.rows.begin) *
                               wireRowBytes(out_.type, out_.hidden));
       });
-      mergeStatus(err_, apply(map, in, out_, piece.rows, /*plainGather=*/false));
+      mergeStatus(err_, apply(map, in, out_, false, piece.rows));
     });
   }
 
-  Comm &comm_;
-  moecommDirection_t dir_;
-  const DirectionPlan &plan_;
-  moecommRows_t in_, out_;
-  moecommDataType_t stageType_;
-  bool weighted_;
   int64_t rowBytes_;
   /// The chunk size every rank agreed on when the collective started (the
   /// communicator's may change while this operation is outstanding).
   int64_t chunkBytes_;
-  /// When the collective was called (trace clock), or < 0 when the trace
-  /// was off then.
-  double calledSec_;
   uint64_t seq0_ = 0;
   std::vector<Stage> stages_;
   Status err_;

@@ -96,6 +96,17 @@ inline Status reduceRows(const RowMap &map, const moecommRows_t &in,
   return reduceRows(map, RowSource::of(in), weighted, out);
 }
 
+/// Whether a map of `in` rows into `out` rows in `direction` gathers (a
+/// copy, with the wire conversion) rather than reduces: dispatch maps always
+/// gather; a combine map only when it is a plain gather (`plainGather`:
+/// isPlainGather with the weights in use) between rows of one type, since
+/// a one-term reduce would turn -0 into +0. The rule of every host and
+/// device executor, so that they produce the same bits.
+inline bool mapGathers(moecommDirection_t direction, moecommDataType_t in,
+                       moecommDataType_t out, bool plainGather) {
+  return direction == moecommDirectionDispatch || (in == out && plainGather);
+}
+
 /// True if `map` has exactly one term per row and no coefficient in use
 /// (`weighted` false or no coefficients): a plain gather.
 bool isPlainGather(const RowMap &map, bool weighted);

@@ -1,12 +1,10 @@
 //===- StagedOp.cpp - Dispatch and combine on the host backends -----------===//
 #include "StagedOp.h"
 
-#include "Comm.h"
-#include "LayoutHandle.h"
 #include "PipelinedOp.h"
 #include "Quantize.h"
 #include "RowExchange.h"
-#include "RowKernels.h"
+#include "StagedCall.h"
 #include "moecomm/Model/WireFormat.h"
 
 namespace moecomm {
@@ -22,14 +20,13 @@ namespace {
 ///  - the last stage, and a stage whose next pack is a reduction, is not
 ///    copied into a receive buffer: the unpack (or next pack) reads the
 ///    members' rows in place.
-class StagedOp : public Operation {
+class StagedOp : public StagedCall {
 public:
   StagedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
            const moecommRows_t &in, const moecommRows_t &out,
            moecommDataType_t stageType, bool weighted, double calledSec)
-      : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
-        out_(out), stageType_(stageType), weighted_(weighted),
-        calledSec_(calledSec) {}
+      : StagedCall(comm, layout, dir, in, out, stageType, weighted,
+                   calledSec) {}
 
   void start() {
     const size_t S = plan_.stages.size();
@@ -79,18 +76,13 @@ public:
       mergeStatus(st, unpack(RowSource::of(in_)));
     send_.clear();
     recv_.clear();
-    if (calledSec_ >= 0)
-      comm_.trace().span(
-          dir_ == moecommDirectionDispatch ? moecommTraceKindDispatch
-                                           : moecommTraceKindCombine,
-          traceDirection(dir_), -1, moecommScopeGlobal, calledSec_, sentBytes_);
+    traceCall();
     return st;
   }
 
 private:
   bool plainGatherPack(size_t s) const {
-    return isPlainGather(plan_.stages[s].pack,
-                         dir_ == moecommDirectionCombine && weighted_);
+    return plainGather(plan_.stages[s].pack);
   }
   /// Receive stage s in place: it is the last stage, or the next stage's
   /// pack reduces (combine) and so copies anyway.
@@ -112,16 +104,14 @@ private:
   Status pack(size_t s, const RowSource &in) {
     const StagePlan &stage = plan_.stages[s];
     send_[s] = RowBuffer::make(comm_, stage.sendRows(), in_.hidden, stageType_);
-    const bool gathers = dir_ == moecommDirectionDispatch ||
-                         (in.type == stageType_ && plainGatherPack(s));
+    const bool plain = plainGatherPack(s);
+    const bool reduces = !gathers(in.type, stageType_, plain);
     TraceScope span(comm_.trace(), [&] {
-      return traceEvent(packTraceKind(in.type, stageType_, !gathers),
+      return traceEvent(packTraceKind(in.type, stageType_, reduces),
                         traceDirection(dir_), (int32_t)s, stage.scope,
                         traceBytes(send_[s].rows));
     });
-    if (gathers)
-      return gatherRows(stage.pack, in, send_[s].rows);
-    return reduceRows(stage.pack, in, weighted_, send_[s].rows);
+    return apply(stage.pack, in, send_[s].rows, plain);
   }
 
   Status postPacked(size_t s) {
@@ -155,15 +145,12 @@ private:
   /// Records stage s's exchange, from its post until now (its wait
   /// returned), when the trace was on at the post.
   void traceExchange(size_t s) {
-    if (calledSec_ < 0 && posted_[s] < 0)
+    if (posted_[s] < 0)
       return;
     const StagePlan &stage = plan_.stages[s];
-    const int64_t bytes =
-        stage.sendRows() * wireRowBytes(stageType_, in_.hidden);
-    sentBytes_ += bytes;
-    if (posted_[s] >= 0)
-      comm_.trace().span(moecommTraceKindExchange, traceDirection(dir_),
-                         (int32_t)s, stage.scope, posted_[s], bytes);
+    comm_.trace().span(moecommTraceKindExchange, traceDirection(dir_),
+                       (int32_t)s, stage.scope, posted_[s],
+                       stage.sendRows() * wireRowBytes(stageType_, in_.hidden));
   }
 
   /// The rows of stage s as posted by its members, in receive order.
@@ -219,23 +206,11 @@ private:
       return traceEvent(moecommTraceKindUnpack, traceDirection(dir_), -1,
                         moecommScopeGlobal, traceBytes(out_));
     });
-    if (dir_ == moecommDirectionDispatch)
-      return gatherRows(plan_.unpack, in, out_);
-    return reduceRows(plan_.unpack, in, weighted_, out_);
+    return apply(plan_.unpack, in, out_, /*plainGather=*/false);
   }
 
-  Comm &comm_;
-  moecommDirection_t dir_;
-  const DirectionPlan &plan_;
-  moecommRows_t in_, out_;
-  moecommDataType_t stageType_;
-  bool weighted_;
-  /// When the collective was called (trace clock), or < 0 when the trace
-  /// was off then; posted_[s]: the same for stage s's post.
-  double calledSec_;
+  /// When stage s was posted (trace clock), or < 0 when the trace was off.
   std::vector<double> posted_;
-  /// Payload bytes this rank sent over the stages (the whole span's bytes).
-  int64_t sentBytes_ = 0;
   uint64_t seq0_ = 0;
   size_t next_ = 0;
   std::vector<RowBuffer> send_, recv_;

@@ -138,12 +138,10 @@ Status DeviceStagedOp::packStage(const DeviceMap &map,
                                  const moecommRows_t &in,
                                  const moecommRows_t &out,
                                  cudaStream_t stream) {
-  // The CPU's choice (StagedOp.cpp): dispatch maps are gathers; a combine map
-  // is a gather when it has one unweighted term per row and no conversion,
-  // else an f32 reduction.
+  // The CPU's rule (mapGathers), with the device map's plain-gather test.
   const bool gather =
-      direction == moecommDirectionDispatch ||
-      (in.type == stageType && map.plainGather(weighted) && map.gather);
+      mapGathers(direction, in.type, stageType,
+                 map.plainGather(weighted) && map.gather);
   if (gather) {
     if (!map.gather)
       return internalError("a dispatch map has a row with several terms");
