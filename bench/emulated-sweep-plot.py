@@ -54,7 +54,7 @@ def rows_of(topology, rate, bench, peer):
     rows = []
     baseline = None
     unmeasured = [c for c in bench["cells"] if c["measured"] is None]
-    if unmeasured or bench["link_rate_bits_per_s"] is None:
+    if unmeasured or bps is None:
         die(2, "%s at %s: %d of %d cells were not measured or no --link-rate "
             "was given (see its bench.txt)" % (topology, rate,
                                                len(unmeasured),
@@ -146,7 +146,8 @@ def table(rows):
         if k not in keys:
             keys.append(k)
     order = list(STYLES)
-    keys.sort(key=lambda k: (k[0], k[1], k[4] == "fp8", order.index(k[3])))
+    keys.sort(key=lambda k: (k[0], k[1], k[4] == "fp8",
+                             order.index(k[3]) if k[3] in order else 99))
     out = ["| topology | impl | wire | " + " | ".join(
         "%s: median (min) ms, x link" % name for _, name in rates) + " |",
         "|---|---|---|" + "---|" * len(rates)]
@@ -157,9 +158,11 @@ def table(rows):
                                        r["topology"], r["impl"],
                                        r["dtype"]) == k and
                    r["rate_bits_per_s"] == bits]
-            cells.append("%.0f (%.0f), %.2fx" % (
+            x = hit[0]["x_link"] if hit else None
+            cells.append("%.0f (%.0f), %s" % (
                 hit[0]["median_s"] * 1e3, hit[0]["min_s"] * 1e3,
-                hit[0]["x_link"]) if hit else "")
+                "%.2fx" % x if isinstance(x, (int, float)) else "-")
+                if hit else "")
         out.append("| %s | %s | %s | %s |" % (k[2], k[3], k[4],
                                               " | ".join(cells)))
     return "\n".join(out) + "\n"

@@ -83,6 +83,7 @@ IFS=, read -ra topo_list <<< "$topologies"
 IFS=, read -ra rate_list <<< "$rates"
 for t in "${topo_list[@]}"; do
   [[ $t =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || die "bad --topologies entry '$t' (expected NxG, e.g. 2x2)"
+  [ "${t%x*}" -ge 2 ] || die "--topologies entry '$t' has one node: no inter-node link to measure"
 done
 for r in "${rate_list[@]}"; do
   [[ $r =~ ^([0-9]+|[0-9]*\.[0-9]+)([kmg]bit|bit)$ ]] || die "bad --rates entry '$r' (expected tc's syntax, e.g. 250mbit, 1gbit)"

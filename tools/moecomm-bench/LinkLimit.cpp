@@ -70,12 +70,15 @@ std::vector<int64_t> nodeInterBytes(const RoutingSummary &summary,
   return perNode;
 }
 
+int64_t maxNodeBytes(const std::vector<int64_t> &nodeBytes) {
+  return nodeBytes.empty()
+             ? 0
+             : *std::max_element(nodeBytes.begin(), nodeBytes.end());
+}
+
 double linkLimitedSec(const std::vector<int64_t> &nodeBytes,
                       double rateBitsPerSec) {
-  int64_t most = 0;
-  for (int64_t b : nodeBytes)
-    most = std::max(most, b);
-  return static_cast<double>(most) / (rateBitsPerSec / 8);
+  return static_cast<double>(maxNodeBytes(nodeBytes)) / (rateBitsPerSec / 8);
 }
 
 } // namespace moecomm::bench

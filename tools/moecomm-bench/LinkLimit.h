@@ -48,7 +48,10 @@ std::vector<int64_t> nodeInterBytes(const RoutingSummary &summary,
                                     bool withLayout,
                                     moecommStrategy_t requested);
 
-/// max(nodeBytes) / (rateBitsPerSec / 8), seconds; 0 when no byte crosses.
+/// The slowest node's bytes: max(nodeBytes), 0 for none.
+int64_t maxNodeBytes(const std::vector<int64_t> &nodeBytes);
+
+/// maxNodeBytes / (rateBitsPerSec / 8), seconds; 0 when no byte crosses.
 double linkLimitedSec(const std::vector<int64_t> &nodeBytes,
                       double rateBitsPerSec);
 

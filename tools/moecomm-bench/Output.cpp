@@ -402,11 +402,6 @@ const char *const LinkColumns[] = {
     "baseline_x_link",
 };
 
-/// The largest of a cell's per-node byte counts.
-int64_t maxOf(const std::vector<int64_t> &values) {
-  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
-}
-
 void writeCsv(raw_ostream &os, const BenchReport &report) {
   std::vector<std::string> cols = {"sweep",
                                    "config",
@@ -551,12 +546,12 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
     v.push_back(c.measured ? num(c.measured->totalMinSec) : "");
     v.push_back(c.measured ? num(c.measured->baselineMinSec) : "");
     v.push_back(rate > 0 ? num(rate) : "");
-    v.push_back(std::to_string(maxOf(c.nodeInterBytes)));
+    v.push_back(std::to_string(maxNodeBytes(c.nodeInterBytes)));
     v.push_back(rate > 0 ? num(link) : "");
     v.push_back(rate > 0 && c.measured && link > 0
                     ? num(c.measured->totalSec / link)
                     : "");
-    v.push_back(std::to_string(maxOf(c.baselineNodeInterBytes)));
+    v.push_back(std::to_string(maxNodeBytes(c.baselineNodeInterBytes)));
     v.push_back(rate > 0 ? num(baseLink) : "");
     v.push_back(rate > 0 && c.measured && baseLink > 0
                     ? num(c.measured->baselineSec / baseLink)

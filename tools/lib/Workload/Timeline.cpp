@@ -296,9 +296,7 @@ Error writePng(ArrayRef<RankTimeline> ranks, const TimelineOutput &out) {
         }
       }))
     return e;
-  Expected<std::string> program = out.gnuplot.empty()
-                                      ? findGnuplot(out.option, "")
-                                      : Expected<std::string>(out.gnuplot);
+  Expected<std::string> program = findGnuplot(out.option, out.gnuplot);
   if (!program)
     return program.takeError();
   if (Error e = writeOutputFile(out.option, gp, [&](raw_ostream &g) {
