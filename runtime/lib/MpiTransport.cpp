@@ -30,17 +30,11 @@ std::string mpiError(int err) {
   return std::string(buf, len);
 }
 
+/// The name of a thread level below MPI_THREAD_MULTIPLE.
 const char *threadLevelName(int level) {
-  switch (level) {
-  case MPI_THREAD_SINGLE:
-    return "MPI_THREAD_SINGLE";
-  case MPI_THREAD_FUNNELED:
-    return "MPI_THREAD_FUNNELED";
-  case MPI_THREAD_SERIALIZED:
-    return "MPI_THREAD_SERIALIZED";
-  default:
-    return "MPI_THREAD_MULTIPLE";
-  }
+  return level == MPI_THREAD_SINGLE     ? "MPI_THREAD_SINGLE"
+         : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
+                                        : "MPI_THREAD_SERIALIZED";
 }
 
 Status check(int err, const char *what) {

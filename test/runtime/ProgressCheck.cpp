@@ -44,55 +44,66 @@ bool awaitTraced(moecommComm_t comm, moecommTraceKind_t kind,
   return true;
 }
 
+/// Expects `request` to complete (its whole-call span of `kind` traced)
+/// within `limitSec` with no runtime call, then waits for it.
+void awaitThenWait(moecommComm_t comm, moecommRequest_t request,
+                   moecommTraceKind_t kind, int rank, double limitSec) {
+  EXPECT_TRUE(awaitTraced(comm, kind, limitSec))
+      << "rank " << rank << ": the " << moecommTraceKindName(kind)
+      << " did not complete in " << limitSec << " s without a runtime call";
+  EXPECT_EQ(moecommWait(request), moecommSuccess)
+      << moecommCommGetLastError(comm);
+}
+
 } // namespace
+
+StartedDispatch::StartedDispatch(moecommComm_t comm, const Expected &exp,
+                                 int rank, moecommStrategy_t strategy) {
+  const ref::Problem &p = exp.problem;
+  moecommLayoutDesc_t desc = descFor(p, rank, strategy);
+  result = moecommLayoutCreate(comm, &desc, &layout);
+  if (result != moecommSuccess)
+    return; // every rank got the same result
+  moecommLayoutGetInfo(layout, &info);
+  x = Rows::fromValues(exp.x[rank], p.hidden, p.dataType);
+  recv = Rows(info.recvRows, p.hidden, p.dataType);
+  result = moecommDispatchStart(comm, layout, x.view(), p.wireType,
+                                recv.view(), nullptr, &request);
+}
+
+StartedDispatch::~StartedDispatch() {
+  if (layout)
+    moecommLayoutDestroy(layout);
+}
 
 void checkCompletesUnattended(moecommComm_t comm, const Expected &exp,
                               int rank, double limitSec) {
   const ref::Problem &p = exp.problem;
   const int64_t H = p.hidden, T = p.routing[rank].numTokens;
-  moecommLayoutDesc_t desc = descFor(p, rank, moecommHierarchical);
-  moecommLayout_t layout = nullptr;
-  ASSERT_EQ(moecommLayoutCreate(comm, &desc, &layout), moecommSuccess)
-      << moecommCommGetLastError(comm); // every rank gets the same result
-  moecommLayoutInfo_t info{};
-  moecommLayoutGetInfo(layout, &info);
-  EXPECT_EQ(info.numStages, 2); // the relay runs on the progress thread
-  Rows x = Rows::fromValues(exp.x[rank], H, p.dataType);
-  Rows recv(info.recvRows, H, p.dataType);
+  EXPECT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
+  StartedDispatch d(comm, exp, rank, moecommHierarchical);
+  ASSERT_EQ(d.result, moecommSuccess) << moecommCommGetLastError(comm);
+  EXPECT_EQ(d.info.numStages, 2); // the relay runs on the progress thread
+  awaitThenWait(comm, d.request, moecommTraceKindDispatch, rank, limitSec);
+  EXPECT_TRUE(sameBits(d.recv.values(), exp.dispatch[rank])) << "rank " << rank;
+
   Rows y = Rows::fromValues(exp.y[rank], H, p.dataType);
   Rows out(T, H, p.dataType);
-
-  EXPECT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
   moecommRequest_t request = nullptr;
-  EXPECT_EQ(moecommDispatchStart(comm, layout, x.view(), p.wireType,
-                                 recv.view(), nullptr, &request),
-            moecommSuccess)
-      << moecommCommGetLastError(comm);
-  EXPECT_TRUE(awaitTraced(comm, moecommTraceKindDispatch, limitSec))
-      << "rank " << rank << ": the dispatch did not complete in " << limitSec
-      << " s without a runtime call";
-  EXPECT_EQ(moecommWait(request), moecommSuccess)
-      << moecommCommGetLastError(comm);
-  EXPECT_TRUE(sameBits(recv.values(), exp.dispatch[rank])) << "rank " << rank;
-
   EXPECT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess); // clears
-  EXPECT_EQ(moecommCombineStart(comm, layout, y.view(), 1, out.view(), nullptr,
-                                &request),
+  EXPECT_EQ(moecommCombineStart(comm, d.layout, y.view(), 1, out.view(),
+                                nullptr, &request),
             moecommSuccess)
       << moecommCommGetLastError(comm);
-  EXPECT_TRUE(awaitTraced(comm, moecommTraceKindCombine, limitSec))
-      << "rank " << rank << ": the combine did not complete in " << limitSec
-      << " s without a runtime call";
-  EXPECT_EQ(moecommWait(request), moecommSuccess)
-      << moecommCommGetLastError(comm);
+  awaitThenWait(comm, request, moecommTraceKindCombine, rank, limitSec);
   EXPECT_EQ(moecommCommSetTrace(comm, 0), moecommSuccess);
   // The reference sums in another order (TestUtil.cpp checks combine within
   // a bound of it); the blocking combine, so checked, gives these bits.
   Rows blocking(T, H, p.dataType);
-  EXPECT_EQ(moecommCombine(comm, layout, y.view(), 1, blocking.view(), nullptr),
+  EXPECT_EQ(moecommCombine(comm, d.layout, y.view(), 1, blocking.view(),
+                           nullptr),
             moecommSuccess);
   EXPECT_TRUE(sameBits(out.values(), blocking.values())) << "rank " << rank;
-  moecommLayoutDestroy(layout);
 }
 
 double processCpuSeconds() {

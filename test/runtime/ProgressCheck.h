@@ -22,6 +22,24 @@ namespace test {
 /// Open MPI's eager limit (a rendezvous message).
 CaseSpec largeExchangeSpec(int W, int G);
 
+/// A dispatch of `exp` on `rank` with `strategy`, started on construction
+/// (collective): the layout, its info, the rows and the request. `result`
+/// is the first failure (then later members are empty); the destructor
+/// destroys the layout (wait for the request first).
+struct StartedDispatch {
+  StartedDispatch(moecommComm_t comm, const Expected &exp, int rank,
+                  moecommStrategy_t strategy);
+  ~StartedDispatch();
+  StartedDispatch(const StartedDispatch &) = delete;
+  StartedDispatch &operator=(const StartedDispatch &) = delete;
+
+  moecommResult_t result = moecommSuccess;
+  moecommLayout_t layout = nullptr;
+  moecommLayoutInfo_t info{};
+  Rows x, recv;
+  moecommRequest_t request = nullptr;
+};
+
 /// Collective (every rank of `comm` calls it). With the trace on, starts a
 /// hierarchical dispatch of `exp` on `rank` and then, without any runtime
 /// call but moecommCommGetTrace (which only reads), sleeps in 5 ms steps

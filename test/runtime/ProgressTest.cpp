@@ -50,27 +50,16 @@ TEST(Progress, StalledExchangeCostsBoundedCpu) {
   const Expected exp = computeExpected(makeProblem(largeExchangeSpec(2, 1)));
   double used = -1;
   runOnThreads(2, 1, [&](moecommComm_t comm, int rank) {
-    const ref::Problem &p = exp.problem;
-    moecommLayoutDesc_t desc = descFor(p, rank, moecommFlat);
-    moecommLayout_t layout = nullptr;
-    ASSERT_EQ(moecommLayoutCreate(comm, &desc, &layout), moecommSuccess);
-    moecommLayoutInfo_t info{};
-    moecommLayoutGetInfo(layout, &info);
-    Rows x = Rows::fromValues(exp.x[rank], p.hidden, p.dataType);
-    Rows recv(info.recvRows, p.hidden, p.dataType);
-    moecommRequest_t request = nullptr;
-    EXPECT_EQ(moecommDispatchStart(comm, layout, x.view(), p.wireType,
-                                   recv.view(), nullptr, &request),
-              moecommSuccess);
+    StartedDispatch d(comm, exp, rank, moecommFlat);
+    ASSERT_EQ(d.result, moecommSuccess) << moecommCommGetLastError(comm);
     if (rank == 0) {
       const double before = processCpuSeconds();
       std::this_thread::sleep_for(std::chrono::seconds(1));
       used = processCpuSeconds() - before;
     }
     EXPECT_EQ(moecommBarrier(comm), moecommSuccess);
-    EXPECT_EQ(moecommWait(request), moecommSuccess);
-    EXPECT_TRUE(sameBits(recv.values(), exp.dispatch[rank]));
-    moecommLayoutDestroy(layout);
+    EXPECT_EQ(moecommWait(d.request), moecommSuccess);
+    EXPECT_TRUE(sameBits(d.recv.values(), exp.dispatch[rank]));
   });
   EXPECT_GE(used, 0);
   EXPECT_LT(used, 0.25) << "CPU seconds of 1 s polling a stalled exchange";
@@ -87,29 +76,20 @@ TEST(Progress, DestroyJoinsTheThread) {
     ranks.emplace_back([&, rank] {
       moecommComm_t comm = nullptr;
       ASSERT_EQ(moecommCommInitThreadRank(&comm, group, rank), moecommSuccess);
-      const ref::Problem &p = exp.problem;
-      moecommLayoutDesc_t desc = descFor(p, rank, moecommFlat);
-      moecommLayout_t layout = nullptr;
-      EXPECT_EQ(moecommLayoutCreate(comm, &desc, &layout), moecommSuccess);
-      moecommLayoutInfo_t info{};
-      moecommLayoutGetInfo(layout, &info);
-      Rows x = Rows::fromValues(exp.x[rank], p.hidden, p.dataType);
-      Rows recv(info.recvRows, p.hidden, p.dataType);
-      moecommRequest_t request = nullptr;
-      EXPECT_EQ(moecommDispatchStart(comm, layout, x.view(), p.wireType,
-                                     recv.view(), nullptr, &request),
-                moecommSuccess);
-      // Refused while the request is not waited, even once the progress
-      // thread has completed it.
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      EXPECT_EQ(moecommCommDestroy(comm), moecommInvalidArgument);
-      EXPECT_NE(std::strstr(moecommCommGetLastError(nullptr),
-                            "1 requests are still outstanding"),
-                nullptr)
-          << moecommCommGetLastError(nullptr);
-      EXPECT_EQ(moecommWait(request), moecommSuccess);
-      EXPECT_TRUE(sameBits(recv.values(), exp.dispatch[rank]));
-      moecommLayoutDestroy(layout);
+      {
+        StartedDispatch d(comm, exp, rank, moecommFlat);
+        EXPECT_EQ(d.result, moecommSuccess) << moecommCommGetLastError(comm);
+        // Refused while the request is not waited, even once the progress
+        // thread has completed it.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        EXPECT_EQ(moecommCommDestroy(comm), moecommInvalidArgument);
+        EXPECT_NE(std::strstr(moecommCommGetLastError(nullptr),
+                              "1 requests are still outstanding"),
+                  nullptr)
+            << moecommCommGetLastError(nullptr);
+        EXPECT_EQ(moecommWait(d.request), moecommSuccess);
+        EXPECT_TRUE(sameBits(d.recv.values(), exp.dispatch[rank]));
+      }
       EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
     });
   for (std::thread &t : ranks)
