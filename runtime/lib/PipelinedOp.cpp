@@ -17,6 +17,14 @@
 // same order as StagedOp computes it, so the results are the same bits; only
 // when each row is computed changes.
 //
+// The work is a sequence of phases (send stage 0, ..., send stage S-1,
+// unpack, complete what is in flight), each a list of pieces run as their
+// inputs arrive. advance() (the communicator's progress thread,
+// ProgressEngine.h) runs them as far as arrived chunks allow, testing and
+// never waiting, and resumes there next time; finish() runs them to the end,
+// waiting where it must. So the relay and the unpack proceed while the
+// caller computes.
+//
 //===----------------------------------------------------------------------===//
 #include "PipelinedOp.h"
 
