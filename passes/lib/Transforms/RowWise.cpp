@@ -313,6 +313,17 @@ LogicalResult RowWiseChecker::checkSegmentLoop(scf::ForOp forOp) {
           llvm::equal(extract.getIndices(), ArrayRef<Value>{expert}))
         sizes.insert(op.getResult(0));
   auto yield = cast<scf::YieldOp>(body->getTerminator());
+  // Records loop-carried value #i (and the loop's result) as `carried`, or
+  // says what it is not.
+  auto carry = [&](unsigned i, bool ok, Kind carried, StringRef what,
+                   StringRef isNot) -> LogicalResult {
+    if (!ok)
+      return fail(forOp, "carries " + what + " (#" + Twine(i) +
+                             ") that is not " + isNot);
+    kinds[forOp.getRegionIterArgs()[i]] = carried;
+    kinds[forOp.getResult(i)] = carried;
+    return success();
+  };
   // Loop-carried indices: segment offsets, 0 then plus the segment's size.
   for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
     if (!arg.getType().isIndex())
@@ -322,14 +333,11 @@ LogicalResult RowWiseChecker::checkSegmentLoop(scf::ForOp forOp) {
               add->getBlock() == body &&
               ((add.getLhs() == arg && sizes.contains(add.getRhs())) ||
                (add.getRhs() == arg && sizes.contains(add.getLhs())));
-    if (!ok)
-      return fail(forOp, "carries an index (#" + std::to_string(i) +
-                             ") that is not the segment offset (0, then "
-                             "plus the expert's tokens_per_expert in every "
-                             "iteration)");
+    if (failed(carry(i, ok, Kind::PerChunk, "an index",
+                     "the segment offset (0, then plus the expert's "
+                     "tokens_per_expert in every iteration)")))
+      return failure();
     offsets.insert(arg);
-    kinds[arg] = Kind::PerChunk;
-    kinds[forOp.getResult(i)] = Kind::PerChunk;
   }
   // Loop-carried tensors: the received rows assembled from the segments, a
   // tensor.empty of the received row count into which every iteration
@@ -348,15 +356,12 @@ LogicalResult RowWiseChecker::checkSegmentLoop(scf::ForOp forOp) {
               arg.hasOneUse() &&
               insert.getSourceType().getRank() == type.getRank() &&
               isSegmentSlice(insert, type);
-    if (!ok)
-      return fail(forOp, "carries a value (#" + std::to_string(i) +
-                             ") that is not received rows assembled from "
-                             "segments (a tensor.empty of the received row "
-                             "count, every expert's segment inserted at its "
-                             "offset)");
+    if (failed(carry(i, ok, Kind::Rows, "a value",
+                     "received rows assembled from segments (a "
+                     "tensor.empty of the received row count, every "
+                     "expert's segment inserted at its offset)")))
+      return failure();
     assembling.insert(insert);
-    kinds[arg] = Kind::Rows;
-    kinds[forOp.getResult(i)] = Kind::Rows;
     received.insert(forOp.getResult(i));
   }
   for (Operation &op : body->without_terminator()) {
