@@ -46,9 +46,9 @@ std::string quoted(Operation *op) {
   return "'" + op->getName().getStringRef().str() + "'";
 }
 
-/// The values `op` reads: its operands and the values its regions capture
-/// from outside it.
-SmallVector<Value> usedValues(Operation *op, SmallVector<Value> *captured) {
+/// The values `op` reads: its operands and (also in `captured`) the values
+/// its regions capture from outside it.
+SmallVector<Value> usedValues(Operation *op, SmallVector<Value> &captured) {
   SmallVector<Value> used(op->getOperands());
   op->walk([&](Operation *nested) {
     if (nested == op)
@@ -56,8 +56,7 @@ SmallVector<Value> usedValues(Operation *op, SmallVector<Value> *captured) {
     for (Value v : nested->getOperands())
       if (!op->isAncestor(v.getParentRegion()->getParentOp())) {
         used.push_back(v);
-        if (captured)
-          captured->push_back(v);
+        captured.push_back(v);
       }
   });
   return used;
@@ -141,9 +140,10 @@ LogicalResult RowWiseChecker::check(Operation *op) {
     return success();
   }
   SmallVector<Value> captured;
-  SmallVector<Value> used = usedValues(op, &captured);
-  bool rows = isa<tensor::EmptyOp>(op) ||
-              llvm::any_of(used, [&](Value v) { return kind(v) == Kind::Rows; });
+  SmallVector<Value> used = usedValues(op, captured);
+  bool rows = isa<tensor::EmptyOp>(op) || llvm::any_of(used, [&](Value v) {
+                return kind(v) == Kind::Rows;
+              });
   if (auto forOp = dyn_cast<scf::ForOp>(op); forOp && rows && !loop)
     return checkSegmentLoop(forOp);
   // Inside a segment loop, the rows of the whole batch (and those assembled
@@ -159,8 +159,8 @@ LogicalResult RowWiseChecker::check(Operation *op) {
     // ops that read them govern.
     if (!isMemoryEffectFree(op))
       return fail(op, "has memory effects");
-    bool perChunk = llvm::any_of(
-        used, [&](Value v) { return kind(v) == Kind::PerChunk; });
+    bool perChunk =
+        llvm::any_of(used, [&](Value v) { return kind(v) == Kind::PerChunk; });
     for (Value result : op->getResults())
       kinds[result] = perChunk ? Kind::PerChunk : Kind::Fixed;
     if (auto cast = dyn_cast<tensor::CastOp>(op);
@@ -203,8 +203,8 @@ LogicalResult RowWiseChecker::checkRowOp(Operation *op, ArrayRef<Value> used,
                             ", which changes with the chunk, as data");
   for (Value v : captured)
     if (isRows(v))
-      return fail(op, "mixes rows (its region reads " + describe(v) +
-                          " whole)");
+      return fail(op,
+                  "mixes rows (its region reads " + describe(v) + " whole)");
   if (isa<tensor::EmptyOp, tensor::DimOp, tensor::CastOp>(op))
     return success();
   if (!isMemoryEffectFree(op) && !isa<linalg::LinalgOp>(op))
@@ -224,8 +224,7 @@ LogicalResult RowWiseChecker::checkRowOp(Operation *op, ArrayRef<Value> used,
   // A parallel loop that is the leading dimension of every row-carrying
   // operand and indexes no other operand.
   std::optional<unsigned> rowDim;
-  SmallVector<utils::IteratorType> iterators =
-      linalgOp.getIteratorTypesArray();
+  SmallVector<utils::IteratorType> iterators = linalgOp.getIteratorTypesArray();
   for (OpOperand &operand : linalgOp->getOpOperands()) {
     AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
     if (!isRows(operand.get()))
@@ -262,8 +261,7 @@ bool RowWiseChecker::isExpertCount(Value v) const {
            isConstantIntValue(dim.getIndex(), 0);
   auto type = cast<RankedTensorType>(tokensPerExpert.getType());
   std::optional<int64_t> constant = getConstantIntValue(v);
-  return constant && type.hasStaticShape() &&
-         *constant == type.getDimSize(0);
+  return constant && type.hasStaticShape() && *constant == type.getDimSize(0);
 }
 
 /// Whether `v` is the received row count: tensor.dim 0 of received rows.
@@ -396,9 +394,10 @@ LogicalResult RowWiseChecker::checkSegmentLoop(scf::ForOp forOp) {
 
 } // namespace
 
-LogicalResult mlir::moecomm::checkRowWise(
-    LayoutOp layout, const llvm::SetVector<Operation *> &ops,
-    std::string &why) {
+LogicalResult
+mlir::moecomm::checkRowWise(LayoutOp layout,
+                            const llvm::SetVector<Operation *> &ops,
+                            std::string &why) {
   RowWiseChecker checker(layout, why);
   for (Operation *op : ops)
     if (failed(checker.check(op)))

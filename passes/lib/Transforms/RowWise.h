@@ -24,9 +24,10 @@ namespace mlir::moecomm {
 /// Checks the ops of one staged layer: `ops` are the ops of `layout`'s block
 /// from the layout to its combine outputs (program order, the layout
 /// first). Every op that is not a moecomm op must be row-wise or a segment
-/// loop, and tokens_per_expert (and what is computed from it, the received
-/// row count) may only size and place segments, never be data. On failure
-/// `why` names the first op that breaks the rules and the reason.
+/// loop, and the values that change with the chunk without holding rows
+/// (tokens_per_expert, row counts, what is computed from them) may only size
+/// tensors and place segments, never be data. On failure `why` names the
+/// first op that breaks the rules and the reason.
 LogicalResult checkRowWise(LayoutOp layout,
                            const llvm::SetVector<Operation *> &ops,
                            std::string &why);
