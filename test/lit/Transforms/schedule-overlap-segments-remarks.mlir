@@ -2,7 +2,7 @@
 // moecomm-schedule-overlap's chunking get a remark naming the op and why,
 // and are only made asynchronous. One case per reason.
 // RUN: moecomm-opt %s -split-input-file --moecomm-split-hierarchical=strategy=flat --moecomm-fuse-permute --moecomm-schedule-overlap=chunks=2 -verify-diagnostics | FileCheck %s
-// CHECK-COUNT-8: moecomm.layout
+// CHECK-COUNT-10: moecomm.layout
 // CHECK-NOT: moecomm.layout
 
 // The offsets advance by a constant, not by tokens_per_expert[e]: iteration e
@@ -256,4 +256,38 @@ func.func @region_reads_rows(%x: tensor<?x16xf32>, %idx: tensor<?x2xi32>, %w: te
   }
   %out = moecomm.combine %y#0, %h weighted : tensor<?x16xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8> -> tensor<?x16xf32>
   return %out : tensor<?x16xf32>
+}
+
+// -----
+
+// Two layers, and the first one's loop takes its segment sizes from the
+// second layer's tokens_per_expert: neither is chunked (the first one's
+// offsets do not advance by its own counts; the second's counts leave it).
+func.func @other_layers_counts(%x: tensor<?x16xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %x2: tensor<?x16xf32>, %idx2: tensor<?x2xi32>, %w2: tensor<?x2xf32>, %w_gate: tensor<?x16x16xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: 'scf.for' carries an index (#1) that is not the segment offset (0, then plus the expert's tokens_per_expert in every iteration)}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> : tensor<?x16xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: it uses tokens_per_expert, which changes with the chunk}}
+  %recv2, %rw2, %tpe2, %h2 = moecomm.dispatch %x2, %idx2, %w2 topology<ranks = 4, ranks_per_node = 2, experts = 8> : tensor<?x16xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %counts = tensor.cast %tpe2 : tensor<2xi64> to tensor<?xi64>
+  %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  %rows = tensor.dim %recv, %c0 : tensor<?x16xf32>
+  %init = tensor.empty(%rows) : tensor<?x16xf32>
+  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %init, %off = %c0) -> (tensor<?x16xf32>, index) {
+    %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
+    %cnt = arith.index_cast %cnt64 : i64 to index
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 16, 16] [1, 1, 1] : tensor<?x16x16xf32> to tensor<16x16xf32>
+    %ze = tensor.empty(%cnt) : tensor<?x16xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%ze : tensor<?x16xf32>) -> tensor<?x16xf32>
+    %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xf32> to tensor<?x16xf32>
+    %d = linalg.matmul ins(%seg, %wg : tensor<?x16xf32>, tensor<16x16xf32>) outs(%z : tensor<?x16xf32>) -> tensor<?x16xf32>
+    %acc2 = tensor.insert_slice %d into %acc[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xf32> into tensor<?x16xf32>
+    %off2 = arith.addi %off, %cnt : index
+    scf.yield %acc2, %off2 : tensor<?x16xf32>, index
+  }
+  %out = moecomm.combine %y#0, %h weighted : tensor<?x16xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8> -> tensor<?x16xf32>
+  %out2 = moecomm.combine %recv2, %h2 weighted : tensor<?x16xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8> -> tensor<?x16xf32>
+  return %out, %out2 : tensor<?x16xf32>, tensor<?x16xf32>
 }
