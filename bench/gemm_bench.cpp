@@ -6,8 +6,8 @@
 // moecomm_rt_matmul_f32 -> OpenBLAS) against OpenBLAS's cblas_sgemm called
 // directly on the same operands, and prints GFLOP/s and their ratio (issue
 // 14's goal: >= 0.5). The loops that expert-gemm=loops makes are measured
-// too, for reference, at --loops-rows rows only (they run at about
-// 1 GFLOP/s).
+// too, for reference, at --loops-rows rows only (they run at 0.1 to
+// 2 GFLOP/s: one call takes up to a minute).
 //
 // Shapes (the models' configs, hidden H and expert intermediate size I):
 // DeepSeek-V3 7168 x 2048, Qwen3-30B-A3B 2048 x 768, Mixtral-8x7B
@@ -21,7 +21,7 @@
 // the same load on a shared machine). The graph's call includes what a layer's GEMM costs in a
 // compiled graph: allocating and zero-filling C, the call. The result of
 // the pipeline is checked against the direct call (max |difference| over
-// max |value|); a failure of either is exit status 1.
+// max |value|); a failure of either is exit status 1, bad flags 2.
 //
 // Usage: gemm_bench [--rows 64,256,1024] [--loops-rows 64 (0: none)]
 //                   [--min-time 0.5] [--models deepseek-v3,qwen3-30b-a3b,
@@ -227,10 +227,12 @@ std::vector<float> values(size_t n, float phase) {
 } // namespace
 
 int main(int argc, char **argv) {
-  llvm::cl::ParseCommandLineOptions(
-      argc, argv,
-      "gemm_bench: the expert GEMMs compiled by moecomm-pipeline vs "
-      "cblas_sgemm, one thread each\n");
+  if (!llvm::cl::ParseCommandLineOptions(
+          argc, argv,
+          "gemm_bench: the expert GEMMs compiled by moecomm-pipeline vs "
+          "cblas_sgemm, one thread each\n",
+          &llvm::errs()))
+    return 2;
   std::vector<int64_t> rows(rowsOption.begin(), rowsOption.end());
   if (rows.empty())
     rows = {64, 256, 1024};

@@ -3,8 +3,8 @@
 // `moecomm-matmul-to-blas` turns the f32 linalg.matmul of compiled graphs
 // (the experts' gate/up/down projections and their input gradients) into
 // calls of this function (moecomm_compiled.h), which hands them to OpenBLAS's
-// cblas_sgemm: MLIR's loop lowering runs a GEMM at about 1 GFLOP/s, a tuned
-// BLAS at the core's peak. Ranks are the parallelism (one thread each in
+// cblas_sgemm: MLIR's loop lowering runs a GEMM at 0.1 to 2 GFLOP/s, a tuned
+// BLAS near the core's vector peak (40 to 100 GFLOP/s here). Ranks are the parallelism (one thread each in
 // the threads backend, one process each under MPI), so every call runs on
 // its calling thread with one BLAS thread; OpenBLAS takes its work buffers
 // per call, so rank threads may call it concurrently.
@@ -41,7 +41,7 @@ std::string describe(const char *name, const moecommMemRef2D *m) {
 /// Reads descriptor `m` (named `name` in messages) into `out`; records
 /// moecommInvalidArgument and returns false for what cblas_sgemm cannot
 /// take: no descriptor, negative or > 2^31 - 1 sizes (CBLAS's int), no data
-/// with elements, a non-unit inner stride, a leading dimension below the row
+/// with elements, a negative offset, a non-unit inner stride, a leading dimension below the row
 /// length or above 2^31 - 1.
 bool operand(const char *name, const moecommMemRef2D *m, Operand &out) {
   if (!m) {
@@ -65,6 +65,8 @@ bool operand(const char *name, const moecommMemRef2D *m, Operand &out) {
     return true; // no element is read or written
   if (!m->aligned)
     return bad("it has elements but no data");
+  if (m->offset < 0)
+    return bad("its offset is negative");
   if (out.cols > 1 && m->strides[1] != 1)
     return bad("its rows are not contiguous (inner stride is not 1)");
   // A single row's leading dimension is never used; CBLAS still wants one

@@ -168,6 +168,9 @@ TEST(Matmul, MalformedDescriptorsAreInvalidArguments) {
   EXPECT_EQ(rejected([](R a, R, R) { a->aligned = nullptr; }),
             "compiled code passed GEMM operand A (sizes [4, 3], strides [3, "
             "1]): it has elements but no data");
+  EXPECT_EQ(rejected([](R, R, R c) { c->offset = -1; }),
+            "compiled code passed GEMM operand C (sizes [4, 2], strides [2, "
+            "1]): its offset is negative");
   EXPECT_EQ(rejected([](R, R b, R) { b = nullptr; }),
             "compiled code passed no descriptor for GEMM operand B");
   EXPECT_EQ(rejected([](R, R, R c) { c->sizes[1] = 1; }),

@@ -222,10 +222,11 @@ moecommRtAllToAll_t _mlir_ciface_moecomm_rt_all_to_all_bf16_i32,
  * environment sets OPENBLAS_NUM_THREADS, the runtime sets OpenBLAS to one
  * thread (openblas_set_num_threads(1), once per process), so every rank
  * thread computes its own GEMMs and concurrent calls from rank threads run
- * in parallel (OpenBLAS's buffers are per call). Mismatched shapes, a
- * non-unit inner stride, a leading dimension below the row length, a NULL
- * descriptor or data with elements, or a dimension beyond 2^31 - 1 are
- * moecommInvalidArgument. No communicator needs to be bound. */
+ * in parallel (OpenBLAS is thread-safe; each call takes its own work
+ * buffers). Mismatched shapes, a non-unit inner stride, a leading dimension
+ * below the row length, a NULL descriptor, no data with elements, a negative
+ * offset, or a dimension beyond 2^31 - 1 are moecommInvalidArgument. No
+ * communicator needs to be bound. */
 void _mlir_ciface_moecomm_rt_matmul_f32(int32_t transposeB, moecommMemRef2D *a,
                                         moecommMemRef2D *b,
                                         moecommMemRef2D *c);

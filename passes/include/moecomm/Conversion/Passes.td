@@ -68,8 +68,8 @@ def MoECommMatmulToBlas : Pass<"moecomm-matmul-to-blas", "::mlir::ModuleOp"> {
     `cblas_sgemm` with one BLAS thread on the calling thread: C [M][N] +=
     A [M][K] x B, the accumulation linalg.matmul itself does (C is read,
     not overwritten). MLIR's `convert-linalg-to-loops` runs such a GEMM at
-    about 1 GFLOP/s; OpenBLAS at the core's vector peak (bench/gemm_bench,
-    docs/BENCHMARKS.md). Operands are passed as descriptors of the ABI's
+    0.1 to 2 GFLOP/s on this machine's cores, OpenBLAS at 40 to 100
+    (bench/gemm_bench, docs/BENCHMARKS.md). Operands are passed as descriptors of the ABI's
     fully dynamic strided layout (`memref.cast`), declared once with
     `llvm.emit_c_interface`.
 
