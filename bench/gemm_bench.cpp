@@ -18,10 +18,10 @@
 // GFLOP/s = 2 M N K / seconds / 1e9, seconds = the fastest of the timed
 // calls (after one untimed warm-up each, the pipeline's and the direct call
 // alternate until both have run --min-time seconds on average, so both see
-// the same load on a shared machine). The graph's call includes what a layer's GEMM costs in a
-// compiled graph: allocating and zero-filling C, the call. The result of
-// the pipeline is checked against the direct call (max |difference| over
-// max |value|); a failure of either is exit status 1, bad flags 2.
+// the same load on a shared machine). The graph's call includes what a layer's
+// GEMM costs in a compiled graph: allocating and zero-filling C, the call. The
+// result of the pipeline is checked against the direct call (max |difference|
+// over max |value|); a failure of either is exit status 1, bad flags 2.
 //
 // Usage: gemm_bench [--rows 64,256,1024] [--loops-rows 64 (0: none)]
 //                   [--min-time 0.5] [--models deepseek-v3,qwen3-30b-a3b,
@@ -107,11 +107,11 @@ MemRef wrap(std::vector<float> &v, int64_t rows, int64_t cols) {
 std::string graphText(const Gemm &g) {
   std::string b = g.transposeB ? llvm::formatv("{0}x{1}", g.n, g.k).str()
                                : llvm::formatv("{0}x{1}", g.k, g.n).str();
-  std::string maps =
-      g.transposeB ? "indexing_maps = [affine_map<(m, n, k) -> (m, k)>, "
-                     "affine_map<(m, n, k) -> (n, k)>, "
-                     "affine_map<(m, n, k) -> (m, n)>] "
-                   : "";
+  std::string maps = g.transposeB
+                         ? "indexing_maps = [affine_map<(m, n, k) -> (m, k)>, "
+                           "affine_map<(m, n, k) -> (n, k)>, "
+                           "affine_map<(m, n, k) -> (m, n)>] "
+                         : "";
   return llvm::formatv(
              R"(func.func @gemm(%a: tensor<?x{0}xf32>, %b: tensor<{2}xf32>)
     -> tensor<?x{1}xf32> attributes {{llvm.emit_c_interface} {{
@@ -144,8 +144,7 @@ public:
     mlir::PassManager pm(&context);
     mlir::moecomm::buildMoECommPipeline(pm, options);
     if (!module || mlir::failed(pm.run(*module))) {
-      std::fprintf(stderr, "gemm_bench: cannot compile the %s graph\n",
-                   g.name);
+      std::fprintf(stderr, "gemm_bench: cannot compile the %s graph\n", g.name);
       return nullptr;
     }
     mlir::ExecutionEngineOptions engineOptions;
@@ -246,8 +245,8 @@ int main(int argc, char **argv) {
     if (modelsOption.empty() ||
         llvm::is_contained(modelsOption, std::string(model.name)))
       models.push_back(model);
-  if (models.size() != (modelsOption.empty() ? std::size(kModels)
-                                             : modelsOption.size())) {
+  if (models.size() !=
+      (modelsOption.empty() ? std::size(kModels) : modelsOption.size())) {
     std::fprintf(stderr, "gemm_bench: error: --models takes deepseek-v3, "
                          "qwen3-30b-a3b, mixtral-8x7b\n");
     return 2;
@@ -277,7 +276,8 @@ int main(int argc, char **argv) {
                           {"down", model.intermediate, model.hidden, false},
                           {"grad_h", model.hidden, model.intermediate, true}};
     for (const Gemm &g : gemms) {
-      auto blas = CompiledGemm::compile(context, g, mlir::moecomm::ExpertGemm::blas);
+      auto blas =
+          CompiledGemm::compile(context, g, mlir::moecomm::ExpertGemm::blas);
       if (!blas)
         return 1;
       std::unique_ptr<CompiledGemm> loops;
@@ -291,8 +291,8 @@ int main(int argc, char **argv) {
             [&] { return blas->call(a, b, nullptr); },
             [&] {
               cblas_sgemm(CblasRowMajor, CblasNoTrans,
-                          g.transposeB ? CblasTrans : CblasNoTrans, m, g.n,
-                          g.k, 1.0f, aBuf.data(), g.k, bBuf.data(),
+                          g.transposeB ? CblasTrans : CblasNoTrans, m, g.n, g.k,
+                          1.0f, aBuf.data(), g.k, bBuf.data(),
                           g.transposeB ? g.k : g.n, 0.0f, direct.data(), g.n);
               return true;
             });
@@ -308,23 +308,26 @@ int main(int argc, char **argv) {
         std::string loopsText = "-";
         if (m == loopsRows) {
           if (!loops)
-            loops = CompiledGemm::compile(context, g, mlir::moecomm::ExpertGemm::loops);
+            loops = CompiledGemm::compile(context, g,
+                                          mlir::moecomm::ExpertGemm::loops);
           if (!loops)
             return 1;
           // One call: the loops take seconds.
           Clock::time_point start = Clock::now();
           if (!loops->call(a, b, nullptr))
             return 1;
-          double s = std::chrono::duration<double>(Clock::now() - start).count();
+          double s =
+              std::chrono::duration<double>(Clock::now() - start).count();
           loopsText = llvm::formatv("{0:F2}", flop / s / 1e9).str();
         }
         double ratio = viaCblas / viaPipeline;
         worst = std::min(worst, ratio);
-        std::printf("%-14s %-7s %5lld %6lld %6lld %9.2f %9.2f %6.2f %9s %9.1e\n",
-                    model.name, g.name, static_cast<long long>(m),
-                    static_cast<long long>(g.k), static_cast<long long>(g.n),
-                    flop / viaPipeline / 1e9, flop / viaCblas / 1e9, ratio,
-                    loopsText.c_str(), scale > 0 ? diff / scale : diff);
+        std::printf(
+            "%-14s %-7s %5lld %6lld %6lld %9.2f %9.2f %6.2f %9s %9.1e\n",
+            model.name, g.name, static_cast<long long>(m),
+            static_cast<long long>(g.k), static_cast<long long>(g.n),
+            flop / viaPipeline / 1e9, flop / viaCblas / 1e9, ratio,
+            loopsText.c_str(), scale > 0 ? diff / scale : diff);
         std::fflush(stdout);
       }
     }

@@ -4,10 +4,10 @@
 // (the experts' gate/up/down projections and their input gradients) into
 // calls of this function (moecomm_compiled.h), which hands them to OpenBLAS's
 // cblas_sgemm: MLIR's loop lowering runs a GEMM at 0.1 to 2 GFLOP/s, a tuned
-// BLAS near the core's vector peak (40 to 100 GFLOP/s here). Ranks are the parallelism (one thread each in
-// the threads backend, one process each under MPI), so every call runs on
-// its calling thread with one BLAS thread; OpenBLAS takes its work buffers
-// per call, so rank threads may call it concurrently.
+// BLAS near the core's vector peak (40 to 100 GFLOP/s here). Ranks are the
+// parallelism (one thread each in the threads backend, one process each under
+// MPI), so every call runs on its calling thread with one BLAS thread; OpenBLAS
+// takes its work buffers per call, so rank threads may call it concurrently.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,8 +41,8 @@ std::string describe(const char *name, const moecommMemRef2D *m) {
 /// Reads descriptor `m` (named `name` in messages) into `out`; records
 /// moecommInvalidArgument and returns false for what cblas_sgemm cannot
 /// take: no descriptor, negative or > 2^31 - 1 sizes (CBLAS's int), no data
-/// with elements, a negative offset, a non-unit inner stride, a leading dimension below the row
-/// length or above 2^31 - 1.
+/// with elements, a negative offset, a non-unit inner stride, a leading
+/// dimension below the row length or above 2^31 - 1.
 bool operand(const char *name, const moecommMemRef2D *m, Operand &out) {
   if (!m) {
     moecomm::compiledFail(moecommInvalidArgument,
@@ -52,9 +52,9 @@ bool operand(const char *name, const moecommMemRef2D *m, Operand &out) {
     return false;
   }
   auto bad = [&](const char *why) {
-    moecomm::compiledFail(moecommInvalidArgument,
-                          "compiled code passed " + describe(name, m) + ": " +
-                              why);
+    moecomm::compiledFail(moecommInvalidArgument, "compiled code passed " +
+                                                      describe(name, m) + ": " +
+                                                      why);
     return false;
   };
   out.rows = m->sizes[0];
@@ -124,11 +124,10 @@ extern "C" void _mlir_ciface_moecomm_rt_matmul_f32(int32_t transposeB,
     return; // C += nothing
   useCallingThreadOnly();
   // C = 1 * A B + 1 * C: linalg.matmul accumulates into its output.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans,
-              transposeB ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(acc.rows), static_cast<blasint>(acc.cols),
-              static_cast<blasint>(k), 1.0f, lhs.data,
-              static_cast<blasint>(lhs.ld), rhs.data,
-              static_cast<blasint>(rhs.ld), 1.0f, acc.data,
-              static_cast<blasint>(acc.ld));
+  cblas_sgemm(
+      CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
+      static_cast<blasint>(acc.rows), static_cast<blasint>(acc.cols),
+      static_cast<blasint>(k), 1.0f, lhs.data, static_cast<blasint>(lhs.ld),
+      rhs.data, static_cast<blasint>(rhs.ld), 1.0f, acc.data,
+      static_cast<blasint>(acc.ld));
 }

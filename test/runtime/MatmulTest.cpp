@@ -25,12 +25,12 @@ namespace {
 /// `ld` floats per row, as MLIR passes a subview of it.
 moecommMemRef2D window(std::vector<float> &buffer, int64_t ld, int64_t row0,
                        int64_t col0, int64_t rows, int64_t cols) {
-  return moecommMemRef2D{buffer.data(), buffer.data(), row0 * ld + col0,
-                         {rows, cols}, {ld, 1}};
+  return moecommMemRef2D{
+      buffer.data(), buffer.data(), row0 * ld + col0, {rows, cols}, {ld, 1}};
 }
 
-float at(const std::vector<float> &buffer, const moecommMemRef2D &m,
-         int64_t i, int64_t j) {
+float at(const std::vector<float> &buffer, const moecommMemRef2D &m, int64_t i,
+         int64_t j) {
   return buffer[m.offset + i * m.strides[0] + j * m.strides[1]];
 }
 
@@ -86,8 +86,8 @@ TEST(Matmul, OddSizesAccumulate) {
     const int64_t m = 5, k = 13, n = 3;
     auto aBuf = values(m * k, 0), bBuf = values(k * n, 1),
          cBuf = values(m * n, 2);
-    moecommMemRef2D b = transposeB ? window(bBuf, k, 0, 0, n, k)
-                                   : window(bBuf, n, 0, 0, k, n);
+    moecommMemRef2D b =
+        transposeB ? window(bBuf, k, 0, 0, n, k) : window(bBuf, n, 0, 0, k, n);
     checkGemm(aBuf, window(aBuf, k, 0, 0, m, k), bBuf, b, cBuf,
               window(cBuf, n, 0, 0, m, n), transposeB);
   }
@@ -114,7 +114,8 @@ TEST(Matmul, OffsetsAndStridedRows) {
 // no error, even without data.
 TEST(Matmul, EmptyDimensions) {
   clearRecordedError();
-  auto aBuf = values(4 * 3, 0), bBuf = values(3 * 2, 1), cBuf = values(4 * 2, 2);
+  auto aBuf = values(4 * 3, 0), bBuf = values(3 * 2, 1),
+       cBuf = values(4 * 2, 2);
   auto before = cBuf;
   moecommMemRef2D a0{nullptr, nullptr, 0, {0, 3}, {3, 1}};
   moecommMemRef2D c0{nullptr, nullptr, 0, {0, 2}, {2, 1}};
@@ -138,7 +139,8 @@ TEST(Matmul, EmptyDimensions) {
 /// InvalidArgument and C unchanged).
 template <typename Edit> std::string rejected(Edit edit, int32_t trans = 0) {
   clearRecordedError();
-  auto aBuf = values(4 * 3, 0), bBuf = values(3 * 2, 1), cBuf = values(4 * 2, 2);
+  auto aBuf = values(4 * 3, 0), bBuf = values(3 * 2, 1),
+       cBuf = values(4 * 2, 2);
   auto before = cBuf;
   moecommMemRef2D a = window(aBuf, 3, 0, 0, 4, 3);
   moecommMemRef2D b = window(bBuf, 2, 0, 0, 3, 2);
@@ -187,13 +189,13 @@ TEST(Matmul, MalformedDescriptorsAreInvalidArguments) {
 // After a recorded error the thread's compiled calls do nothing, this one
 // included; the first message stays.
 TEST(Matmul, NothingAfterARecordedError) {
-  std::string first =
-      rejected([](moecommMemRef2D *&a, moecommMemRef2D *&, moecommMemRef2D *&) {
-        a->strides[1] = 2;
-      });
-  auto aBuf = values(2 * 2, 0), bBuf = values(2 * 2, 1), cBuf = values(2 * 2, 2);
+  std::string first = rejected([](moecommMemRef2D *&a, moecommMemRef2D *&,
+                                  moecommMemRef2D *&) { a->strides[1] = 2; });
+  auto aBuf = values(2 * 2, 0), bBuf = values(2 * 2, 1),
+       cBuf = values(2 * 2, 2);
   auto before = cBuf;
-  moecommMemRef2D a = window(aBuf, 2, 0, 0, 2, 2), b = window(bBuf, 2, 0, 0, 2, 2),
+  moecommMemRef2D a = window(aBuf, 2, 0, 0, 2, 2),
+                  b = window(bBuf, 2, 0, 0, 2, 2),
                   c = window(cBuf, 2, 0, 0, 2, 2);
   _mlir_ciface_moecomm_rt_matmul_f32(0, &a, &b, &c);
   EXPECT_EQ(cBuf, before);
@@ -210,8 +212,8 @@ TEST(Matmul, ConcurrentRankThreads) {
     auto aBuf = values(m * k, rank), bBuf = values(n * k, rank + 1.0f),
          cBuf = values(m * n, rank + 2.0f);
     bool transposeB = rank % 2 == 1;
-    moecommMemRef2D b = transposeB ? window(bBuf, k, 0, 0, n, k)
-                                   : window(bBuf, n, 0, 0, k, n);
+    moecommMemRef2D b =
+        transposeB ? window(bBuf, k, 0, 0, n, k) : window(bBuf, n, 0, 0, k, n);
     checkGemm(aBuf, window(aBuf, k, 0, 0, m, k), bBuf, b, cBuf,
               window(cBuf, n, 0, 0, m, n), transposeB);
   });

@@ -69,8 +69,8 @@ struct MoECommMatmulToBlasPass
     ModuleOp module = getOperation();
     SmallVector<std::pair<linalg::MatmulOp, int32_t>> rewrites;
     module.walk([&](linalg::MatmulOp op) {
-      if (!op.hasPureBufferSemantics() || !llvm::all_of(op->getOperands(),
-                                                        blasOperand))
+      if (!op.hasPureBufferSemantics() ||
+          !llvm::all_of(op->getOperands(), blasOperand))
         return;
       if (std::optional<int32_t> transposed = transposeB(op))
         rewrites.emplace_back(op, *transposed);
