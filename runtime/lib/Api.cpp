@@ -159,11 +159,14 @@ moecommResult_t moecommCommDestroy(moecommComm_t comm) {
   return noComm([&]() -> Status {
     if (!comm)
       return invalidArgument("comm is NULL");
-    if (!comm->outstanding().empty())
-      return invalidArgument(cat("rank ", comm->rank(), ": ",
-                                 comm->outstanding().size(),
-                                 " requests are still outstanding"));
-    delete comm;
+    {
+      std::lock_guard<std::mutex> lock(comm->mutex());
+      if (comm->unwaited() > 0)
+        return invalidArgument(cat("rank ", comm->rank(), ": ",
+                                   comm->unwaited(),
+                                   " requests are still outstanding"));
+    }
+    delete comm; // joins its progress thread
     return Status::success();
   });
 }
@@ -499,6 +502,7 @@ moecommResult_t moecommWait(moecommRequest_t request) {
   if (!request)
     return failNoComm(invalidArgument("request is NULL"));
   Comm *comm = request->comm;
+  std::lock_guard<std::mutex> lock(comm->mutex());
   Status st;
   try {
     st = waitRequest(request);

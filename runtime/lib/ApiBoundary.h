@@ -13,6 +13,7 @@
 #include "Status.h"
 
 #include <exception>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -36,10 +37,11 @@ inline moecommResult_t failNoComm(const Status &st) {
 }
 
 /// Runs `body` (returning Status) on `comm` if it is usable, records the
-/// result on it.
+/// result on it. Holds comm's mutex (Comm::mutex) throughout.
 template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
   if (!comm)
     return failNoComm(invalidArgument("comm is NULL"));
+  std::lock_guard<std::mutex> lock(comm->mutex());
   Status st;
   try {
     st = comm->usable();
@@ -55,10 +57,12 @@ template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
   return comm->finish(st);
 }
 
-/// Local calls that do not depend on the communicator being healthy.
+/// Local calls that do not depend on the communicator being healthy. Holds
+/// comm's mutex.
 template <typename F> moecommResult_t onCommLocal(moecommComm_t comm, F body) {
   if (!comm)
     return failNoComm(invalidArgument("comm is NULL"));
+  std::lock_guard<std::mutex> lock(comm->mutex());
   Status st;
   try {
     st = body(*comm);

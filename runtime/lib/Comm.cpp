@@ -3,6 +3,7 @@
 
 #include "ApiBoundary.h"
 #include "Fp8.h"
+#include "ProgressEngine.h"
 #include "RowKernels.h"
 #include "ThreadsTransport.h"
 #include "moecomm/Model/CostModel.h"
@@ -62,9 +63,12 @@ Comm::Comm(std::unique_ptr<Transport> transport, ThreadsShared *threads)
   static std::atomic<uint64_t> nextUid{1};
   uid_ = nextUid++;
   std::memset(&traffic_, 0, sizeof(traffic_));
+  if (!transport_->deviceEngine())
+    progress_ = std::make_unique<ProgressEngine>(*this);
 }
 
 Comm::~Comm() {
+  progress_.reset();
   transport_.reset();
   if (threads_)
     threads_->leave();

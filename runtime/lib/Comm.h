@@ -4,7 +4,9 @@
 // failure makes it unusable; input errors do not), the last-error message,
 // the traffic counters, the link model of moecommAuto, a pool of scratch
 // buffers, the sequence numbers of its collectives and its outstanding
-// requests and its trace. One thread uses a communicator at a time.
+// requests and its trace, and on the CPU backends the progress thread that
+// drives those requests (ProgressEngine.h). Every runtime call on it and
+// every sweep of its progress thread hold its mutex.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_COMM_H
@@ -17,6 +19,7 @@
 
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,7 @@ struct moecommRequest;
 
 namespace moecomm {
 
+class ProgressEngine;
 class ThreadsShared;
 
 /// Collective kinds, compared across ranks before anything moves.
@@ -80,9 +84,18 @@ class PooledBuffer;
 
 class Comm {
 public:
+  /// Starts the progress thread unless the transport is a device backend's
+  /// (its operations are ordered on the device's streams).
   explicit Comm(std::unique_ptr<Transport> transport,
                 ThreadsShared *threads = nullptr);
+  /// Joins the progress thread first. The caller must not hold mutex().
   ~Comm();
+
+  /// Held by every runtime call on this communicator (ApiBoundary.h) and
+  /// by each sweep of its progress thread.
+  std::mutex &mutex() { return mutex_; }
+  /// The progress thread, or nullptr on a device backend.
+  ProgressEngine *progressEngine() { return progress_.get(); }
 
   Transport &transport() { return *transport_; }
   int rank() const { return transport_->rank(); }
@@ -127,7 +140,12 @@ public:
 
   //--- layouts and requests ------------------------------------------------
   int64_t nextLayoutId() { return ++layoutIds_; }
+  /// Requests not completed yet, in start order.
   std::deque<moecommRequest *> &outstanding() { return outstanding_; }
+  /// Requests handed out and not yet waited: the communicator may be
+  /// destroyed only when this is 0 (a completed request still refers to
+  /// it until its wait).
+  int64_t &unwaited() { return unwaited_; }
 
   //--- scratch buffers -----------------------------------------------------
   PooledBuffer acquire(int64_t bytes);
@@ -143,12 +161,16 @@ private:
   uint64_t nextSeq_ = 1;
   int64_t layoutIds_ = 0;
   std::deque<moecommRequest *> outstanding_;
+  int64_t unwaited_ = 0;
   Trace trace_;
   struct Free {
     std::unique_ptr<uint8_t[]> mem;
     int64_t capacity;
   };
   std::vector<Free> pool_;
+  std::mutex mutex_;
+  /// Last: started when everything else is built.
+  std::unique_ptr<ProgressEngine> progress_;
 };
 
 class PooledBuffer {

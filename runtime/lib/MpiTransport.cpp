@@ -2,7 +2,10 @@
 //
 // Exchanges are MPI_Isend/MPI_Irecv of bytes on the scope's communicator,
 // tagged by the sequence number, in chunks below 2^31 bytes; the copy to self
-// is a memcpy. allGather is MPI_Allgather.
+// is a memcpy. allGather is MPI_Allgather. MPI must provide
+// MPI_THREAD_MULTIPLE: the communicator's progress thread tests its requests
+// (under the communicator's lock) while other threads of the application may
+// call MPI themselves.
 //
 //===----------------------------------------------------------------------===//
 #include "MpiTransport.h"
@@ -27,6 +30,13 @@ std::string mpiError(int err) {
   return std::string(buf, len);
 }
 
+/// The name of a thread level below MPI_THREAD_MULTIPLE.
+const char *threadLevelName(int level) {
+  return level == MPI_THREAD_SINGLE     ? "MPI_THREAD_SINGLE"
+         : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
+                                        : "MPI_THREAD_SERIALIZED";
+}
+
 Status check(int err, const char *what) {
   if (err == MPI_SUCCESS)
     return Status::success();
@@ -40,6 +50,11 @@ public:
   // For each receive request: the bytes expected.
   std::vector<int64_t> expectBytes;
   std::vector<bool> isRecv;
+  /// Set once MPI_Testall found every request complete or failed: `err` and
+  /// `statuses` are then its results, which waitExchange checks.
+  bool completed = false;
+  int err = MPI_SUCCESS;
+  std::vector<MPI_Status> statuses;
 };
 
 class MpiTransport : public Transport {
@@ -125,6 +140,18 @@ public:
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, quiet_, &flag, MPI_STATUS_IGNORE);
   }
 
+  bool testExchange(PendingExchange &pending, bool consumed) override {
+    auto &p = static_cast<MpiPending &>(pending);
+    if (consumed || p.completed || p.requests.empty())
+      return true;
+    p.statuses.resize(p.requests.size());
+    int flag = 0;
+    p.err = MPI_Testall((int)p.requests.size(), p.requests.data(), &flag,
+                        p.statuses.data());
+    p.completed = flag || p.err != MPI_SUCCESS;
+    return p.completed;
+  }
+
   Status waitExchange(std::unique_ptr<PendingExchange> pending,
                       bool consumed) override {
     if (consumed)
@@ -132,17 +159,20 @@ public:
     auto *p = static_cast<MpiPending *>(pending.get());
     if (p->requests.empty())
       return Status::success();
-    std::vector<MPI_Status> st(p->requests.size());
-    int err =
-        MPI_Waitall((int)p->requests.size(), p->requests.data(), st.data());
-    if (err != MPI_SUCCESS) {
+    if (!p->completed) {
+      p->statuses.resize(p->requests.size());
+      p->err = MPI_Waitall((int)p->requests.size(), p->requests.data(),
+                           p->statuses.data());
+    }
+    const std::vector<MPI_Status> &st = p->statuses;
+    if (p->err != MPI_SUCCESS) {
+      const char *what = p->completed ? "MPI_Testall" : "MPI_Waitall";
       for (size_t i = 0; i < st.size(); ++i)
         if (st[i].MPI_ERROR != MPI_SUCCESS &&
             st[i].MPI_ERROR != MPI_ERR_PENDING)
-          return systemError(
-              cat("exchange ", p->ex.seq,
-                  ": MPI_Waitall failed: ", mpiError(st[i].MPI_ERROR)));
-      return check(err, "MPI_Waitall");
+          return systemError(cat("exchange ", p->ex.seq, ": ", what,
+                                 " failed: ", mpiError(st[i].MPI_ERROR)));
+      return check(p->err, what);
     }
     for (size_t i = 0; i < st.size(); ++i) {
       if (!p->isRecv[i])
@@ -174,6 +204,17 @@ Status createMpiTransport(MPI_Comm comm, int ranksPerNode,
   MPI_Initialized(&initialized);
   if (!initialized)
     return invalidArgument("MPI is not initialized");
+  // The communicator's progress thread (ProgressEngine.h) makes MPI calls
+  // while the application's threads may make their own.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return Status::error(moecommUnsupported, cat(
+        "the mpi backend needs MPI_THREAD_MULTIPLE (its progress thread calls "
+        "MPI while the application runs), but MPI provides ",
+        threadLevelName(provided),
+        ": initialize MPI with MPI_Init_thread(&argc, &argv, "
+        "MPI_THREAD_MULTIPLE, &provided)"));
   if (comm == MPI_COMM_NULL)
     return invalidArgument("the MPI communicator is MPI_COMM_NULL");
   int rank = 0, size = 0;

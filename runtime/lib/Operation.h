@@ -4,7 +4,9 @@
 // (its arguments agreed on by every rank, its first exchange posted) and
 // that finish() completes. Implemented by the host operations (StagedOp.cpp,
 // RowExchange.cpp) and by the device operations of a DeviceEngine
-// (DeviceEngine.h).
+// (DeviceEngine.h). On the CPU backends the communicator's progress thread
+// (ProgressEngine.h) calls advance() while the caller computes, so the
+// exchange keeps moving without a runtime call.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_OPERATION_H
@@ -19,8 +21,22 @@ namespace moecomm {
 /// caller's stream wait for them (stream order, the host does not block).
 class Operation {
 public:
+  /// What one advance() achieved.
+  enum class Advance {
+    Blocked,  ///< nothing could be done without waiting for another rank
+    Moved,    ///< some step was taken (a chunk arrived, a piece was packed)
+    Complete, ///< everything is done: finish() will not block
+  };
+
   virtual ~Operation() = default;
   virtual Status finish() = 0;
+  /// Takes every step that needs no wait for another rank (test, never
+  /// block) and says how far it got; errors are kept for finish(). Called
+  /// with the communicator's lock held, by its progress thread. The default
+  /// is for operations with nothing for the host to drive (the device
+  /// operations: their completion is ordered on the device's streams, and a
+  /// device backend runs no progress thread): they complete in finish().
+  virtual Advance advance() { return Advance::Blocked; }
 };
 
 } // namespace moecomm

@@ -17,6 +17,14 @@
 // same order as StagedOp computes it, so the results are the same bits; only
 // when each row is computed changes.
 //
+// The work is a sequence of phases (send stage 0, ..., send stage S-1,
+// unpack, complete what is in flight), each a list of pieces run as their
+// inputs arrive. advance() (the communicator's progress thread,
+// ProgressEngine.h) runs them as far as arrived chunks allow, testing and
+// never waiting, and resumes there next time; finish() runs them to the end,
+// waiting where it must. So the relay and the unpack proceed while the
+// caller computes.
+//
 //===----------------------------------------------------------------------===//
 #include "PipelinedOp.h"
 
@@ -92,7 +100,8 @@ public:
         chunkBytes_(comm.pipelineChunkBytes) {}
 
   /// Posts the first receives of every stage (so that the first messages
-  /// find their receives posted), then packs and sends stage 0.
+  /// find their receives posted), then packs and sends stage 0 (which reads
+  /// only the caller's rows, so it never waits).
   void start() {
     const size_t S = plan_.stages.size();
     seq0_ = comm_.reserveSeqs(S * kMaxChunks);
@@ -103,24 +112,23 @@ public:
       for (int m = 0; m < members(s); ++m)
         if (m != me(s))
           postRecvs(s, m, kRecvWindow);
-    sendStage(0, RowSource::of(in_));
+    runPhase(/*block=*/true);
   }
 
   Status finish() override {
-    const size_t S = plan_.stages.size();
-    for (size_t s = 1; s < S; ++s)
-      sendStage(s, RowSource::of(stages_[s - 1].recv.rows));
-    unpack();
-    // Complete everything still in flight before the buffers go away.
-    for (size_t s = 0; s < S; ++s) {
-      for (int k = 0; k < members(s); ++k)
-        waitChunks(s, k, recvChunks(s, k));
-      for (auto &p : stages_[s].sends)
-        mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
-    }
+    while (phase_ <= plan_.stages.size() + 1)
+      runPhase(/*block=*/true);
     traceCall();
     stages_.clear();
     return err_;
+  }
+
+  Advance advance() override {
+    moved_ = false;
+    while (phase_ <= plan_.stages.size() + 1)
+      if (!runPhase(/*block=*/false))
+        return moved_ ? Advance::Moved : Advance::Blocked;
+    return Advance::Complete;
   }
 
 private:
@@ -231,19 +239,37 @@ private:
     }
   }
 
-  /// Waits for the first `upTo` chunks of member k of stage s, keeping
-  /// kRecvWindow receives posted ahead.
+  /// Waits for the first `upTo` chunks of member k of stage s.
   void waitChunks(size_t s, int k, int upTo) {
+    while (stages_[s].arrived[k] < upTo)
+      chunkArrived(s, k);
+  }
+
+  /// Takes in the first `upTo` chunks of member k of stage s as far as they
+  /// have arrived, without waiting; true when all have.
+  bool pollChunks(size_t s, int k, int upTo) {
     Stage &st = stages_[s];
-    for (; st.arrived[k] < upTo; ++st.arrived[k])
-    {
-      if (auto &p = st.recvs[k][st.arrived[k]])
-        mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
-      if (--st.pending == 0)
-        traceExchange(s);
-      if (k != me(s))
-        postRecvs(s, k, st.arrived[k] + 1 + kRecvWindow);
+    while (st.arrived[k] < upTo) {
+      const auto &p = st.recvs[k][st.arrived[k]];
+      if (p && !comm_.transport().testExchange(*p, false))
+        return false;
+      chunkArrived(s, k);
     }
+    return true;
+  }
+
+  /// Completes the next chunk of member k of stage s (waiting for it unless
+  /// a test found it arrived), keeping kRecvWindow receives posted ahead.
+  void chunkArrived(size_t s, int k) {
+    Stage &st = stages_[s];
+    if (auto &p = st.recvs[k][st.arrived[k]])
+      mergeStatus(err_, comm_.transport().waitExchange(std::move(p), false));
+    ++st.arrived[k];
+    moved_ = true;
+    if (--st.pending == 0)
+      traceExchange(s);
+    if (k != me(s))
+      postRecvs(s, k, st.arrived[k] + kRecvWindow);
   }
 
   /// Records stage s's exchange, from its first send until its last chunk
@@ -283,59 +309,116 @@ private:
   }
 
   /// Whether the inputs of `piece` in stage s are here without waiting for
-  /// the network. The copy to self completed when it was posted (the
+  /// the network (taking in the chunks that have arrived). The copy to self completed when it was posted (the
   /// transport copies it in startExchange), so waiting for it never blocks.
   bool ready(size_t s, const Piece &piece) {
     for (int k = 0; k < members(s); ++k)
       if (k == me(s))
         waitChunks(s, k, piece.need[k]);
-      else if (stages_[s].arrived[k] < piece.need[k])
+      else if (!pollChunks(s, k, piece.need[k]))
         return false;
     return true;
   }
 
-  /// Runs `run` on every piece, those whose inputs (in stage `inputs`, when
-  /// there is one) are here first, in order; when none is, it waits for the
-  /// inputs of the first piece left. So rows that need nothing from the
-  /// network (a relay's own node's rows) never wait behind rows that do.
+  /// Runs `run` on the pieces of the current phase (work_), those whose
+  /// inputs (in stage `inputs`, when there is one) are here first, in
+  /// order; when none is, it waits for the inputs of the first piece left,
+  /// or without `block` returns false (a later call resumes). So rows that
+  /// need nothing from the network (a relay's own node's rows) never wait
+  /// behind rows that do. True when every piece has run.
   template <typename Fn>
-  void runPieces(std::optional<size_t> inputs, std::vector<Piece> &pieces,
-                 Fn run) {
-    std::vector<bool> done(pieces.size(), false);
-    for (size_t left = pieces.size(), first = 0; left > 0;) {
+  bool runPieces(std::optional<size_t> inputs, bool block, Fn run) {
+    Work &w = work_;
+    while (w.left > 0) {
       bool ran = false;
-      for (size_t i = first; i < pieces.size(); ++i)
-        if (!done[i] && (!inputs || ready(*inputs, pieces[i]))) {
+      for (size_t i = w.first; i < w.pieces.size(); ++i)
+        if (!w.done[i] && (!inputs || ready(*inputs, w.pieces[i]))) {
           comm_.transport().progress();
-          run(pieces[i]);
-          done[i] = true;
-          --left;
+          run(w.pieces[i]);
+          w.done[i] = true;
+          --w.left;
           ran = true;
+          moved_ = true;
         }
-      while (first < pieces.size() && done[first])
-        ++first;
-      if (!ran && left > 0)
+      while (w.first < w.pieces.size() && w.done[w.first])
+        ++w.first;
+      if (!ran && w.left > 0) {
+        if (!block)
+          return false;
         for (int k = 0; k < members(*inputs); ++k)
-          waitChunks(*inputs, k, pieces[first].need[k]);
+          waitChunks(*inputs, k, w.pieces[w.first].need[k]);
+      }
     }
+    return true;
   }
 
-  /// Packs and sends every chunk of stage s from `in` (x or y for stage 0,
-  /// else the previous stage's receive buffer), each as soon as its input
-  /// rows are here; chunk by chunk, other members first and self last, so
-  /// the network gets the first bytes early.
-  void sendStage(size_t s, const RowSource &in) {
+  /// Sets the pieces of the current phase.
+  void setPieces(std::vector<Piece> pieces) {
+    work_.left = pieces.size();
+    work_.done.assign(pieces.size(), false);
+    work_.first = 0;
+    work_.pieces = std::move(pieces);
+  }
+
+  /// Runs the current phase (phase_: 0..S-1 sends stage phase_, S unpacks,
+  /// S+1 completes what is still in flight) as far as it can, all of it
+  /// when `block`; true when it is done and phase_ moved on.
+  bool runPhase(bool block) {
+    const size_t S = plan_.stages.size();
+    if (!work_.begun) {
+      if (phase_ < S)
+        beginSend(phase_);
+      else if (phase_ == S)
+        beginUnpack();
+      work_.begun = true;
+    }
+    bool done = phase_ < S    ? continueSend(phase_, block)
+                : phase_ == S ? continueUnpack(block)
+                              : drain(block);
+    if (!done)
+      return false;
+    if (phase_ < S && stages_[phase_].pending == 0)
+      traceExchange(phase_); // nothing to receive: done when sent
+    ++phase_;
+    work_ = Work();
+    moved_ = true;
+    return true;
+  }
+
+  /// Completes everything still in flight before the buffers go away.
+  bool drain(bool block) {
+    Transport &t = comm_.transport();
+    for (size_t s = 0; s < stages_.size(); ++s)
+      for (int k = 0; k < members(s); ++k) {
+        if (block)
+          waitChunks(s, k, recvChunks(s, k));
+        else if (!pollChunks(s, k, recvChunks(s, k)))
+          return false;
+      }
+    if (!block)
+      for (Stage &st : stages_)
+        for (auto &p : st.sends)
+          if (p && !t.testExchange(*p, false))
+            return false;
+    for (Stage &st : stages_) {
+      for (auto &p : st.sends)
+        mergeStatus(err_, t.waitExchange(std::move(p), false));
+      st.sends.clear();
+    }
+    return true;
+  }
+
+  /// Counts stage s's payload and cuts its sends into pieces: chunk by
+  /// chunk, other members first and self last, so the network gets the
+  /// first bytes early.
+  void beginSend(size_t s) {
     const StagePlan &p = plan(s);
     Stage &st = stages_[s];
     countRowPayload(comm_, dir_, p.scope, p.group, p.sendCounts, stageType_,
                     in_.hidden);
-    const bool packGathers = plainGather(p.pack);
     const int n = members(s), self = me(s);
     if (comm_.trace().on())
       st.sentSec = traceNow();
-    const moecommTraceKind_t packKind =
-        packTraceKind(in.type, stageType_,
-                      !gathers(in.type, stageType_, packGathers));
     std::vector<Piece> pieces;
     for (int c = 0; c < blockMaxChunks(s); ++c)
       for (int i = 1; i <= n; ++i) {
@@ -355,10 +438,26 @@ private:
           piece.need.assign(members(s - 1), 0);
         pieces.push_back(std::move(piece));
       }
+    setPieces(std::move(pieces));
+  }
+
+  /// Packs and sends the chunks of stage s (from x or y for stage 0, else
+  /// from the previous stage's receive buffer), each as soon as its input
+  /// rows are here (runPieces).
+  bool continueSend(size_t s, bool block) {
+    const StagePlan &p = plan(s);
+    Stage &st = stages_[s];
+    const RowSource in = s == 0 ? RowSource::of(in_)
+                                : RowSource::of(stages_[s - 1].recv.rows);
+    const bool packGathers = plainGather(p.pack);
+    const int self = me(s);
+    const moecommTraceKind_t packKind =
+        packTraceKind(in.type, stageType_,
+                      !gathers(in.type, stageType_, packGathers));
     std::optional<size_t> inputs;
     if (s > 0)
       inputs = s - 1;
-    runPieces(inputs, pieces, [&](const Piece &piece) {
+    return runPieces(inputs, block, [&](const Piece &piece) {
       const int64_t b = piece.rows.begin, e = piece.rows.end;
       const int m = piece.member, c = piece.chunk;
       if (st.packOk) {
@@ -381,17 +480,14 @@ private:
         st.sends.push_back(std::move(pending));
       }
     });
-    if (st.pending == 0) // nothing to receive: done when sent
-      traceExchange(s);
   }
 
   /// The final unpack, in pieces of output rows, each applied as soon as its
   /// rows of the last stage are here (combine: out token t reads the rows of
   /// t from every node's block, which arrive in token order).
-  void unpack() {
+  void beginUnpack() {
     const RowMap &map = plan_.unpack;
     const size_t last = plan_.stages.size() - 1;
-    const RowSource in = RowSource::of(stages_[last].recv.rows);
     const int64_t R = map.rows();
     const int count = chunkCount(R, rowBytes_, chunkBytes_, kMaxChunks);
     std::vector<Piece> pieces(count);
@@ -399,7 +495,14 @@ private:
       pieces[c].rows = {chunkBegin(R, count, c), chunkBegin(R, count, c + 1)};
       pieces[c].need = inputsOf(last, map, pieces[c].rows);
     }
-    runPieces(last, pieces, [&](const Piece &piece) {
+    setPieces(std::move(pieces));
+  }
+
+  bool continueUnpack(bool block) {
+    const RowMap &map = plan_.unpack;
+    const size_t last = plan_.stages.size() - 1;
+    const RowSource in = RowSource::of(stages_[last].recv.rows);
+    return runPieces(last, block, [&](const Piece &piece) {
       TraceScope span(comm_.trace(), [&] {
         return traceEvent(moecommTraceKindUnpack, traceDirection(dir_), -1,
                           moecommScopeGlobal,
@@ -416,6 +519,17 @@ private:
   int64_t chunkBytes_;
   uint64_t seq0_ = 0;
   std::vector<Stage> stages_;
+  /// The pieces of the current phase and how far they have run.
+  struct Work {
+    bool begun = false;
+    std::vector<Piece> pieces;
+    std::vector<bool> done;
+    size_t first = 0, left = 0;
+  };
+  size_t phase_ = 0;
+  Work work_;
+  /// An advance() took a step (reset by each advance()).
+  bool moved_ = false;
   Status err_;
 };
 

@@ -22,8 +22,9 @@ class Comm;
 /// startStaged's contract (StagedOp.h) for a layout whose `direction` has at
 /// least one stage, on a transport without shared memory between ranks.
 /// The first receives of every stage are posted and stage 0 is packed and
-/// sent now; finish() posts the other receives as chunks arrive and runs the
-/// later stages and the unpack as their inputs arrive. Traced like
+/// sent now; advance() (the progress thread's, never blocking) and finish()
+/// (blocking) post the other receives as chunks arrive and run the later
+/// stages and the unpack as their inputs arrive. Traced like
 /// startStaged, with one span per packed chunk and per unpacked piece, and
 /// each stage's exchange from the start of its sends until its last chunk
 /// was received.

@@ -2,6 +2,9 @@
 #include "Request.h"
 
 #include "Comm.h"
+#include "ProgressEngine.h"
+
+#include <new>
 
 namespace moecomm {
 
@@ -13,8 +16,25 @@ Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
   req->comm = &comm;
   req->op = std::move(op);
   comm.outstanding().push_back(req);
+  ++comm.unwaited();
+  if (ProgressEngine *engine = comm.progressEngine())
+    engine->wake();
   *request = req;
   return Status::success();
+}
+
+void completeRequest(moecommRequest &request) {
+  try {
+    if (request.op)
+      request.status = request.op->finish();
+  } catch (const std::bad_alloc &) {
+    // The messages of moecommWait's own boundary.
+    request.status = systemError("out of memory");
+  } catch (...) {
+    request.status = internalError("unknown exception");
+  }
+  request.op.reset();
+  request.done = true;
 }
 
 Status waitRequest(moecommRequest *request) {
@@ -27,11 +47,10 @@ Status waitRequest(moecommRequest *request) {
   while (!request->done && !queue.empty()) {
     moecommRequest *r = queue.front();
     queue.pop_front();
-    r->status = r->op->finish();
-    r->op.reset();
-    r->done = true;
+    completeRequest(*r);
   }
   Status st = request->status;
+  --comm.unwaited();
   delete request;
   return st;
 }

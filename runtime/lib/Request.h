@@ -4,7 +4,9 @@
 // calls) or handed out as a moecommRequest_t that moecommWait completes.
 // Requests complete in start order on every rank, whatever order the caller
 // waits in: each rank then posts the later stages of its requests in the
-// same order, so no rank waits on a stage another has not posted.
+// same order, so no rank waits on a stage another has not posted. On the
+// CPU backends the communicator's progress thread (ProgressEngine.h) also
+// completes them, in the same order, while the caller computes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_REQUEST_H
@@ -34,8 +36,15 @@ namespace moecomm {
 Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
                        moecommRequest_t *request);
 
+/// Completes `request`'s operation (finish(): blocks unless advance()
+/// reported it complete) and records its status (an exception becomes a
+/// system or internal error); the request stays allocated. Caller holds the
+/// communicator's mutex.
+void completeRequest(moecommRequest &request);
+
 /// Completes `request` (and, first, every request of its communicator
-/// started before it), frees it and returns its status.
+/// started before it), frees it and returns its status. Caller holds the
+/// communicator's mutex.
 Status waitRequest(moecommRequest *request);
 
 } // namespace moecomm

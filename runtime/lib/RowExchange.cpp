@@ -62,6 +62,11 @@ public:
       comm_.trace().span(kind_, direction_, stage_, scope_, posted_, bytes_);
     return st;
   }
+  Advance advance() override {
+    return !pending_ || comm_.transport().testExchange(*pending_, false)
+               ? Advance::Complete
+               : Advance::Blocked;
+  }
 
   Comm &comm_;
   /// The trace span: posted_ < 0 when the trace was off at the post.

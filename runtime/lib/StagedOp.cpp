@@ -39,45 +39,24 @@ public:
   }
 
   Status finish() override {
-    const size_t S = plan_.stages.size();
-    Status st = err_;
-    for (; next_ < S; ++next_) {
-      const size_t s = next_;
-      const bool last = s + 1 == S;
-      if (!pending_) {
-        // Posting failed (already in st): nothing to wait for.
-        mergeStatus(st, internalError(cat("rank ", comm_.rank(), ": stage ", s,
-                                          " was not posted")));
-        break;
-      }
-      if (readInPlace(s)) {
-        std::vector<const Exchange *> peers;
-        RowSource rows;
-        Status ps = comm_.transport().peers(*pending_, peers);
-        if (ps.ok())
-          ps = peerRows(s, peers, rows);
-        mergeStatus(st, ps);
-        if (ps.ok())
-          mergeStatus(st, last ? unpack(rows) : pack(s + 1, rows));
-        mergeStatus(st,
-                    comm_.transport().waitExchange(std::move(pending_), true));
-        traceExchange(s);
-        if (!last)
-          mergeStatus(st, postPacked(s + 1));
-      } else {
-        mergeStatus(st,
-                    comm_.transport().waitExchange(std::move(pending_), false));
-        traceExchange(s);
-        RowSource rows = RowSource::of(recv_[s].rows);
-        mergeStatus(st, last ? unpack(rows) : post(s + 1, rows));
-      }
-    }
-    if (S == 0)
-      mergeStatus(st, unpack(RowSource::of(in_)));
+    while (next_ < plan_.stages.size())
+      stepStage(/*block=*/true);
+    if (plan_.stages.empty())
+      mergeStatus(err_, unpack(RowSource::of(in_)));
     send_.clear();
     recv_.clear();
     traceCall();
-    return st;
+    return err_;
+  }
+
+  Advance advance() override {
+    bool moved = false;
+    while (next_ < plan_.stages.size()) {
+      if (!stepStage(/*block=*/false))
+        return moved ? Advance::Moved : Advance::Blocked;
+      moved = true;
+    }
+    return Advance::Complete;
   }
 
 private:
@@ -209,6 +188,56 @@ private:
     return apply(plan_.unpack, in, out_, /*plainGather=*/false);
   }
 
+  /// Completes stage next_ (its exchange, then the next stage's pack and
+  /// post or the unpack) and moves on to the next. Without `block` it stops
+  /// where it would wait for another rank and returns false (a later call
+  /// resumes there). Failures go to err_.
+  bool stepStage(bool block) {
+    const size_t S = plan_.stages.size();
+    const size_t s = next_;
+    const bool last = s + 1 == S;
+    Transport &t = comm_.transport();
+    if (!pending_) {
+      // Posting failed (already in err_): nothing to wait for.
+      mergeStatus(err_, internalError(cat("rank ", comm_.rank(), ": stage ", s,
+                                          " was not posted")));
+      next_ = S;
+      return true;
+    }
+    if (readInPlace(s)) {
+      if (!consumed_) {
+        if (!block && !t.peersPosted(*pending_))
+          return false;
+        std::vector<const Exchange *> peers;
+        RowSource rows;
+        Status ps = t.peers(*pending_, peers);
+        if (ps.ok())
+          ps = peerRows(s, peers, rows);
+        mergeStatus(err_, ps);
+        if (ps.ok())
+          mergeStatus(err_, last ? unpack(rows) : pack(s + 1, rows));
+        consumed_ = true;
+      }
+      if (!block && !t.testExchange(*pending_, /*consumed=*/true))
+        return false;
+      mergeStatus(err_, t.waitExchange(std::move(pending_), true));
+      consumed_ = false;
+      traceExchange(s);
+      ++next_;
+      if (!last)
+        mergeStatus(err_, postPacked(s + 1));
+      return true;
+    }
+    if (!block && !t.testExchange(*pending_, /*consumed=*/false))
+      return false;
+    mergeStatus(err_, t.waitExchange(std::move(pending_), false));
+    traceExchange(s);
+    ++next_;
+    RowSource rows = RowSource::of(recv_[s].rows);
+    mergeStatus(err_, last ? unpack(rows) : post(s + 1, rows));
+    return true;
+  }
+
   /// When stage s was posted (trace clock), or < 0 when the trace was off.
   std::vector<double> posted_;
   uint64_t seq0_ = 0;
@@ -217,6 +246,9 @@ private:
   std::vector<const uint8_t *> rowPtrs_;
   std::vector<const float *> scalePtrs_;
   std::unique_ptr<PendingExchange> pending_;
+  /// Stage next_'s members' rows were read in place (the next pack or the
+  /// unpack ran); what is left is releasing them.
+  bool consumed_ = false;
   Status err_;
 };
 

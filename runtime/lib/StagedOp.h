@@ -27,7 +27,8 @@ class Comm;
 /// combine moves y (`in`, [R][H]) into out (`out`, [T][H], y's type) with
 /// the stages in y's type, `weighted` multiplying by the routing weights.
 /// The arguments are checked (Collective.cpp). The first stage is posted
-/// now; finish() completes the rest (blocking) and reports any failure.
+/// now; advance() (the progress thread's) carries on without blocking and
+/// finish() completes the rest (blocking) and reports any failure.
 /// Traced (Trace.h): each stage's pack and exchange, the unpack, and the
 /// whole operation from `calledSec` (trace clock; < 0: the trace was off
 /// when the collective was called, so no whole span) to the end of finish().

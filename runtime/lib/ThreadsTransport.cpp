@@ -4,7 +4,8 @@
 // description of its buffers; each receiver copies (pulls) its block from
 // every member's buffer and then tells the member it is done; the sender's
 // wait returns once every receiver has copied from it, so its buffers may be
-// reused. All waits block on the group's condition variable.
+// reused. All waits block on the group's condition variable; testExchange
+// (the progress thread's) copies what has been posted and never waits.
 //
 //===----------------------------------------------------------------------===//
 #include "ThreadsTransport.h"
@@ -58,6 +59,11 @@ namespace {
 class ThreadsPending : public PendingExchange {
 public:
   Exchange ex;
+  /// Per member: its block was copied (or, consumed, its rows released) and
+  /// its reader count decremented, by testExchange or waitExchange.
+  std::vector<bool> taken;
+  /// The last failure of a copy, reported by waitExchange.
+  Status status;
 };
 
 class ThreadsTransport : public Transport {
@@ -118,6 +124,7 @@ public:
       e.pendingReaders = members;
       shared_.cv.notify_all();
     }
+    p->taken.assign(members, false);
     pending = std::move(p);
     return Status::success();
   }
@@ -138,63 +145,100 @@ public:
     return Status::success();
   }
 
-  Status waitExchange(std::unique_ptr<PendingExchange> pending,
-                      bool consumed) override {
-    auto *p = static_cast<ThreadsPending *>(pending.get());
-    const Exchange &mine = p->ex;
-    const uint64_t seq = mine.seq;
-    std::vector<int> grp = group(mine.scope);
-    const int n = (int)grp.size();
-    const int me = memberIndex(mine.scope);
-    Status status;
+  bool peersPosted(PendingExchange &pending) override {
+    auto &p = static_cast<ThreadsPending &>(pending);
+    std::lock_guard<std::mutex> lock(shared_.mu);
+    for (int r : group(p.ex.scope))
+      if (!shared_.slot(p.ex.seq).entries[r].posted)
+        return false;
+    return true;
+  }
+
+  bool testExchange(PendingExchange &pending, bool consumed) override {
+    auto &p = static_cast<ThreadsPending &>(pending);
+    std::vector<int> grp = group(p.ex.scope);
+    const int n = (int)grp.size(), me = memberIndex(p.ex.scope);
     std::unique_lock<std::mutex> lock(shared_.mu);
     for (int i = 0; i < n; ++i) {
-      int m = (me + i) % n;
-      int r = grp[m];
+      const int m = (me + i) % n;
+      if (!p.taken[m] && shared_.slot(p.ex.seq).entries[grp[m]].posted)
+        take(p, m, grp[m], consumed, lock);
+    }
+    for (int m = 0; m < n; ++m)
+      if (!p.taken[m])
+        return false;
+    return shared_.slot(p.ex.seq).entries[rank()].pendingReaders == 0;
+  }
+
+  Status waitExchange(std::unique_ptr<PendingExchange> pending,
+                      bool consumed) override {
+    auto &p = static_cast<ThreadsPending &>(*pending);
+    const uint64_t seq = p.ex.seq;
+    std::vector<int> grp = group(p.ex.scope);
+    const int n = (int)grp.size();
+    const int me = memberIndex(p.ex.scope);
+    std::unique_lock<std::mutex> lock(shared_.mu);
+    for (int i = 0; i < n; ++i) {
+      const int m = (me + i) % n;
+      if (p.taken[m])
+        continue;
       shared_.cv.wait(lock,
-                      [&] { return shared_.slot(seq).entries[r].posted; });
-      const Exchange *src = shared_.slot(seq).entries[r].ex;
-      lock.unlock();
-      if (consumed) {
-        // Read in place by the caller (peers()).
-      } else if (!src || src->parts.size() != mine.parts.size()) {
-        status = internalError(cat("exchange ", seq, ": rank ", r,
-                                   " posted a different exchange"));
-      } else {
-        for (size_t pi = 0; pi < mine.parts.size(); ++pi) {
-          const ExchangePart &sp = src->parts[pi];
-          const ExchangePart &rp = mine.parts[pi];
-          int64_t bytes = sp.sendBytes[me];
-          if (bytes != rp.recvBytes[m]) {
-            status = internalError(cat("exchange ", seq, ": rank ", rank(),
-                                       " expects ", rp.recvBytes[m],
-                                       " bytes from rank ", r, " but it sends ",
-                                       bytes));
-            continue;
-          }
-          if (bytes > 0 && !sp.sendRowIndex) {
-            std::memcpy(rp.recv + rp.recvOffsets[m],
-                        sp.send + sp.sendOffsets[me], bytes);
-          } else if (bytes > 0) {
-            const int64_t rb = sp.rowBytes;
-            for (int64_t k = 0; k < bytes / rb; ++k)
-              std::memcpy(rp.recv + rp.recvOffsets[m] + k * rb,
-                          sp.sendRow(me, k), rb);
-          }
-        }
-      }
-      lock.lock();
-      if (--shared_.slot(seq).entries[r].pendingReaders == 0)
-        shared_.cv.notify_all();
+                      [&] { return shared_.slot(seq).entries[grp[m]].posted; });
+      take(p, m, grp[m], consumed, lock);
     }
     shared_.cv.wait(lock, [&] {
       return shared_.slot(seq).entries[rank()].pendingReaders == 0;
     });
     shared_.finish(seq);
-    return status;
+    return p.status;
   }
 
 private:
+  /// Copies member m's (rank r's, posted) block into this rank's receive
+  /// buffer, unless `consumed` (the caller read it in place through
+  /// peers()), and tells r this rank is done with its rows. `lock` holds
+  /// the group's mutex; the copy runs without it.
+  void take(ThreadsPending &p, int m, int r, bool consumed,
+            std::unique_lock<std::mutex> &lock) {
+    const Exchange &mine = p.ex;
+    const uint64_t seq = mine.seq;
+    const int me = memberIndex(mine.scope);
+    const Exchange *src = shared_.slot(seq).entries[r].ex;
+    lock.unlock();
+    if (consumed) {
+      // Read in place by the caller (peers()).
+    } else if (!src || src->parts.size() != mine.parts.size()) {
+      p.status = internalError(
+          cat("exchange ", seq, ": rank ", r, " posted a different exchange"));
+    } else {
+      for (size_t pi = 0; pi < mine.parts.size(); ++pi) {
+        const ExchangePart &sp = src->parts[pi];
+        const ExchangePart &rp = mine.parts[pi];
+        int64_t bytes = sp.sendBytes[me];
+        if (bytes != rp.recvBytes[m]) {
+          p.status = internalError(cat("exchange ", seq, ": rank ", rank(),
+                                       " expects ", rp.recvBytes[m],
+                                       " bytes from rank ", r, " but it sends ",
+                                       bytes));
+          continue;
+        }
+        if (bytes > 0 && !sp.sendRowIndex) {
+          std::memcpy(rp.recv + rp.recvOffsets[m], sp.send + sp.sendOffsets[me],
+                      bytes);
+        } else if (bytes > 0) {
+          const int64_t rb = sp.rowBytes;
+          for (int64_t k = 0; k < bytes / rb; ++k)
+            std::memcpy(rp.recv + rp.recvOffsets[m] + k * rb,
+                        sp.sendRow(me, k), rb);
+        }
+      }
+    }
+    lock.lock();
+    p.taken[m] = true;
+    if (--shared_.slot(seq).entries[r].pendingReaders == 0)
+      shared_.cv.notify_all();
+  }
+
   ThreadsShared &shared_;
 };
 

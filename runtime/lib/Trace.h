@@ -2,8 +2,9 @@
 //
 // When asked (moecommCommSetTrace), a communicator records timestamped spans
 // of its work: layouts, packs, exchange stages, unpacks, waits. Each
-// communicator has its own buffer and one thread uses a communicator at a
-// time, so recording takes no lock. Off, a traced place costs one branch on
+// communicator has its own buffer, recorded under the communicator's mutex
+// (held by the caller's calls and its progress thread, ProgressEngine.h), so
+// recording takes no lock of its own. Off, a traced place costs one branch on
 // a bool (no clock read); the buffer is bounded (MOECOMM_TRACE_MAX_EVENTS),
 // further events are counted as dropped.
 //

@@ -106,6 +106,19 @@ public:
   virtual Status waitExchange(std::unique_ptr<PendingExchange> pending,
                               bool consumed) = 0;
 
+  /// Never blocks: does what waitExchange(pending, consumed) can do now
+  /// without waiting for another rank (threads: copies the blocks of the
+  /// members that have posted, or with `consumed` releases their rows; mpi:
+  /// MPI_Testall) and returns true when waitExchange would now return at
+  /// once. Failures are kept and reported by waitExchange. Used by the
+  /// progress thread (ProgressEngine.h); a transport that cannot tell
+  /// returns false (its exchanges complete in waitExchange).
+  virtual bool testExchange(PendingExchange &pending, bool consumed) {
+    (void)pending;
+    (void)consumed;
+    return false;
+  }
+
   /// Lets posted exchanges advance while the caller computes between waits
   /// (a transport whose bytes move only inside its own calls, as Open MPI's
   /// TCP path does, would otherwise leave the link idle). Never blocks.
@@ -123,6 +136,13 @@ public:
     (void)pending;
     (void)out;
     return internalError("this transport has no shared memory");
+  }
+  /// Shared-memory transports: whether every member of the pending
+  /// exchange's group has posted (peers() then does not block). Never
+  /// blocks.
+  virtual bool peersPosted(PendingExchange &pending) {
+    (void)pending;
+    return false;
   }
 
 private:

@@ -185,7 +185,9 @@ TEST_F(NcclMpi, FaultsAreAgreed) {
 } // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  // moecomm's mpi backend needs MPI_THREAD_MULTIPLE (docs/runtime.md).
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);
   const int rank = worldRank();
   MPI_Comm local;

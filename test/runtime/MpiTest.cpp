@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "MpiTestUtil.h"
+#include "ProgressCheck.h"
 #include "TestUtil.h"
 
 #include "moecomm/moecomm_mpi.h"
@@ -15,7 +16,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 using namespace moecomm;
 using namespace moecomm::test;
@@ -225,10 +228,49 @@ TEST(Mpi, StartWaitOutOfOrder) {
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
 
+// Groups of 4 ranks (2 nodes x 2): a started hierarchical dispatch and
+// combine complete, relay and unpack included, while every caller sleeps
+// (the progress thread drives MPI and the pipelined stages).
+TEST(Mpi, RequestCompletesWithoutTheCaller) {
+  const int world = worldRank();
+  MPI_Comm four;
+  MPI_Comm_split(MPI_COMM_WORLD, world / 4, world, &four);
+  int rank = 0;
+  MPI_Comm_rank(four, &rank);
+  const Expected exp = computeExpected(makeProblem(largeExchangeSpec(4, 2)));
+  moecommComm_t comm = nullptr;
+  moecommResult_t init = moecommCommInitMpi(&comm, four, 2);
+  EXPECT_EQ(init, moecommSuccess) << moecommCommGetLastError(nullptr);
+  if (init == moecommSuccess) { // the same on every rank
+    checkCompletesUnattended(comm, exp, rank);
+    EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
+  }
+  MPI_Comm_free(&four);
+}
+
+// A bound on waste, not a timing: a spinning progress thread would use
+// about the whole second.
+TEST(Mpi, IdleCommunicatorUsesNoCpu) {
+  moecommComm_t comm = nullptr;
+  moecommResult_t init = moecommCommInitMpi(&comm, MPI_COMM_WORLD, 2);
+  EXPECT_EQ(init, moecommSuccess) << moecommCommGetLastError(nullptr);
+  if (init != moecommSuccess)
+    return; // every rank failed the same collective init
+  EXPECT_EQ(moecommBarrier(comm), moecommSuccess);
+  const double before = processCpuSeconds();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double used = processCpuSeconds() - before;
+  EXPECT_LT(used, 0.05) << "CPU seconds of 1 s with an idle communicator";
+  EXPECT_EQ(moecommBarrier(comm), moecommSuccess);
+  EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  // moecomm's mpi backend needs MPI_THREAD_MULTIPLE (docs/runtime.md).
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);
   const int worst = runAllTestsOnEveryRank();
   MPI_Finalize();

@@ -91,10 +91,10 @@ public:
 /// The threads backend.
 std::unique_ptr<Executor> makeThreadsExecutor();
 
-/// Initializes MPI (MPI_Init) and returns the mpi backend; the executor
+/// Initializes MPI (MPI_Init_thread, MPI_THREAD_MULTIPLE) and returns the mpi backend; the executor
 /// finalizes MPI when destroyed. invalid_argument when moecomm-bench was
 /// built without MPI or when the processes' command lines (argv) differ;
-/// io_error when MPI_Init fails. Collective.
+/// io_error when MPI_Init_thread fails. Collective.
 llvm::Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc,
                                                           char **&argv);
 

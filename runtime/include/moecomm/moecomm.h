@@ -399,7 +399,9 @@ moecommResult_t moecommCombine(moecommComm_t comm, moecommLayout_t layout,
                                moecommRows_t *out, moecommStream_t stream);
 
 /** Start/wait forms of the collectives above and of moecommExchange: the
- *  start call posts the operation and returns; buffers must stay valid and
+ *  start call posts the operation and returns, and on the CPU backends the
+ *  communicator's progress thread carries it on while the caller computes
+ *  (docs/runtime.md, Threading); buffers must stay valid and
  *  unmodified until moecommWait returns. Requests complete in any order but
  *  must be started in the same order on every rank. A NULL `request` is the
  *  blocking form: the operation completes before the call returns (this is

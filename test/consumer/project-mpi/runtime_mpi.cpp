@@ -8,7 +8,9 @@
 #include <cstdio>
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  // moecomm's mpi backend needs MPI_THREAD_MULTIPLE (docs/runtime.md).
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   moecommComm_t comm = nullptr;
   moecommResult_t rc = moecommCommInitMpi(&comm, MPI_COMM_WORLD, 1);
   int size = 0;

@@ -129,9 +129,13 @@ bool launchedByMpirun() {
 Expected<MpiWorld> initMpi(int &argc, char **&argv) {
 #ifdef MOECOMM_HAVE_MPI
   MpiWorld world;
-  // moecomm calls MPI only from the calling thread: any thread level works.
-  if (MPI_Init(&argc, &argv) != MPI_SUCCESS)
-    return systemError("MPI_Init failed");
+  // moecomm's mpi backend needs MPI_THREAD_MULTIPLE (its progress thread
+  // calls MPI while this one runs); a lower level provided is reported by
+  // moecommCommInitMpi.
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) !=
+      MPI_SUCCESS)
+    return systemError("MPI_Init_thread failed");
   world.initialized = true;
   MPI_Comm_size(MPI_COMM_WORLD, &world.size);
   MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);

@@ -59,15 +59,16 @@ struct MpiWorld {
 bool haveMpi();
 
 /// Whether this process prints: not an MPI rank other than 0 (read from the
-/// launcher's environment, so it holds before MPI_Init).
+/// launcher's environment, so it holds before MPI_Init_thread).
 bool isReportingProcess();
 
 /// Whether this process was started by mpirun (Open MPI, PMIx or PMI
 /// environment variables).
 bool launchedByMpirun();
 
-/// Initializes MPI (MPI_Init, unless already initialized). Errors: io_error
-/// "MPI_Init failed"; invalid_argument "MPI is not available" without MPI
+/// Initializes MPI (MPI_Init_thread asking for MPI_THREAD_MULTIPLE, which
+/// the mpi backend needs, unless already initialized). Errors: io_error
+/// "MPI_Init_thread failed"; invalid_argument "MPI is not available" without MPI
 /// (haveMpi() false: tools check it first and say which build lacks it).
 llvm::Expected<MpiWorld> initMpi(int &argc, char **&argv);
 /// MPI_Finalize when `world` initialized it.
