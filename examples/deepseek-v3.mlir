@@ -6,13 +6,26 @@
 // Dispatch sends FP8 e4m3 with 1x128 scales (as the model's training did);
 // the combine stays bf16.
 //
-// The routed experts are identity here, so moecomm-run can check every
-// result against the single-process oracle; a model runs its grouped GEMM
-// (row-wise) where the comments say "experts".
+// In @moe_layer and @training_step the routed experts are identity, so
+// moecomm-run checks every result against the single-process oracle (bit
+// for bit where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
+// each local expert's SwiGLU FFN (intermediate size 2048, f32 weights taken as
+// arguments, which moecomm-run generates from a seed) on its segment of the
+// dispatched rows, verified against the reference's experts within a
+// derived tolerance (docs/moecomm-run.md, "Expert FFNs").
+// The 256 real experts hold 22.5 GB of bf16 weights (45 GB in f32), so the
+// @ffn_* functions are written for a scaled expert count: 32 experts on 16
+// ranks as 2 x 8 (2 per rank); run them with --config deepseek-v3
+// --experts 32, on at most 32 ranks. moecomm-run compiles only the entry
+// and its callees, so @moe_layer still runs on 64 ranks; moecomm-opt and
+// moecomm-aot compile every function: retarget the whole file to at most
+// 32 ranks.
 //
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/deepseek-v3.mlir
 //   moecomm-run examples/deepseek-v3.mlir --config deepseek-v3 --ranks 16 --ranks-per-node 8 --routing-dist node-limited:4
 //   moecomm-run examples/deepseek-v3.mlir --entry training_step --config deepseek-v3 --ranks 16 --ranks-per-node 8 --chunks 2
+//   moecomm-run examples/deepseek-v3.mlir --entry ffn_layer --config deepseek-v3 --experts 32 --ranks 4 --ranks-per-node 2 --tokens 2 --routing-dist node-limited:4
+//   moecomm-run examples/deepseek-v3.mlir --entry ffn_training_step --config deepseek-v3 --experts 32 --ranks 4 --ranks-per-node 2 --tokens 1
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

@@ -4,13 +4,20 @@
 // (and moecomm-run's --ranks / --ranks-per-node) retarget it to any EP size
 // whose ranks divide the experts.
 //
-// The routed experts are identity here, so moecomm-run can check every
-// result against the single-process oracle; a model runs its grouped GEMM
-// (row-wise) where the comments say "experts".
+// In @moe_layer and @training_step the routed experts are identity, so
+// moecomm-run checks every result against the single-process oracle (bit
+// for bit where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
+// each local expert's SwiGLU FFN (intermediate size 14336, f32 weights taken as
+// arguments, which moecomm-run generates from a seed) on its segment of the
+// dispatched rows, verified against the reference's experts within a
+// derived tolerance (docs/moecomm-run.md, "Expert FFNs").
+// Its 8 experts hold 5.6 GB of f32 weights, all in one process with
+// --backend threads.
 //
 //   moecomm-opt --moecomm-pipeline="ranks=8 ranks-per-node=4" examples/mixtral-8x7b.mlir
 //   moecomm-run examples/mixtral-8x7b.mlir --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --routing-dist trace:mixtral-8x7b:arxiv:layer7
 //   moecomm-run examples/mixtral-8x7b.mlir --entry training_step --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --chunks 2
+//   moecomm-run examples/mixtral-8x7b.mlir --entry ffn_layer --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --tokens 2 --routing-dist trace:mixtral-8x7b:arxiv:layer7
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

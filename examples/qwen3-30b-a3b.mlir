@@ -4,13 +4,19 @@
 // (and moecomm-run's --ranks / --ranks-per-node) retarget it to any EP size
 // whose ranks divide the experts.
 //
-// The routed experts are identity here, so moecomm-run can check every
-// result against the single-process oracle; a model runs its grouped GEMM
-// (row-wise) where the comments say "experts".
+// In @moe_layer and @training_step the routed experts are identity, so
+// moecomm-run checks every result against the single-process oracle (bit
+// for bit where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
+// each local expert's SwiGLU FFN (intermediate size 768, f32 weights taken as
+// arguments, which moecomm-run generates from a seed) on its segment of the
+// dispatched rows, verified against the reference's experts within a
+// derived tolerance (docs/moecomm-run.md, "Expert FFNs").
 //
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/qwen3-30b-a3b.mlir
 //   moecomm-run examples/qwen3-30b-a3b.mlir --config qwen3-30b-a3b --ranks 16 --ranks-per-node 8 --routing-dist uniform
 //   moecomm-run examples/qwen3-30b-a3b.mlir --entry training_step --config qwen3-30b-a3b --ranks 16 --ranks-per-node 8 --chunks 2
+//   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_layer --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2 --tokens 4
+//   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_training_step --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2 --tokens 4
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
