@@ -19,13 +19,12 @@
 // --experts 32, on at most 32 ranks. moecomm-run compiles only the entry
 // and its callees, so @moe_layer still runs on 64 ranks; moecomm-opt and
 // moecomm-aot compile every function: retarget the whole file to at most
-// 32 ranks.
+// 32 ranks. Commands: docs/moecomm-run.md, "Expert FFNs" (tens of seconds
+// while the GEMMs are naive loops).
 //
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/deepseek-v3.mlir
 //   moecomm-run examples/deepseek-v3.mlir --config deepseek-v3 --ranks 16 --ranks-per-node 8 --routing-dist node-limited:4
 //   moecomm-run examples/deepseek-v3.mlir --entry training_step --config deepseek-v3 --ranks 16 --ranks-per-node 8 --chunks 2
-//   moecomm-run examples/deepseek-v3.mlir --entry ffn_layer --config deepseek-v3 --experts 32 --ranks 4 --ranks-per-node 2 --tokens 2 --routing-dist node-limited:4
-//   moecomm-run examples/deepseek-v3.mlir --entry ffn_training_step --config deepseek-v3 --experts 32 --ranks 4 --ranks-per-node 2 --tokens 1
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

@@ -12,12 +12,12 @@
 // dispatched rows, verified against the reference's experts within a
 // derived tolerance (docs/moecomm-run.md, "Expert FFNs").
 // Its 8 experts hold 5.6 GB of f32 weights, all in one process with
-// --backend threads.
+// --backend threads; the run verified by hand is in docs/moecomm-run.md,
+// "Expert FFNs" (minutes while the GEMMs are naive loops).
 //
 //   moecomm-opt --moecomm-pipeline="ranks=8 ranks-per-node=4" examples/mixtral-8x7b.mlir
 //   moecomm-run examples/mixtral-8x7b.mlir --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --routing-dist trace:mixtral-8x7b:arxiv:layer7
 //   moecomm-run examples/mixtral-8x7b.mlir --entry training_step --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --chunks 2
-//   moecomm-run examples/mixtral-8x7b.mlir --entry ffn_layer --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --tokens 2 --routing-dist trace:mixtral-8x7b:arxiv:layer7
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

@@ -15,8 +15,8 @@
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/qwen3-30b-a3b.mlir
 //   moecomm-run examples/qwen3-30b-a3b.mlir --config qwen3-30b-a3b --ranks 16 --ranks-per-node 8 --routing-dist uniform
 //   moecomm-run examples/qwen3-30b-a3b.mlir --entry training_step --config qwen3-30b-a3b --ranks 16 --ranks-per-node 8 --chunks 2
-//   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_layer --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2 --tokens 4
-//   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_training_step --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2 --tokens 4
+//   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_layer --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2
+//   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_training_step --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
