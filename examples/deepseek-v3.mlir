@@ -7,8 +7,8 @@
 // the combine stays bf16.
 //
 // In @moe_layer and @training_step the routed experts are identity, so
-// moecomm-run checks every result against the single-process oracle (bit
-// for bit where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
+// every result is checked against the single-process oracle (bit for bit
+// where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
 // each local expert's SwiGLU FFN (intermediate size 2048, f32 weights taken as
 // arguments, which moecomm-run generates from a seed) on its segment of the
 // dispatched rows, verified against the reference's experts within a
@@ -17,9 +17,8 @@
 // @ffn_* functions are written for a scaled expert count: 32 experts on 16
 // ranks as 2 x 8 (2 per rank); run them with --config deepseek-v3
 // --experts 32, on at most 32 ranks. moecomm-run compiles only the entry
-// and its callees, so @moe_layer still runs on 64 ranks; moecomm-opt and
-// moecomm-aot compile every function: retarget the whole file to at most
-// 32 ranks. Commands: docs/moecomm-run.md, "Expert FFNs" (tens of seconds
+// and its callees, so @moe_layer still runs on 64 ranks; the whole file
+// (moecomm-opt, moecomm-aot) retargets to at most 32 ranks. Commands: docs/moecomm-run.md, "Expert FFNs" (tens of seconds
 // while the GEMMs are naive loops).
 //
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/deepseek-v3.mlir

@@ -5,8 +5,8 @@
 // whose ranks divide the experts.
 //
 // In @moe_layer and @training_step the routed experts are identity, so
-// moecomm-run checks every result against the single-process oracle (bit
-// for bit where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
+// every result is checked against the single-process oracle (bit for bit
+// where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
 // each local expert's SwiGLU FFN (intermediate size 14336, f32 weights taken as
 // arguments, which moecomm-run generates from a seed) on its segment of the
 // dispatched rows, verified against the reference's experts within a

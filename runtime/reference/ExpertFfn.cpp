@@ -78,41 +78,48 @@ GateUp gateUp(const ExpertWeights &w, const float *x) {
 
 double sigmoid(double g) { return 1 / (1 + std::exp(-g)); }
 
-/// Writes the rounded value and its bound for one output element.
-void finish(double v, double dv, OutputRounding o, moecommDataType_t type,
-            float &out, float &error) {
-  out = roundTo(static_cast<float>(v), type);
-  const double e =
-      (1 + o.unit) * dv + (2 * o.unit + 0x1p-23) * std::fabs(v) + 2 * o.eta;
-  error = std::nextafter(static_cast<float>(e), HUGE_VALF);
+/// Rounds one row's values v to the data type and bounds each element's
+/// error from its first-order bound dv (see the top of this file).
+void finishRow(const std::vector<double> &v, const std::vector<double> &dv,
+               moecommDataType_t type, float *out, float *error) {
+  const OutputRounding o = outputRounding(type);
+  for (size_t k = 0; k < v.size(); ++k) {
+    out[k] = roundTo(static_cast<float>(v[k]), type);
+    const double e = (1 + o.unit) * dv[k] +
+                     (2 * o.unit + 0x1p-23) * std::fabs(v[k]) + 2 * o.eta;
+    error[k] = std::nextafter(static_cast<float>(e), HUGE_VALF);
+  }
 }
 
-/// Calls fn(d, first, count, expert) for every rank d and local expert with
-/// rows: rows [first, first + count) of d's dispatch order.
+/// Runs fn(weights, rank, row, v, dv) for every received row of every rank,
+/// with the weights of the row's global expert (generated once per expert
+/// with rows), and collects the rows' values v [H] and bounds dv [H].
 template <typename Fn>
-void forEachSegment(const Problem &p, const std::vector<RankLayout> &l,
-                    Fn fn) {
-  const int64_t L = p.localExperts();
+ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
+                         uint64_t seed, int64_t intermediate, Fn fn) {
+  const int64_t H = p.hidden, L = p.localExperts();
+  ExpertRows out;
+  out.rows.resize(p.ranks);
+  out.error.resize(p.ranks);
+  std::vector<double> v(H), dv(H);
   for (int d = 0; d < p.ranks; ++d) {
-    int64_t first = 0;
+    out.rows[d].assign(l[d].rows.size() * H, 0.0f);
+    out.error[d].assign(l[d].rows.size() * H, 0.0f);
+    // Expert-major rows: local expert e's are the next tokensPerExpert[e].
+    int64_t row = 0;
     for (int64_t e = 0; e < L; ++e) {
-      const int64_t count = l[d].tokensPerExpert[e];
-      if (count > 0)
-        fn(d, first, count, d * L + e);
-      first += count;
+      const int64_t end = row + l[d].tokensPerExpert[e];
+      if (row == end)
+        continue;
+      const ExpertWeights w = expertWeights(seed, d * L + e, H, intermediate);
+      for (; row < end; ++row) {
+        fn(w, d, row, v, dv);
+        finishRow(v, dv, p.dataType, &out.rows[d][row * H],
+                  &out.error[d][row * H]);
+      }
     }
   }
-}
-
-ExpertRows emptyRows(const Problem &p, const std::vector<RankLayout> &l) {
-  ExpertRows r;
-  r.rows.resize(p.ranks);
-  r.error.resize(p.ranks);
-  for (int d = 0; d < p.ranks; ++d) {
-    r.rows[d].assign(l[d].rows.size() * p.hidden, 0.0f);
-    r.error[d].assign(l[d].rows.size() * p.hidden, 0.0f);
-  }
-  return r;
+  return out;
 }
 
 } // namespace
@@ -121,39 +128,35 @@ ExpertRows swigluForward(const Problem &p, const std::vector<RankLayout> &l,
                          const std::vector<std::vector<float>> &recv,
                          uint64_t seed, int64_t intermediate) {
   const int64_t H = p.hidden, I = intermediate;
-  const OutputRounding o = outputRounding(p.dataType);
-  ExpertRows out = emptyRows(p, l);
-  std::vector<double> h(I), dh(I), d(H), ad(H), pd(H);
-  forEachSegment(p, l, [&](int rank, int64_t first, int64_t count,
-                           int64_t expert) {
-    const ExpertWeights w = expertWeights(seed, expert, H, I);
-    for (int64_t row = first; row < first + count; ++row) {
-      const GateUp gu = gateUp(w, &recv[rank][row * H]);
-      for (int64_t j = 0; j < I; ++j) {
-        const double g = gu.g[j], sig = sigmoid(g), s = g * sig;
-        const double ds = sig * (1 + g * (1 - sig));
-        h[j] = s * gu.u[j];
-        dh[j] = std::fabs(gu.u[j] * ds) * gamma(H) * gu.ag[j] +
-                std::fabs(s) * gamma(H) * gu.au[j] + 8 * kU * std::fabs(h[j]);
-      }
-      std::fill(d.begin(), d.end(), 0.0);
-      std::fill(ad.begin(), ad.end(), 0.0);
-      std::fill(pd.begin(), pd.end(), 0.0);
-      for (int64_t j = 0; j < I; ++j) {
-        const float *wd = &w.down[j * H];
-        for (int64_t k = 0; k < H; ++k) {
-          const double t = h[j] * wd[k];
-          d[k] += t;
-          ad[k] += std::fabs(t);
-          pd[k] += dh[j] * std::fabs(static_cast<double>(wd[k]));
+  std::vector<double> h(I), dh(I), ad(H);
+  return mapExpertRows(
+      p, l, seed, I,
+      [&](const ExpertWeights &w, int rank, int64_t row, std::vector<double> &d,
+          std::vector<double> &dd) {
+        const GateUp gu = gateUp(w, &recv[rank][row * H]);
+        for (int64_t j = 0; j < I; ++j) {
+          const double g = gu.g[j], sig = sigmoid(g), s = g * sig;
+          const double ds = sig * (1 + g * (1 - sig));
+          h[j] = s * gu.u[j];
+          dh[j] = std::fabs(gu.u[j] * ds) * gamma(H) * gu.ag[j] +
+                  std::fabs(s) * gamma(H) * gu.au[j] + 8 * kU * std::fabs(h[j]);
         }
-      }
-      for (int64_t k = 0; k < H; ++k)
-        finish(d[k], gamma(I) * ad[k] + pd[k], o, p.dataType,
-               out.rows[rank][row * H + k], out.error[rank][row * H + k]);
-    }
-  });
-  return out;
+        // dd collects sum_j dh_j |W_down[j][k]| first, then the f32 product's.
+        std::fill(d.begin(), d.end(), 0.0);
+        std::fill(dd.begin(), dd.end(), 0.0);
+        std::fill(ad.begin(), ad.end(), 0.0);
+        for (int64_t j = 0; j < I; ++j) {
+          const float *wd = &w.down[j * H];
+          for (int64_t k = 0; k < H; ++k) {
+            const double t = h[j] * wd[k];
+            d[k] += t;
+            ad[k] += std::fabs(t);
+            dd[k] += dh[j] * std::fabs(static_cast<double>(wd[k]));
+          }
+        }
+        for (int64_t k = 0; k < H; ++k)
+          dd[k] += gamma(I) * ad[k];
+      });
 }
 
 ExpertRows swigluInputGrad(const Problem &p, const std::vector<RankLayout> &l,
@@ -161,56 +164,52 @@ ExpertRows swigluInputGrad(const Problem &p, const std::vector<RankLayout> &l,
                            const std::vector<std::vector<float>> &gradRecv,
                            uint64_t seed, int64_t intermediate) {
   const int64_t H = p.hidden, I = intermediate;
-  const OutputRounding o = outputRounding(p.dataType);
-  ExpertRows out = emptyRows(p, l);
   std::vector<double> gy(H), gg(I), gu(I), dgg(I), dgu(I);
-  forEachSegment(p, l, [&](int rank, int64_t first, int64_t count,
-                           int64_t expert) {
-    const ExpertWeights w = expertWeights(seed, expert, H, I);
-    for (int64_t row = first; row < first + count; ++row) {
-      // grad_y: the row's routing weight times grad_out, rounded on the
-      // expert's rank exactly as the graph does (f32 product, then dtype).
-      const float weight = l[rank].rows[row].weight;
-      for (int64_t k = 0; k < H; ++k)
-        gy[k] = roundTo(gradRecv[rank][row * H + k] * weight, p.dataType);
-      const GateUp fu = gateUp(w, &recv[rank][row * H]);
-      for (int64_t j = 0; j < I; ++j) {
-        const float *wd = &w.down[j * H];
-        double gh = 0, agh = 0;
-        for (int64_t k = 0; k < H; ++k) {
-          const double t = gy[k] * wd[k];
-          gh += t;
-          agh += std::fabs(t);
-        }
-        const double g = fu.g[j], u = fu.u[j], sig = sigmoid(g), s = g * sig;
-        const double ds = sig * (1 + g * (1 - sig));
-        const double dds = sig * (1 - sig) * (2 + g * (1 - 2 * sig));
-        const double dg = gamma(H) * fu.ag[j], du = gamma(H) * fu.au[j];
-        const double dgh = gamma(H) * agh;
-        gg[j] = gh * u * ds;
-        gu[j] = gh * s;
-        dgg[j] = std::fabs(u * ds) * dgh + std::fabs(gh * ds) * du +
-                 std::fabs(gh * u * dds) * dg + 16 * kU * std::fabs(gg[j]);
-        dgu[j] = std::fabs(s) * dgh + std::fabs(gh * ds) * dg +
-                 16 * kU * std::fabs(gu[j]);
-      }
-      for (int64_t k = 0; k < H; ++k) {
-        const float *wg = &w.gate[k * I];
-        const float *wu = &w.up[k * I];
-        double v = 0, a = 0, prop = 0;
+  return mapExpertRows(
+      p, l, seed, I,
+      [&](const ExpertWeights &w, int rank, int64_t row,
+          std::vector<double> &in, std::vector<double> &din) {
+        // grad_y: the row's routing weight times grad_out, rounded on the
+        // expert's rank exactly as the graph does (f32 product, then dtype).
+        const float weight = l[rank].rows[row].weight;
+        for (int64_t k = 0; k < H; ++k)
+          gy[k] = roundTo(gradRecv[rank][row * H + k] * weight, p.dataType);
+        const GateUp fu = gateUp(w, &recv[rank][row * H]);
         for (int64_t j = 0; j < I; ++j) {
-          const double tg = gg[j] * wg[j], tu = gu[j] * wu[j];
-          v += tg + tu;
-          a += std::fabs(tg) + std::fabs(tu);
-          prop += dgg[j] * std::fabs(static_cast<double>(wg[j])) +
-                  dgu[j] * std::fabs(static_cast<double>(wu[j]));
+          const float *wd = &w.down[j * H];
+          double gh = 0, agh = 0;
+          for (int64_t k = 0; k < H; ++k) {
+            const double t = gy[k] * wd[k];
+            gh += t;
+            agh += std::fabs(t);
+          }
+          const double g = fu.g[j], u = fu.u[j], sig = sigmoid(g), s = g * sig;
+          const double ds = sig * (1 + g * (1 - sig));
+          const double dds = sig * (1 - sig) * (2 + g * (1 - 2 * sig));
+          const double dg = gamma(H) * fu.ag[j], du = gamma(H) * fu.au[j];
+          const double dgh = gamma(H) * agh;
+          gg[j] = gh * u * ds;
+          gu[j] = gh * s;
+          dgg[j] = std::fabs(u * ds) * dgh + std::fabs(gh * ds) * du +
+                   std::fabs(gh * u * dds) * dg + 16 * kU * std::fabs(gg[j]);
+          dgu[j] = std::fabs(s) * dgh + std::fabs(gh * ds) * dg +
+                   16 * kU * std::fabs(gu[j]);
         }
-        finish(v, gamma(2 * I) * a + prop, o, p.dataType,
-               out.rows[rank][row * H + k], out.error[rank][row * H + k]);
-      }
-    }
-  });
-  return out;
+        for (int64_t k = 0; k < H; ++k) {
+          const float *wg = &w.gate[k * I];
+          const float *wu = &w.up[k * I];
+          double v = 0, a = 0, prop = 0;
+          for (int64_t j = 0; j < I; ++j) {
+            const double tg = gg[j] * wg[j], tu = gu[j] * wu[j];
+            v += tg + tu;
+            a += std::fabs(tg) + std::fabs(tu);
+            prop += dgg[j] * std::fabs(static_cast<double>(wg[j])) +
+                    dgu[j] * std::fabs(static_cast<double>(wu[j]));
+          }
+          in[k] = v;
+          din[k] = gamma(2 * I) * a + prop;
+        }
+      });
 }
 
 } // namespace ref

@@ -64,8 +64,8 @@ ExpertWeights expertWeights(uint64_t seed, int64_t expert, int64_t hidden,
   w.down.resize(n);
   fillExpertMatrix(seed, expert, ExpertMatrix::Gate, hidden, intermediate,
                    hidden, w.gate.data());
-  fillExpertMatrix(seed, expert, ExpertMatrix::Up, hidden, intermediate,
-                   hidden, w.up.data());
+  fillExpertMatrix(seed, expert, ExpertMatrix::Up, hidden, intermediate, hidden,
+                   w.up.data());
   fillExpertMatrix(seed, expert, ExpertMatrix::Down, intermediate, hidden,
                    intermediate, w.down.data());
   return w;

@@ -51,21 +51,18 @@ struct OneExpert {
   Problem p;
   std::vector<RankLayout> l;
   std::vector<std::vector<float>> x;
-  OneExpert(int64_t H, int64_t tokens, float weight) {
-    p.ranks = 1;
-    p.ranksPerNode = 1;
-    p.numExperts = 1;
-    p.topk = 1;
-    p.hidden = H;
-    p.dataType = moecommFloat32;
-    p.wireType = moecommFloat32;
-    p.routing.resize(1);
-    p.routing[0].numTokens = tokens;
-    p.routing[0].topkIdx.assign(tokens, 0);
-    p.routing[0].topkWeights.assign(tokens, weight);
-    l = layout(p);
-    x = {standardX(0, tokens, H)};
-  }
+  OneExpert(int64_t H, int64_t tokens, float weight)
+      : p{/*ranks=*/1,
+          /*ranksPerNode=*/1,
+          /*numExperts=*/1,
+          /*topk=*/1,
+          H,
+          moecommFloat32,
+          moecommFloat32,
+          /*capacity=*/0,
+          {RankRouting{tokens, std::vector<int64_t>(tokens, 0),
+                       std::vector<float>(tokens, weight)}}},
+        l(layout(p)), x{standardX(0, tokens, H)} {}
 };
 
 double silu(double g) { return g / (1 + std::exp(-g)); }
@@ -138,8 +135,7 @@ TEST(ExpertFfnTest, BoundsCoverAnF32EvaluationInAnotherOrder) {
       for (int64_t j = I - 1; j >= 0; --j)
         d += hv[j] * w.down[j * H + k];
       const float graph = roundTo(d, moecommBfloat16);
-      EXPECT_LE(std::fabs(graph - y.rows[0][t * H + k]),
-                y.error[0][t * H + k]);
+      EXPECT_LE(std::fabs(graph - y.rows[0][t * H + k]), y.error[0][t * H + k]);
     }
   }
 }
