@@ -18,8 +18,9 @@
 // ranks as 2 x 8 (2 per rank); run them with --config deepseek-v3
 // --experts 32, on at most 32 ranks. moecomm-run compiles only the entry
 // and its callees, so @moe_layer still runs on 64 ranks; the whole file
-// (moecomm-opt, moecomm-aot) retargets to at most 32 ranks. Commands: docs/moecomm-run.md, "Expert FFNs" (tens of seconds
-// while the GEMMs are naive loops).
+// (moecomm-opt, moecomm-aot) retargets to at most 32 ranks. Commands:
+// docs/moecomm-run.md, "Expert FFNs" (tens of seconds while the GEMMs are
+// naive loops).
 //
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/deepseek-v3.mlir
 //   moecomm-run examples/deepseek-v3.mlir --config deepseek-v3 --ranks 16 --ranks-per-node 8 --routing-dist node-limited:4
