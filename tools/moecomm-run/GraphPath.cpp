@@ -222,9 +222,11 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
   if (inputs > tokenInputs) {
     auto gate = tensor(type.getInput(tokenInputs));
     if (!gate || gate.getRank() != 3 || gate.getElementType() != f32 ||
-        gate.getDimSize(1) != p.hidden || gate.isDynamicDim(2))
+        gate.getDimSize(1) != p.hidden || gate.isDynamicDim(2) ||
+        gate.getDimSize(2) < 1)
       return fail(formatv("w_gate must be tensor<?x{0}xIxf32> ([E/W, H, I] "
-                          "f32 with a static intermediate size I), got {1}",
+                          "f32 with a static intermediate size I >= 1), got "
+                          "{1}",
                           p.hidden, typeString(type.getInput(tokenInputs))));
     sig.intermediate = gate.getDimSize(2);
     const int64_t I = sig.intermediate, H = p.hidden;

@@ -48,14 +48,18 @@ func.func @static_out(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?
 }
 
 // Expert weights of the wrong shape (invalid-ffn-weights.test): w_down
-// transposed ([E/W, H, I] instead of [E/W, I, H]), and an I that is not
-// static.
+// transposed ([E/W, H, I] instead of [E/W, I, H]), an I that is not
+// static or is 0, and a static expert count other than the run's E/W.
 func.func @ffn_down_transposed(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
                                %wg: tensor<?x16x8xf32>, %wu: tensor<?x16x8xf32>, %wd: tensor<?x16x8xf32>) -> tensor<?x16xbf16> {
   return %x : tensor<?x16xbf16>
 }
 func.func @ffn_dynamic_intermediate(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
                                     %wg: tensor<?x16x?xf32>, %wu: tensor<?x16x?xf32>, %wd: tensor<?x?x16xf32>) -> tensor<?x16xbf16> {
+  return %x : tensor<?x16xbf16>
+}
+func.func @ffn_empty_intermediate(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
+                                  %wg: tensor<?x16x0xf32>, %wu: tensor<?x16x0xf32>, %wd: tensor<?x0x16xf32>) -> tensor<?x16xbf16> {
   return %x : tensor<?x16xbf16>
 }
 func.func @ffn_local_experts(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
