@@ -1,8 +1,9 @@
 //===- moecomm-run.cpp - run and verify an MoE layer's communication -----===//
 //
 // moecomm-run executes an MoE layer's dispatch -> identity experts -> combine
-// on every rank of a backend (threads or MPI), verifies every result against
-// the single-process reference and reports traffic per link class against the
+// (or a graph's SwiGLU experts, with weights it generates) on every rank of
+// a backend (threads or MPI), verifies every result against the
+// single-process reference and reports traffic per link class against the
 // inter-node lower bound. Interface: DESIGN.md §8 and docs/moecomm-run.md.
 //
 // Exit status: 0 verified, 1 a check failed, 2 invalid input or flags (one
