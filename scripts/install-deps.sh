@@ -7,6 +7,7 @@ PACKAGES=(
   cmake ninja-build ccache git python3
   clang-22 libclang-rt-22-dev llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libopenmpi-dev openmpi-bin
+  libopenblas-dev
   libgtest-dev googletest
   libxtensor-dev python3-numpy
   gnuplot-nox

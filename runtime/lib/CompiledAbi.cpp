@@ -10,6 +10,7 @@
 
 #include "ApiBoundary.h"
 #include "Collective.h"
+#include "CompiledError.h"
 #include "RowKernels.h"
 #include "moecomm/Model/Sizes.h"
 #include "moecomm/moecomm_compiled.h"
@@ -472,6 +473,12 @@ void oneShot(moecomm::CollectiveDesc desc, moecommMemRef2D *in,
 }
 
 } // namespace
+
+bool moecomm::compiledStopped() { return stopped(); }
+
+void moecomm::compiledFail(moecommResult_t code, const std::string &message) {
+  fail(code, message);
+}
 
 extern "C" {
 

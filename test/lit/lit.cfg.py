@@ -23,6 +23,8 @@ llvm_config.with_environment("PATH", config.moecomm_tools_dir, append_path=True)
 
 config.substitutions.append(("%moecomm_src", config.moecomm_src_root))
 config.substitutions.append(("%moecomm_lib", config.moecomm_lib_dir))
+# MLIR's runner libraries (printMemrefF32) for graphs run with mlir-runner.
+config.substitutions.append(("%llvm_lib", config.llvm_lib_dir))
 config.substitutions.append(("%python", config.python_executable))
 # mpirun calls take a lock: several lit workers (and ctest's MPI tests, which
 # share the ctest RESOURCE_LOCK "mpi" with this suite) each starting 4-8

@@ -1,6 +1,7 @@
 //===- ScheduleOverlap.cpp - chunk MoE layers, overlap exchanges -----------===//
 //
-// 1. Chunking: a staged MoE layer whose expert computation is row-wise is
+// 1. Chunking: a staged MoE layer whose expert computation is row-wise
+//    (RowWise.h: row-wise ops, and loops over the experts' segments) is
 //    cloned per token chunk (its own layout, exchanges and combine) and the
 //    chunk outputs are reassembled.
 // 2. Every exchange becomes exchange_start + exchange_wait.
@@ -20,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/OptionErrors.h"
+#include "Transforms/RowWise.h"
 #include "Transforms/ScheduleOverlap.h"
 #include "Transforms/Unstaged.h"
 #include "moecomm/Transforms/Passes.h"
@@ -29,7 +31,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
@@ -129,73 +130,6 @@ SmallVector<Operation *> findCombineOutputs(Value handle) {
   return outputs;
 }
 
-/// Whether `op` (expert computation inside a layer) transforms every row
-/// independently; `why` says what is not.
-bool isRowWise(Operation *op, const llvm::SetVector<Operation *> &layer,
-               std::string &why) {
-  auto inLayer = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    return def && layer.contains(def);
-  };
-  if (isa<tensor::EmptyOp, tensor::DimOp, tensor::CastOp, arith::ConstantOp>(
-          op))
-    return true;
-  if (!isMemoryEffectFree(op) && !isa<linalg::LinalgOp>(op)) {
-    why = "'" + op->getName().getStringRef().str() + "' has memory effects";
-    return false;
-  }
-  if (op->hasTrait<OpTrait::Elementwise>()) {
-    for (Value operand : op->getOperands())
-      if (isa<RankedTensorType>(operand.getType()) && !inLayer(operand)) {
-        why = "'" + op->getName().getStringRef().str() +
-              "' combines the rows with a tensor from outside the layer";
-        return false;
-      }
-    return true;
-  }
-  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-    if (!linalgOp.hasPureTensorSemantics()) {
-      why = "'" + op->getName().getStringRef().str() + "' works on buffers";
-      return false;
-    }
-    // A parallel loop that is the leading dimension of every row-carrying
-    // operand and indexes no other operand.
-    std::optional<unsigned> rowDim;
-    SmallVector<utils::IteratorType> iterators =
-        linalgOp.getIteratorTypesArray();
-    for (OpOperand &operand : linalgOp->getOpOperands()) {
-      AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
-      if (!inLayer(operand.get()))
-        continue;
-      AffineExpr first = map.getNumResults() ? map.getResult(0) : AffineExpr();
-      auto dim = llvm::dyn_cast_if_present<AffineDimExpr>(first);
-      if (!dim || (rowDim && *rowDim != dim.getPosition())) {
-        rowDim.reset();
-        break;
-      }
-      rowDim = dim.getPosition();
-    }
-    bool ok = rowDim && iterators[*rowDim] == utils::IteratorType::parallel;
-    for (OpOperand &operand : linalgOp->getOpOperands()) {
-      if (!ok)
-        break;
-      AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
-      for (unsigned i = 0; i < map.getNumResults(); ++i) {
-        bool usesRow = map.getResult(i).isFunctionOfDim(*rowDim);
-        if (usesRow && (!inLayer(operand.get()) || i != 0))
-          ok = false;
-      }
-    }
-    if (!ok)
-      why = "'" + op->getName().getStringRef().str() +
-            "' mixes rows (no parallel loop over the leading row dimension of "
-            "every row-carrying operand)";
-    return ok;
-  }
-  why = "'" + op->getName().getStringRef().str() + "' is not row-wise";
-  return false;
-}
-
 /// Collects the layer of `layout`, or returns why it cannot be chunked.
 FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
   Layer layer;
@@ -241,34 +175,27 @@ FailureOr<Layer> collectLayer(LayoutOp layout, std::string &why) {
       return failure();
     }
   for (Operation *op : layer.ops) {
-    if (op == layout.getOperation())
+    if (op == layout.getOperation() || !isMoEComm(op))
       continue;
-    if (isMoEComm(op)) {
-      // Token-indexed inputs: rows entering the dispatch from outside.
-      if (auto dir = op->getAttrOfType<DirectionAttr>("direction");
-          dir && dir.getValue() == Direction::dispatch)
-        for (Value v : op->getOperands())
-          if (isa<RankedTensorType>(v.getType()) &&
-              !layer.ops.contains(v.getDefiningOp()) &&
-              !llvm::is_contained(layer.tokenInputs, v))
-            layer.tokenInputs.push_back(v);
-      continue;
-    }
-    if (!isRowWise(op, layer.ops, why))
-      return failure();
-    for (Value result : op->getResults())
-      if (auto type = dyn_cast<RankedTensorType>(result.getType()))
-        if (type.getRank() > 0 && !type.isDynamicDim(0)) {
-          why = "'" + op->getName().getStringRef().str() +
-                "' has a static row count";
-          return failure();
-        }
+    // Token-indexed inputs: rows entering the dispatch from outside.
+    if (auto dir = op->getAttrOfType<DirectionAttr>("direction");
+        dir && dir.getValue() == Direction::dispatch)
+      for (Value v : op->getOperands())
+        if (isa<RankedTensorType>(v.getType()) &&
+            !layer.ops.contains(v.getDefiningOp()) &&
+            !llvm::is_contained(layer.tokenInputs, v))
+          layer.tokenInputs.push_back(v);
   }
-  if (layout.getTokensPerExpert().getUses().begin() !=
-      layout.getTokensPerExpert().getUses().end()) {
-    why = "it uses tokens_per_expert, which changes with the chunk";
+  if (failed(checkRowWise(layout, layer.ops, why)))
     return failure();
-  }
+  // Each chunk's clone reads its own layout's tokens_per_expert; a use
+  // outside the layer would have no single value to read.
+  for (Operation *user : layout.getTokensPerExpert().getUsers())
+    for (Operation *op : forwardSlice(inBlock(block, user), outs))
+      if (!layer.ops.contains(op)) {
+        why = "it uses tokens_per_expert, which changes with the chunk";
+        return failure();
+      }
   for (Operation *op : layer.ops)
     for (Value result : op->getResults())
       if (!llvm::is_contained(layer.outputs, result) &&

@@ -11,7 +11,8 @@
  *
  * Memref arguments are MLIR's C-interface descriptors (`llvm.emit_c_interface`,
  * passed by pointer): {allocated, aligned, offset, sizes[N], strides[N]}; rows
- * must be contiguous (stride 1 along H, stride H between rows). Function names
+ * must be contiguous (stride 1 along H, stride H between rows; the expert
+ * GEMM's operands may also be rows of a larger buffer). Function names
  * carry element types: bf16, f32, f8 (f8E4M3FN rows, always followed by their
  * [rows][ceil(H/128)] f32 scales), i32, i64. `direction` is 0 = dispatch,
  * 1 = combine; `step` is an exchange stage index or -1 for the output order.
@@ -210,6 +211,25 @@ moecommRtAllToAll_t _mlir_ciface_moecomm_rt_all_to_all_bf16_i32,
     _mlir_ciface_moecomm_rt_all_to_all_bf16_i64,
     _mlir_ciface_moecomm_rt_all_to_all_f32_i32,
     _mlir_ciface_moecomm_rt_all_to_all_f32_i64;
+
+/* Expert GEMM (emitted by moecomm-matmul-to-blas for f32 linalg.matmul):
+ * C [M][N] += A [M][K] x B, with B [K][N] (transposeB 0) or B [N][K]
+ * (transposeB 1: C += A B^T), all f32, through OpenBLAS's cblas_sgemm
+ * (row-major, leading dimensions from strides[0]). Each row must be
+ * contiguous (strides[1] == 1) and the rows may be spaced by any leading
+ * dimension >= the row length (rows of a larger buffer, a subview of one
+ * expert's weights). The call runs on the calling thread: unless the
+ * environment sets OPENBLAS_NUM_THREADS, the runtime sets OpenBLAS to one
+ * thread (openblas_set_num_threads(1), once per process), so every rank
+ * thread computes its own GEMMs and concurrent calls from rank threads run
+ * in parallel (OpenBLAS is thread-safe; each call takes its own work
+ * buffers). Mismatched shapes, a non-unit inner stride, a leading dimension
+ * below the row length, a NULL descriptor, no data with elements, a negative
+ * offset, or a dimension beyond 2^31 - 1 are moecommInvalidArgument. No
+ * communicator needs to be bound. */
+void _mlir_ciface_moecomm_rt_matmul_f32(int32_t transposeB, moecommMemRef2D *a,
+                                        moecommMemRef2D *b,
+                                        moecommMemRef2D *c);
 
 #ifdef __cplusplus
 }

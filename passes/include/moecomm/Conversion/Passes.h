@@ -1,7 +1,7 @@
 //===- Passes.h - moecomm conversion passes ---------------------*- C++ -*-===//
 //
 // The lowering out of the moecomm dialect (declared from Passes.td):
-// `convert-moecomm-to-runtime`.
+// `convert-moecomm-to-runtime`, `moecomm-matmul-to-blas`.
 //
 //===----------------------------------------------------------------------===//
 

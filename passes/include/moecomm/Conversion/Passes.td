@@ -1,7 +1,8 @@
 //===- Passes.td - moecomm conversion passes ----------------*- tablegen -*-===//
 //
 // The lowering out of the moecomm dialect (DESIGN.md §4): runtime level ->
-// calls of the runtime's compiled-code C ABI.
+// calls of the runtime's compiled-code C ABI, and the expert GEMMs' call of
+// the runtime's BLAS entry point.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +57,42 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
                            "::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::LLVM::LLVMDialect"];
+}
+
+def MoECommMatmulToBlas : Pass<"moecomm-matmul-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Call OpenBLAS's sgemm for f32 linalg.matmul on memrefs";
+  let description = [{
+    Rewrites each f32 `linalg.matmul` on memrefs (bufferized IR, e.g. the
+    output of `convert-moecomm-to-runtime`) into a call of the runtime's
+    `moecomm_rt_matmul_f32` (moecomm_compiled.h), which runs OpenBLAS's
+    `cblas_sgemm` with one BLAS thread on the calling thread: C [M][N] +=
+    A [M][K] x B, the accumulation linalg.matmul itself does (C is read,
+    not overwritten). MLIR's `convert-linalg-to-loops` runs such a GEMM at
+    0.1 to 2 GFLOP/s on this machine's cores, OpenBLAS at 40 to 100
+    (bench/gemm_bench, docs/BENCHMARKS.md). Operands are passed as descriptors of the ABI's
+    fully dynamic strided layout (`memref.cast`), declared once with
+    `llvm.emit_c_interface`.
+
+    Rewritten: A, B and C all f32, each with a static unit inner stride
+    (identity layout, or a strided layout such as a subview of rows of a
+    larger buffer or of one expert's weights; the row stride may be
+    dynamic), with the default indexing maps (B [K][N]) or B transposed,
+    `indexing_maps = [(m, n, k) -> (m, k), (m, n, k) -> (n, k),
+    (m, n, k) -> (m, n)]` (B [N][K], C += A B^T: the input gradient of a
+    projection). Left as they are, for `convert-linalg-to-loops`, with no
+    diagnostic: other element types (bf16, mixed), matmuls on tensors,
+    other indexing maps (A transposed, broadcasts), and an inner stride that
+    is not statically 1. At run time the runtime rechecks the descriptors
+    (moecommInvalidArgument, recorded like every ABI error).
+
+    Errors: the module declares or defines `moecomm_rt_matmul_f32` with other
+    types than the ABI's (the `moecomm_rt_` names belong to the runtime).
+    The idea is XLA's CPU backend, which lowers a dot to a call of a runtime
+    GEMM (its Eigen matmul entry points) instead of generating loops.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 #endif // MOECOMM_CONVERSION_PASSES_TD

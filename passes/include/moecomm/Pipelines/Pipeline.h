@@ -18,6 +18,14 @@ namespace mlir {
 class OpPassManager;
 namespace moecomm {
 
+/// How `moecomm-pipeline` lowers f32 `linalg.matmul` (the expert GEMMs).
+enum class ExpertGemm {
+  /// moecomm-matmul-to-blas: calls of OpenBLAS's sgemm through the runtime.
+  blas,
+  /// convert-linalg-to-loops, like every other linalg op.
+  loops,
+};
+
 /// Options of `moecomm-pipeline`.
 struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int64_t> ranks{*this, "ranks",
@@ -56,6 +64,15 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                             "new rows need no option "
                                             "change)"),
                              llvm::cl::init("h200-dgx")};
+  Option<ExpertGemm> expertGemm{
+      *this, "expert-gemm",
+      llvm::cl::desc("f32 linalg.matmul on memrefs: blas (default: "
+                     "OpenBLAS sgemm through the runtime, "
+                     "moecomm-matmul-to-blas) or loops "
+                     "(convert-linalg-to-loops)"),
+      llvm::cl::init(ExpertGemm::blas),
+      llvm::cl::values(clEnumValN(ExpertGemm::blas, "blas", "OpenBLAS sgemm"),
+                       clEnumValN(ExpertGemm::loops, "loops", "scalar loops"))};
   Option<int64_t> tokensPerRank{*this, "tokens-per-rank",
                                 llvm::cl::desc("tokens per rank assumed by "
                                                "strategy=auto when T is "
@@ -65,8 +82,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 
 /// Builds `moecomm-pipeline`: configure collectives (ranks, wire dtype,
 /// capacity), split, fuse-quant, fuse-permute, schedule-overlap (`chunks`),
-/// convert-moecomm-to-runtime, buffer deallocation, and the upstream
-/// conversions to the LLVM dialect. The result translates with
+/// convert-moecomm-to-runtime, buffer deallocation, the expert GEMMs'
+/// lowering (`expert-gemm`), and the upstream conversions to the LLVM
+/// dialect. The result translates with
 /// `mlir-translate --mlir-to-llvmir`.
 void buildMoECommPipeline(OpPassManager &pm, const PipelineOptions &options);
 

@@ -252,25 +252,70 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
   let description = [{
     For every staged MoE layer (a `moecomm.layout` with its dispatch
     exchanges, the expert computation, and its combine) whose expert
-    computation is row-wise (every op between the dispatch output and the
-    combine input maps each row independently: elementwise ops, linalg ops
-    with a parallel row loop that is the leading dimension of every
-    row-carrying operand), splits the token dimension into `chunks` chunks,
-    each with its own layout, exchanges and combine; turns every exchange
-    into `moecomm.exchange_start`/`moecomm.exchange_wait`; and orders the
-    chunks as a software pipeline so chunk i's exchange is in flight while
-    chunk i-1's expert computation runs (Comet; Megatron-LM's chunked MoE
-    overlap). Independent layers in the same block (e.g. two micro-batches)
-    are pipelined against each other the same way.
+    computation is row-wise (below), splits the token dimension into
+    `chunks` chunks, each with its own layout, exchanges and combine; turns
+    every exchange into `moecomm.exchange_start`/`moecomm.exchange_wait`; and
+    orders the chunks as a software pipeline so chunk i's exchange is in
+    flight while chunk i-1's expert computation runs (Comet; Megatron-LM's
+    chunked MoE overlap). Independent layers in the same block (e.g. two
+    micro-batches) are pipelined against each other the same way.
 
-    Legality comes from SSA use-def chains and memory effects: dependent ops
-    are never reordered, and no collective moves across an op with other
-    memory effects. A layer that cannot be chunked (non-row-wise
-    computation, a dispatch result used outside the layer, an op with other
-    memory effects between its dispatch and its combine, a combine output
-    used before another combine's input is computed) gets a remark saying
-    why and is only made asynchronous. A layer that is already scheduled
-    (its exchanges are asynchronous) gets a remark and is left as it is, so
+    Row-wise means that every output row of the layer depends only on its
+    own row, its expert and values that are the same in every chunk, so
+    chunking changes no bit of it. Each value of the expert computation is
+    one of: rows (a tensor whose leading dimension is the chunk's rows: the
+    received rows, `recv_weights`, and what row-wise ops make of them);
+    per-chunk (holding no rows but different in every chunk:
+    `tokens_per_expert`, row counts from `tensor.dim`, segment offsets and
+    sizes, and values computed from them); fixed (values from outside the
+    layer such as weights and constants, a segment loop's expert index, and
+    values computed from those). The rules:
+
+    - An op that reads or makes rows is `tensor.empty`, `tensor.dim`,
+      `tensor.cast`, an elementwise op whose tensor operands all carry rows,
+      or a linalg op on tensors with a parallel loop that is the leading
+      dimension of every row-carrying operand and indexes no other operand
+      (a matmul with weights from outside the layer is one). Its row results
+      keep a dynamic row count. Its regions read rows only through its
+      operands.
+    - A per-chunk value only sizes tensors (`tensor.empty`) and places
+      segments (the segment loop below); as data of an op that makes rows it
+      would make a row's result depend on the other rows of its chunk.
+    - `tokens_per_expert` may be used inside the layer: each chunk's clone
+      reads its own layout's `tokens_per_expert`, so segment sizes come from
+      the chunk's layout. Neither it nor a value computed from it may leave
+      the layer (a returned `tokens_per_expert`, as `@moe_layer` of the
+      examples returns it, keeps the layer whole).
+    - A segment loop (the grouped expert loop of Megatron-LM and
+      MegaBlocks: per local expert e, its weights applied to rows [off_e,
+      off_e + tokens_per_expert[e]) of the expert-major received rows) is an
+      `scf.for` from 0 to the size of `tokens_per_expert` (`tensor.dim` of
+      it or of a `tensor.cast` of it, or that size as a constant), step 1,
+      where: the segment size is `arith.index_cast` of `tensor.extract` of
+      `tokens_per_expert` (or its cast) at the induction variable; every
+      loop-carried index is a segment offset (0, then plus the segment size
+      in every iteration), so it is off_e; every loop-carried tensor is
+      assembled rows: initialised to a `tensor.empty` of the received row
+      count (`tensor.dim` 0 of received rows), read by nothing in the body
+      but the one `tensor.insert_slice` of the iteration's result at
+      [off_e, 0, ...] with sizes [size_e, full width] and unit strides,
+      which is yielded; rows from outside the loop (received rows, or rows
+      computed from them) are read only through a `tensor.extract_slice` of
+      that same segment; everything else in the body follows the rules
+      above, with the segments as its rows and the expert index as a fixed
+      value (it selects the expert's weights). Since the segment of expert e
+      in every chunk holds exactly that chunk's rows of expert e, each row
+      goes through the same arithmetic chunked or not.
+
+    Legality of the schedule comes from SSA use-def chains and memory
+    effects: dependent ops are never reordered, and no collective moves
+    across an op with other memory effects. A layer that cannot be chunked
+    (an op that is not row-wise, naming the op and why; a dispatch result or
+    `tokens_per_expert` used outside the layer; an op with other memory
+    effects between its dispatch and its combine; a combine output used
+    before another combine's input is computed) gets a remark saying why
+    and is only made asynchronous. A layer that is already scheduled (its
+    exchanges are asynchronous) gets a remark and is left as it is, so
     running the pass twice changes nothing. Collective-level ops (not split
     yet) are left as they are, with a remark per function saying so.
   }];

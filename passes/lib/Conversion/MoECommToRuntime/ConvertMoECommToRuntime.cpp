@@ -206,34 +206,6 @@ DenseSet<Operation *> layoutCreations(ModuleOp module) {
   return calls;
 }
 
-/// Every call of a `moecomm_rt_*` function must match the declaration the
-/// module holds: the names belong to the runtime's compiled-code ABI
-/// (moecomm_compiled.h), and a module that declares one with other types
-/// (or as something other than a function) cannot call the runtime.
-LogicalResult checkRuntimeDeclarations(ModuleOp module) {
-  SymbolTableCollection symbols;
-  WalkResult result = module.walk([&](func::CallOp call) {
-    if (!call.getCallee().starts_with("moecomm_rt_"))
-      return WalkResult::advance();
-    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
-        call, call.getCalleeAttr());
-    if (callee && callee.getFunctionType() == call.getCalleeType())
-      return WalkResult::advance();
-    InFlightDiagnostic diag = call.emitError()
-                              << "'@" << call.getCallee()
-                              << "' is reserved for the runtime ABI, which "
-                                 "calls it as "
-                              << call.getCalleeType();
-    if (callee)
-      diag << ", but the module declares it as "
-           << callee.getFunctionType();
-    else
-      diag << ", but the module defines that name as something else";
-    return WalkResult::interrupt();
-  });
-  return failure(result.wasInterrupted());
-}
-
 /// Releases every layout a function owns (it created it, or a call returned
 /// one the callee owned) after its last use in the block that holds it,
 /// unless the function returns it: then its caller owns it. Passing a layout

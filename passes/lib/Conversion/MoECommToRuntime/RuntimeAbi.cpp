@@ -106,3 +106,27 @@ Value RuntimeAbi::abiMemRef(Value buffer) {
     return buffer;
   return memref::CastOp::create(b, loc, abiType, buffer);
 }
+
+LogicalResult mlir::moecomm::checkRuntimeDeclarations(ModuleOp module) {
+  SymbolTableCollection symbols;
+  WalkResult result = module.walk([&](func::CallOp call) {
+    if (!call.getCallee().starts_with("moecomm_rt_"))
+      return WalkResult::advance();
+    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (callee && callee.getFunctionType() == call.getCalleeType())
+      return WalkResult::advance();
+    InFlightDiagnostic diag = call.emitError()
+                              << "'@" << call.getCallee()
+                              << "' is reserved for the runtime ABI, which "
+                                 "calls it as "
+                              << call.getCalleeType();
+    if (callee)
+      diag << ", but the module declares it as "
+           << callee.getFunctionType();
+    else
+      diag << ", but the module defines that name as something else";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 
 namespace mlir::moecomm {
@@ -57,6 +58,14 @@ private:
   Location loc;
   Operation *module;
 };
+
+/// Every call of a `moecomm_rt_*` function must match the declaration the
+/// module holds: the names belong to the runtime's compiled-code ABI
+/// (moecomm_compiled.h), and a module that declares one with other types
+/// (or as something other than a function) cannot call the runtime. Reports
+/// the first mismatch as an error on the call (RuntimeAbi::call builds the
+/// ABI's call whatever the module declares, for this check to find).
+LogicalResult checkRuntimeDeclarations(ModuleOp module);
 
 } // namespace mlir::moecomm
 

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# How much communication the overlap schedule hides, measured on the emulated
+# cluster (docs/emulated-cluster.md), as root:
+#
+#   bench/emulated-overlap.sh [--topology 2x1] [--rate 1gbit] [--tokens 64]
+#                             [--experts 32] [--chunks 4] [--iterations 5]
+#                             [--out DIR] [--build DIR]
+#
+# Writes one routing (moecomm-run --save-routing: DeepSeek-V3's hidden size
+# and top-k, --experts experts, uniform routing, seed 1, --tokens per rank),
+# then, holding `flock /run/moecomm-emulated.lock` from `up` to `down`, brings
+# the cluster up at --rate and runs, one process per rank (moecomm-run
+# --backend mpi --strategy hierarchical --iterations N --trace), each of
+#   ffn      examples/deepseek-v3.mlir @ffn_layer: SwiGLU experts (compute to
+#            hide the exchanges behind);
+#   identity examples/deepseek-v3.mlir @training_step: identity experts
+#            (nothing to overlap: what chunking costs);
+# with --chunks 1 and with --chunks C, and takes the cluster down (also on
+# failure or Ctrl-C). Finally bench/emulated-overlap-report.py writes
+# DIR/table.md: per layer the median and minimum iteration time of both
+# runs (the first iteration is the warm-up and is left out) and
+# chunks=C / chunks=1. Raw outputs: DIR/<layer>-c<chunks>.{json,trace.json,
+# trace.png} (the timelines).
+# Exit status: 0 done, 2 bad usage (one line), 77 no network namespaces
+# here, otherwise the failing step's status.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+topology=2x1
+rate=1gbit
+tokens=64
+experts=32
+chunks=4
+iterations=5
+out=$here/build/emulated-overlap
+build=$here/build
+lock=/run/moecomm-emulated.lock
+cluster=$here/scripts/emulated-cluster
+graph=$here/examples/deepseek-v3.mlir
+layers="ffn:ffn_layer identity:training_step"
+
+die() { printf 'emulated-overlap: %s\n' "$*" >&2; exit 2; }
+
+# Everything on the cluster: NODES RPN RATE ROUTING OUT ITERATIONS CHUNKS
+# BUILD. Runs as `$0 __measure ...` under the lock, so that the lock is held
+# from `up` to `down` and the trap takes the cluster down on any exit.
+measure() {
+  local nodes=$1 rpn=$2 rate=$3 routing=$4 dir=$5 iterations=$6 chunks=$7
+  local build=$8
+  trap '"$cluster" down' EXIT
+  "$cluster" up "$nodes" "$rpn" --rate "$rate"
+  local layer name entry c
+  for layer in $layers; do
+    name=${layer%%:*} entry=${layer#*:}
+    for c in 1 "$chunks"; do
+      echo "emulated-overlap: $name (@$entry) with --chunks $c"
+      "$cluster" run --timeout 1800 -- "$build/bin/moecomm-run" "$graph" \
+        --entry "$entry" --routing "$routing" --backend mpi \
+        --strategy hierarchical --chunks "$c" --iterations "$iterations" \
+        --trace "$dir/$name-c$c.trace.json" --json "$dir/$name-c$c.json" \
+        --quiet
+    done
+  done
+}
+
+if [ "${1:-}" = __measure ]; then
+  shift
+  measure "$@"
+  exit 0
+fi
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --topology) topology=${2:?}; shift 2 ;;
+    --rate) rate=${2:?}; shift 2 ;;
+    --tokens) tokens=${2:?}; shift 2 ;;
+    --experts) experts=${2:?}; shift 2 ;;
+    --chunks) chunks=${2:?}; shift 2 ;;
+    --iterations) iterations=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    --build) build=${2:?}; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+[[ $topology =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || die "bad --topology '$topology' (expected NxG, e.g. 2x1)"
+[ "${topology%x*}" -ge 2 ] || die "--topology '$topology' has one node: no inter-node link to measure"
+[[ $rate =~ ^([0-9]+|[0-9]*\.[0-9]+)([kmg]bit|bit)$ ]] || die "bad --rate '$rate' (expected tc's syntax, e.g. 250mbit, 1gbit)"
+for n in tokens experts iterations; do
+  [[ ${!n} =~ ^[1-9][0-9]*$ ]] || die "--$n must be a positive integer, got '${!n}'"
+done
+[[ $chunks =~ ^[1-9][0-9]*$ ]] && [ "$chunks" -ge 2 ] ||
+  die "--chunks must be an integer >= 2 (it is compared with 1), got '$chunks'"
+# The first iteration is the warm-up: a median needs at least one more.
+[ "$iterations" -ge 2 ] || die "--iterations must be at least 2 (the first is the warm-up), got '$iterations'"
+[ -x "$build/bin/moecomm-run" ] || die "$build/bin/moecomm-run is missing; build first (cmake --build --preset default)"
+nodes=${topology%x*} rpn=${topology#*x}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+routing=$out/deepseek-v3.json
+"$build/bin/moecomm-run" --direct --config deepseek-v3 --experts "$experts" \
+  --ranks $((nodes * rpn)) --ranks-per-node "$rpn" --tokens "$tokens" \
+  --routing-dist uniform --seed 1 --save-routing "$routing" --quiet
+flock "$lock" "$0" __measure "$nodes" "$rpn" "$rate" "$routing" "$out" \
+  "$iterations" "$chunks" "$build"
+/usr/bin/python3 "$here/bench/emulated-overlap-report.py" "$out" "$chunks" \
+  "$topology" "$rate"
