@@ -13,7 +13,7 @@
 // derived tolerance (docs/moecomm-run.md, "Expert FFNs").
 // Its 8 experts hold 5.6 GB of f32 weights, all in one process with
 // --backend threads; the run verified by hand is in docs/moecomm-run.md,
-// "Expert FFNs" (minutes while the GEMMs are naive loops).
+// "Expert FFNs" (tens of seconds).
 //
 //   moecomm-opt --moecomm-pipeline="ranks=8 ranks-per-node=4" examples/mixtral-8x7b.mlir
 //   moecomm-run examples/mixtral-8x7b.mlir --config mixtral-8x7b --ranks 8 --ranks-per-node 4 --routing-dist trace:mixtral-8x7b:arxiv:layer7
