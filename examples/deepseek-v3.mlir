@@ -6,9 +6,20 @@
 // Dispatch sends FP8 e4m3 with 1x128 scales (as the model's training did);
 // the combine stays bf16.
 //
-// The routed experts are identity here, so moecomm-run can check every
-// result against the single-process oracle; a model runs its grouped GEMM
-// (row-wise) where the comments say "experts".
+// In @moe_layer and @training_step the routed experts are identity, so
+// every result is checked against the single-process oracle (bit for bit
+// where the strategy allows). @ffn_layer and @ffn_training_step run the model's real experts:
+// each local expert's SwiGLU FFN (intermediate size 2048, f32 weights taken as
+// arguments, which moecomm-run generates from a seed) on its segment of the
+// dispatched rows, verified against the reference's experts within a
+// derived tolerance (docs/moecomm-run.md, "Expert FFNs").
+// The 256 real experts hold 22.5 GB of bf16 weights (45 GB in f32), so the
+// @ffn_* functions are written for a scaled expert count: 32 experts on 16
+// ranks as 2 x 8 (2 per rank); run them with --config deepseek-v3
+// --experts 32, on at most 32 ranks. moecomm-run compiles only the entry
+// and its callees, so @moe_layer still runs on 64 ranks; the whole file
+// (moecomm-opt, moecomm-aot) retargets to at most 32 ranks. Commands:
+// docs/moecomm-run.md, "Expert FFNs" (tens of seconds, 5.6 GB).
 //
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/deepseek-v3.mlir
 //   moecomm-run examples/deepseek-v3.mlir --config deepseek-v3 --ranks 16 --ranks-per-node 8 --routing-dist node-limited:4
@@ -16,6 +27,10 @@
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
+// linalg.matmul operand maps with a transposed B: (m, n, k) -> A(m, k), B(n, k), C(m, n).
+#mm_a = affine_map<(m, n, k) -> (m, k)>
+#mm_bt = affine_map<(m, n, k) -> (n, k)>
+#mm_c = affine_map<(m, n, k) -> (m, n)>
 
 // Forward: dispatch -> experts -> weighted combine. Also returns the
 // dispatched rows, their routing weights and the per-expert counts.
@@ -60,5 +75,228 @@ func.func @training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %t
   // Experts backward (identity): grad_recv_in = grad_y.
   %grad_x = moecomm.combine %grad_y, %handle
       : tensor<?x7168xbf16>, !moecomm.handle<ranks = 64, ranks_per_node = 8, experts = 256> -> tensor<?x7168xbf16>
+  return %out, %grad_x : tensor<?x7168xbf16>, tensor<?x7168xbf16>
+}
+
+// Forward with the model's routed experts: dispatch -> per local expert e,
+// y = (silu(x W_gate[e]) * (x W_up[e])) W_down[e] on its rows (f32
+// accumulation, bf16 out) -> weighted combine. Weights: [E/W, 7168, 2048] f32
+// (gate, up) and [E/W, 2048, 7168] (down), the rank's local experts in order.
+func.func @ffn_layer(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_weights: tensor<?x8xf32>,
+                     %w_gate: tensor<?x7168x2048xf32>, %w_up: tensor<?x7168x2048xf32>, %w_down: tensor<?x2048x7168xf32>)
+    -> tensor<?x7168xbf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %recv, %recv_weights, %tokens_per_expert, %handle = moecomm.dispatch %x, %topk_idx, %topk_weights
+      topology<ranks = 16, ranks_per_node = 8, experts = 32> wire<fp8_e4m3>
+      : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
+  // Dynamic, so that a ranks= retarget (another E/W) keeps the loop valid.
+  %counts = tensor.cast %tokens_per_expert : tensor<2xi64> to tensor<?xi64>
+  %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  // Experts: local expert e's SwiGLU FFN on its segment of recv,
+  // rows [off_e, off_e + tokens_per_expert[e]) (expert-major).
+  %y_rows = tensor.dim %recv, %c0 : tensor<?x7168xbf16>
+  %y_init = tensor.empty(%y_rows) : tensor<?x7168xbf16>
+  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init, %off = %c0) -> (tensor<?x7168xbf16>, index) {
+    %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
+    %cnt = arith.index_cast %cnt64 : i64 to index
+    %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %xf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
+    %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%seg : tensor<?x7168xbf16>) outs(%xf_e : tensor<?x7168xf32>) {
+    ^bb0(%a: bf16, %unused: f32):
+      %v = arith.extf %a : bf16 to f32
+      linalg.yield %v : f32
+    } -> tensor<?x7168xf32>
+    %zi_e = tensor.empty(%cnt) : tensor<?x2048xf32>
+    %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %g = linalg.matmul ins(%xf, %wg : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %u = linalg.matmul ins(%xf, %wu : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
+    %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%g, %u : tensor<?x2048xf32>, tensor<?x2048xf32>) outs(%zi_e : tensor<?x2048xf32>) {
+    ^bb0(%gv: f32, %uv: f32, %unused: f32):
+      %ng = arith.negf %gv : f32
+      %ex = math.exp %ng : f32
+      %den = arith.addf %one, %ex : f32
+      %s = arith.divf %gv, %den : f32
+      %hv = arith.mulf %s, %uv : f32
+      linalg.yield %hv : f32
+    } -> tensor<?x2048xf32>
+    %zh_e = tensor.empty(%cnt) : tensor<?x7168xf32>
+    %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %d = linalg.matmul ins(%h, %wd : tensor<?x2048xf32>, tensor<2048x7168xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %yb_e = tensor.empty(%cnt) : tensor<?x7168xbf16>
+    %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%d : tensor<?x7168xf32>) outs(%yb_e : tensor<?x7168xbf16>) {
+    ^bb0(%a: f32, %unused: bf16):
+      %v = arith.truncf %a : f32 to bf16
+      linalg.yield %v : bf16
+    } -> tensor<?x7168xbf16>
+    %acc2 = tensor.insert_slice %yb into %acc[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> into tensor<?x7168xbf16>
+    %off2 = arith.addi %off, %cnt : index
+    scf.yield %acc2, %off2 : tensor<?x7168xbf16>, index
+  }
+  %out = moecomm.combine %y#0, %handle weighted
+      : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 32> -> tensor<?x7168xbf16>
+  return %out : tensor<?x7168xbf16>
+}
+
+// Training step with the model's routed experts: the forward above, then
+// the backward communication on the same layout with the FFN's input
+// gradient in between (weight gradients need no communication and are not
+// computed): grad_y = w * cached_dispatch(grad_out) per row; per local
+// expert, recomputing g = x W_gate, u = x W_up from its segment,
+// grad_in = (grad_h * u * silu'(g)) W_gate^T + (grad_h * silu(g)) W_up^T
+// with grad_h = grad_y W_down^T; grad_x = the unweighted combine of grad_in.
+func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_weights: tensor<?x8xf32>, %grad_out: tensor<?x7168xbf16>,
+                             %w_gate: tensor<?x7168x2048xf32>, %w_up: tensor<?x7168x2048xf32>, %w_down: tensor<?x2048x7168xf32>)
+    -> (tensor<?x7168xbf16>, tensor<?x7168xbf16>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %recv, %recv_weights, %tokens_per_expert, %handle = moecomm.dispatch %x, %topk_idx, %topk_weights
+      topology<ranks = 16, ranks_per_node = 8, experts = 32> wire<fp8_e4m3>
+      : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
+  // Dynamic, so that a ranks= retarget (another E/W) keeps the loop valid.
+  %counts = tensor.cast %tokens_per_expert : tensor<2xi64> to tensor<?xi64>
+  %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  // Experts: local expert e's SwiGLU FFN on its segment of recv,
+  // rows [off_e, off_e + tokens_per_expert[e]) (expert-major).
+  %y_rows = tensor.dim %recv, %c0 : tensor<?x7168xbf16>
+  %y_init = tensor.empty(%y_rows) : tensor<?x7168xbf16>
+  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init, %off = %c0) -> (tensor<?x7168xbf16>, index) {
+    %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
+    %cnt = arith.index_cast %cnt64 : i64 to index
+    %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %xf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
+    %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%seg : tensor<?x7168xbf16>) outs(%xf_e : tensor<?x7168xf32>) {
+    ^bb0(%a: bf16, %unused: f32):
+      %v = arith.extf %a : bf16 to f32
+      linalg.yield %v : f32
+    } -> tensor<?x7168xf32>
+    %zi_e = tensor.empty(%cnt) : tensor<?x2048xf32>
+    %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %g = linalg.matmul ins(%xf, %wg : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %u = linalg.matmul ins(%xf, %wu : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
+    %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%g, %u : tensor<?x2048xf32>, tensor<?x2048xf32>) outs(%zi_e : tensor<?x2048xf32>) {
+    ^bb0(%gv: f32, %uv: f32, %unused: f32):
+      %ng = arith.negf %gv : f32
+      %ex = math.exp %ng : f32
+      %den = arith.addf %one, %ex : f32
+      %s = arith.divf %gv, %den : f32
+      %hv = arith.mulf %s, %uv : f32
+      linalg.yield %hv : f32
+    } -> tensor<?x2048xf32>
+    %zh_e = tensor.empty(%cnt) : tensor<?x7168xf32>
+    %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %d = linalg.matmul ins(%h, %wd : tensor<?x2048xf32>, tensor<2048x7168xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %yb_e = tensor.empty(%cnt) : tensor<?x7168xbf16>
+    %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%d : tensor<?x7168xf32>) outs(%yb_e : tensor<?x7168xbf16>) {
+    ^bb0(%a: f32, %unused: bf16):
+      %v = arith.truncf %a : f32 to bf16
+      linalg.yield %v : bf16
+    } -> tensor<?x7168xbf16>
+    %acc2 = tensor.insert_slice %yb into %acc[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> into tensor<?x7168xbf16>
+    %off2 = arith.addi %off, %cnt : index
+    scf.yield %acc2, %off2 : tensor<?x7168xbf16>, index
+  }
+  %out = moecomm.combine %y#0, %handle weighted
+      : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 32> -> tensor<?x7168xbf16>
+  %grad_recv = moecomm.cached_dispatch %grad_out, %handle wire<fp8_e4m3>
+      : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 32>
+  %grad_init = tensor.empty(%y_rows) : tensor<?x7168xbf16>
+  %grad_y = linalg.generic {indexing_maps = [#rows, #row, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%grad_recv, %recv_weights : tensor<?x7168xbf16>, tensor<?xf32>) outs(%grad_init : tensor<?x7168xbf16>) {
+  ^bb0(%gr: bf16, %rw: f32, %unused: bf16):
+    %gf = arith.extf %gr : bf16 to f32
+    %scaled = arith.mulf %gf, %rw : f32
+    %r = arith.truncf %scaled : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<?x7168xbf16>
+  // Experts backward: local expert e's input gradient on its segment.
+  %gx_rows = tensor.dim %grad_y, %c0 : tensor<?x7168xbf16>
+  %gx_init = tensor.empty(%gx_rows) : tensor<?x7168xbf16>
+  %gx:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %gx_init, %off = %c0) -> (tensor<?x7168xbf16>, index) {
+    %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
+    %cnt = arith.index_cast %cnt64 : i64 to index
+    %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
+    %gseg = tensor.extract_slice %grad_y[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %xf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
+    %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%seg : tensor<?x7168xbf16>) outs(%xf_e : tensor<?x7168xf32>) {
+    ^bb0(%a: bf16, %unused: f32):
+      %v = arith.extf %a : bf16 to f32
+      linalg.yield %v : f32
+    } -> tensor<?x7168xf32>
+    %zi_e = tensor.empty(%cnt) : tensor<?x2048xf32>
+    %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %g = linalg.matmul ins(%xf, %wg : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %u = linalg.matmul ins(%xf, %wu : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %gyf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
+    %gyf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%gseg : tensor<?x7168xbf16>) outs(%gyf_e : tensor<?x7168xf32>) {
+    ^bb0(%a: bf16, %unused: f32):
+      %v = arith.extf %a : bf16 to f32
+      linalg.yield %v : f32
+    } -> tensor<?x7168xf32>
+    // grad_h = grad_y W_down^T.
+    %gh = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%gyf, %wd : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    // grad_g = grad_h * u * silu'(g), grad_u = grad_h * silu(g), with
+    // sig = 1 / (1 + exp(-g)), silu(g) = g sig, silu'(g) = sig (1 + g (1 - sig)).
+    %gg, %gu = linalg.generic {indexing_maps = [#rows, #rows, #rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%g, %u, %gh : tensor<?x2048xf32>, tensor<?x2048xf32>, tensor<?x2048xf32>) outs(%zi_e, %zi_e : tensor<?x2048xf32>, tensor<?x2048xf32>) {
+    ^bb0(%gv: f32, %uv: f32, %ghv: f32, %unused0: f32, %unused1: f32):
+      %ng = arith.negf %gv : f32
+      %ex = math.exp %ng : f32
+      %den = arith.addf %one, %ex : f32
+      %sig = arith.divf %one, %den : f32
+      %s = arith.mulf %gv, %sig : f32
+      %oms = arith.subf %one, %sig : f32
+      %gterm = arith.mulf %gv, %oms : f32
+      %opg = arith.addf %one, %gterm : f32
+      %ds = arith.mulf %sig, %opg : f32
+      %ghu = arith.mulf %ghv, %uv : f32
+      %ggv = arith.mulf %ghu, %ds : f32
+      %guv = arith.mulf %ghv, %s : f32
+      linalg.yield %ggv, %guv : f32, f32
+    } -> (tensor<?x2048xf32>, tensor<?x2048xf32>)
+    // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator).
+    %zh_e = tensor.empty(%cnt) : tensor<?x7168xf32>
+    %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %gin0 = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%gg, %wg : tensor<?x2048xf32>, tensor<7168x2048xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %gin = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%gu, %wu : tensor<?x2048xf32>, tensor<7168x2048xf32>) outs(%gin0 : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %gb_e = tensor.empty(%cnt) : tensor<?x7168xbf16>
+    %gb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%gin : tensor<?x7168xf32>) outs(%gb_e : tensor<?x7168xbf16>) {
+    ^bb0(%a: f32, %unused: bf16):
+      %v = arith.truncf %a : f32 to bf16
+      linalg.yield %v : bf16
+    } -> tensor<?x7168xbf16>
+    %acc2 = tensor.insert_slice %gb into %acc[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> into tensor<?x7168xbf16>
+    %off2 = arith.addi %off, %cnt : index
+    scf.yield %acc2, %off2 : tensor<?x7168xbf16>, index
+  }
+  %grad_x = moecomm.combine %gx#0, %handle
+      : tensor<?x7168xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 32> -> tensor<?x7168xbf16>
   return %out, %grad_x : tensor<?x7168xbf16>, tensor<?x7168xbf16>
 }

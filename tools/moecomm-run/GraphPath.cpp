@@ -8,6 +8,7 @@
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "moecomm/InitAllDialects.h"
+#include "moecomm/Reference/ExpertWeights.h"
 #include "moecomm/Reference/Reference.h"
 #include "moecomm/Pipelines/Pipeline.h"
 #include "moecomm/moecomm_compiled.h"
@@ -47,13 +48,29 @@ struct Results {
   MemRef2D out, gradX, recv;
   MemRef1D recvWeights, tokensPerExpert;
 };
+/// A weight argument's descriptor ([E/W][rows][cols] f32).
+struct MemRef3D {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+};
 using LayerFn = void (*)(void *, MemRef2D *, MemRef2D *, MemRef2D *);
 using TrainingFn = void (*)(void *, MemRef2D *, MemRef2D *, MemRef2D *,
                             MemRef2D *);
+using FfnLayerFn = void (*)(void *, MemRef2D *, MemRef2D *, MemRef2D *,
+                            MemRef3D *, MemRef3D *, MemRef3D *);
+using FfnTrainingFn = void (*)(void *, MemRef2D *, MemRef2D *, MemRef2D *,
+                               MemRef2D *, MemRef3D *, MemRef3D *,
+                               MemRef3D *);
 
 /// What the entry function looks like.
 struct Signature {
   bool training = false;
+  /// I of the SwiGLU experts whose weights the entry takes; 0: none
+  /// (identity experts).
+  int64_t intermediate = 0;
   /// Whether it returns recv, recv_weights and tokens_per_expert.
   bool observesDispatch = true;
   moecommDataType_t xType = moecommBfloat16;
@@ -62,6 +79,10 @@ struct Signature {
 
 MemRef2D descriptor(void *data, int64_t rows, int64_t cols) {
   return MemRef2D{data, data, 0, {rows, cols}, {cols, 1}};
+}
+
+MemRef3D descriptor(float *data, int64_t experts, int64_t rows, int64_t cols) {
+  return MemRef3D{data, data, 0, {experts, rows, cols}, {rows * cols, cols, 1}};
 }
 
 /// Releases a result buffer the graph allocated (malloc in compiled code).
@@ -114,11 +135,14 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
   };
   mlir::FunctionType type = func.getFunctionType();
   Signature sig;
-  sig.training = type.getNumInputs() == 4;
-  if (type.getNumInputs() != 3 && !sig.training)
+  const unsigned inputs = type.getNumInputs();
+  sig.training = inputs == 4 || inputs == 7;
+  if (inputs != 3 && inputs != 4 && inputs != 6 && inputs != 7)
     return fail(formatv("expected 3 arguments (x, topk_idx, topk_weights) or 4 "
-                        "(and grad_out), got {0}",
-                        type.getNumInputs()));
+                        "(and grad_out), got {0} (either may be followed by "
+                        "the expert weights w_gate, w_up, w_down)",
+                        inputs));
+  const unsigned tokenInputs = sig.training ? 4 : 3;
   unsigned outputs = sig.training ? 2 : 1;
   if (type.getNumResults() != outputs && type.getNumResults() != outputs + 3)
     return fail(formatv("expected {0} result(s) ({1}) or {2} (and recv, "
@@ -185,16 +209,49 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
     return Error::success();
   };
   const char *argNames[] = {"x", "topk_idx", "topk_weights", "grad_out"};
-  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+  for (unsigned i = 0; i < tokenInputs; ++i)
     if (Error e = checkTokens(type.getInput(i), argNames[i]))
       return std::move(e);
   for (unsigned i = 0; i < outputs; ++i)
     if (Error e = checkTokens(type.getResult(i), i == 0 ? "out" : "grad_x"))
       return std::move(e);
 
+  // Expert weights: moecomm-run fills [E/W][H][I] (gate, up) and
+  // [E/W][I][H] (down) f32 buffers; the graph must read exactly those.
+  mlir::Type f32 = mlir::Float32Type::get(func.getContext());
+  if (inputs > tokenInputs) {
+    auto gate = tensor(type.getInput(tokenInputs));
+    if (!gate || gate.getRank() != 3 || gate.getElementType() != f32 ||
+        gate.getDimSize(1) != p.hidden || gate.isDynamicDim(2) ||
+        gate.getDimSize(2) < 1)
+      return fail(formatv("w_gate must be tensor<?x{0}xIxf32> ([E/W, H, I] "
+                          "f32 with a static intermediate size I >= 1), got "
+                          "{1}",
+                          p.hidden, typeString(type.getInput(tokenInputs))));
+    sig.intermediate = gate.getDimSize(2);
+    const int64_t I = sig.intermediate, H = p.hidden;
+    const int64_t local = p.localExperts();
+    const struct {
+      const char *name;
+      int64_t rows, cols;
+    } expected[] = {{"w_gate", H, I}, {"w_up", H, I}, {"w_down", I, H}};
+    for (unsigned w = 0; w < 3; ++w) {
+      auto t = tensor(type.getInput(tokenInputs + w));
+      if (t && t.getRank() == 3 && t.getElementType() == f32 &&
+          (t.isDynamicDim(0) || t.getDimSize(0) == local) &&
+          t.getDimSize(1) == expected[w].rows &&
+          t.getDimSize(2) == expected[w].cols)
+        continue;
+      return fail(formatv("{0} must be tensor<?x{1}x{2}xf32> (or {3} local "
+                          "experts first; I = {4} from w_gate), got {5}",
+                          expected[w].name, expected[w].rows,
+                          expected[w].cols, local, I,
+                          typeString(type.getInput(tokenInputs + w))));
+    }
+  }
+
   // The results are read through their descriptors: ranks and element types
   // must be what the contract says.
-  mlir::Type f32 = mlir::Float32Type::get(func.getContext());
   mlir::Type i64 = mlir::IntegerType::get(func.getContext(), 64);
   auto checkResult = [&](unsigned i, StringRef name, int64_t rank,
                          mlir::Type element, int64_t cols) -> Error {
@@ -403,6 +460,8 @@ public:
   /// The graph was staged before (it has layouts): its stages keep the wire
   /// dtype and capacity they were written with, whatever the pipeline asks.
   bool staged = false;
+  /// Seed of the expert weights (GraphOptions::weightSeed).
+  uint64_t weightSeed = 1;
 };
 
 Expected<std::shared_ptr<CompiledGraph>>
@@ -462,6 +521,7 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   if (!sig)
     return sig.takeError();
   graph->signature = *sig;
+  graph->weightSeed = options.weightSeed;
   SmallVector<mlir::func::FuncOp> reachable = reachableFunctions(func);
   if (Error e = applyGraphRouting(reachable, options, problem))
     return std::move(e);
@@ -491,6 +551,22 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
     return graph;
   }
 
+  // Only the entry and what it calls are compiled: the other functions of a
+  // file may be written for another expert count (the DeepSeek-V3 example's
+  // scaled @ffn_* functions), which a retarget to this run's ranks need not
+  // fit, and would only cost compile time.
+  {
+    DenseSet<mlir::Operation *> keep;
+    for (mlir::func::FuncOp f : reachable)
+      keep.insert(f);
+    SmallVector<mlir::func::FuncOp> unused;
+    for (auto f : module->getOps<mlir::func::FuncOp>())
+      if (!keep.contains(f) &&
+          mlir::SymbolTable::symbolKnownUseEmpty(f, *module))
+        unused.push_back(f);
+    for (mlir::func::FuncOp f : unused)
+      f.erase();
+  }
   func->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(&context));
   // The run's capacity (--capacity, else the graph's, else the routing's)
   // goes into the IR itself: the pipeline's `capacity` option can only set
@@ -545,9 +621,27 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
 
 const std::string &graphLabel(const CompiledGraph &graph) { return graph.label; }
 
+ExpertSpec graphExperts(const CompiledGraph &graph) {
+  ExpertSpec spec;
+  spec.intermediate = graph.signature.intermediate;
+  spec.seed = graph.weightSeed;
+  spec.training = graph.signature.training;
+  return spec;
+}
+
+double graphWeightBytes(const CompiledGraph &graph, const RoutingProblem &p,
+                        bool allRanks) {
+  const double experts =
+      static_cast<double>(allRanks ? p.numExperts : p.localExperts());
+  return experts * 3.0 * static_cast<double>(p.hidden) *
+         static_cast<double>(graph.signature.intermediate) * sizeof(float);
+}
+
 GraphPath::GraphPath(std::shared_ptr<CompiledGraph> graph,
                      const ReferenceResult &reference)
-    : graph(std::move(graph)), reference(reference) {}
+    : graph(std::move(graph)), reference(reference) {
+  expertWeights.resize(std::max(1, reference.problem.ranks));
+}
 
 const char *GraphPath::name() const {
   return graph->signature.training ? "graph (training step)" : "graph";
@@ -584,6 +678,32 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   MemRef2D wRef = descriptor(weights.data(), T, K);
   // The training step's grad_out is x itself (see GraphPath.h).
   MemRef2D gradRef = xRef;
+  // The rank's local experts' weights: global expert rank * E/W + e.
+  MemRef3D gateRef{}, upRef{}, downRef{};
+  if (const int64_t I = sig.intermediate) {
+    const int64_t L = p.localExperts();
+    std::unique_ptr<RankWeights> &mine = expertWeights[rank];
+    if (!mine) {
+      mine = std::make_unique<RankWeights>();
+      const size_t n = static_cast<size_t>(L * H * I);
+      mine->gate.resize(n);
+      mine->up.resize(n);
+      mine->down.resize(n);
+      for (int64_t e = 0; e < L; ++e) {
+        const int64_t expert = rank * L + e;
+        const size_t at = static_cast<size_t>(e * H * I);
+        ref::fillExpertMatrix(graph->weightSeed, expert, ref::ExpertMatrix::Gate,
+                              H, I, H, mine->gate.data() + at);
+        ref::fillExpertMatrix(graph->weightSeed, expert, ref::ExpertMatrix::Up,
+                              H, I, H, mine->up.data() + at);
+        ref::fillExpertMatrix(graph->weightSeed, expert, ref::ExpertMatrix::Down,
+                              I, H, I, mine->down.data() + at);
+      }
+    }
+    gateRef = descriptor(mine->gate.data(), L, H, I);
+    upRef = descriptor(mine->up.data(), L, H, I);
+    downRef = descriptor(mine->down.data(), L, I, H);
+  }
 
   // Results land in a buffer laid out as the C interface's result struct.
   std::vector<uint64_t> raw((2 + sig.training) * sizeof(MemRef2D) / 8 +
@@ -591,7 +711,15 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
                             0);
   moecommCompiledBind(comm);
   const auto start = Clock::now();
-  if (sig.training)
+  if (sig.intermediate && sig.training)
+    reinterpret_cast<FfnTrainingFn>(graph->entry)(raw.data(), &xRef, &idxRef,
+                                                  &wRef, &gradRef, &gateRef,
+                                                  &upRef, &downRef);
+  else if (sig.intermediate)
+    reinterpret_cast<FfnLayerFn>(graph->entry)(raw.data(), &xRef, &idxRef,
+                                               &wRef, &gateRef, &upRef,
+                                               &downRef);
+  else if (sig.training)
     reinterpret_cast<TrainingFn>(graph->entry)(raw.data(), &xRef, &idxRef,
                                                &wRef, &gradRef);
   else

@@ -9,12 +9,15 @@
 // Graph contract (docs/moecomm-run.md): the entry function takes
 //   x [T,H] (bf16|f32), topk_idx [T,K] (i32|i64), topk_weights [T,K] f32
 //   [, grad_out [T,H]]
+//   [, w_gate [E/W,H,I] f32, w_up [E/W,H,I] f32, w_down [E/W,I,H] f32]
 // and returns
 //   out [T,H] (weighted combine of the experts' outputs)
 //   [, grad_x [T,H]]                (with grad_out: the training step)
-//   recv [R,H], recv_weights [R] f32, tokens_per_expert [E/W] i64.
-// Experts are identity; moecomm-run feeds grad_out = x, so grad_x must equal
-// the weighted combine too.
+//   [, recv [R,H], recv_weights [R] f32, tokens_per_expert [E/W] i64].
+// Without weights the experts are identity; with them, the rank's local
+// experts' SwiGLU FFNs (moecomm/Reference/ExpertFfn.h), whose weights
+// moecomm-run generates per rank (moecomm/Reference/ExpertWeights.h).
+// moecomm-run feeds grad_out = x.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TOOLS_RUN_GRAPHPATH_H
@@ -47,6 +50,8 @@ struct GraphOptions {
   /// with --wire-dtype / --capacity).
   bool wireFromGraph = true;
   bool capacityFromGraph = true;
+  /// Seed of the expert weights of a graph that takes them.
+  uint64_t weightSeed = 1;
 };
 
 class CompiledGraph;
@@ -63,6 +68,18 @@ compileGraph(const GraphOptions &options, workload::RoutingProblem &problem);
 /// How the graph was obtained, for reports ("examples/x.mlir (JIT)").
 const std::string &graphLabel(const CompiledGraph &graph);
 
+/// The experts the graph's entry applies: SwiGLU with I from its w_gate
+/// type and GraphOptions::weightSeed when it takes weights, else identity.
+ExpertSpec graphExperts(const CompiledGraph &graph);
+
+/// Bytes of f32 expert weights one process holds while running the graph:
+/// 3 * H * I * 4 per expert, for every expert of the problem under
+/// `--backend threads` (`allRanks`) or the rank's E/W under MPI; 0 for
+/// identity experts.
+double graphWeightBytes(const CompiledGraph &graph,
+                        const workload::RoutingProblem &problem,
+                        bool allRanks);
+
 class GraphPath final : public ExecutionPath {
 public:
   /// `reference` supplies the sources of the received rows (see
@@ -77,7 +94,9 @@ public:
   int chunks() const override;
   /// See ExecutionPath::runIteration. Sources are not an output of the
   /// graph: they are taken from the dispatch order of the reference (the
-  /// rows themselves are checked bit for bit).
+  /// rows themselves are checked bit for bit). A graph taking weights gets
+  /// the rank's local experts' weights, generated on its first iteration
+  /// (on the rank's thread or process) and kept for the next ones.
   llvm::Error runIteration(moecommComm_t comm,
                            const workload::RoutingProblem &problem, int rank,
                            LayerResult &out) override;
@@ -85,6 +104,12 @@ public:
 private:
   std::shared_ptr<CompiledGraph> graph;
   const ReferenceResult &reference;
+  /// [W] (threads; one entry used under MPI): each rank's w_gate, w_up and
+  /// w_down, each [E/W][...] f32; written only by the rank's own thread.
+  struct RankWeights {
+    std::vector<float> gate, up, down;
+  };
+  std::vector<std::unique_ptr<RankWeights>> expertWeights;
   /// Set by runIteration on every rank (the same value: ranks run the same
   /// graph), read after the run.
   std::atomic<int> observedChunks{1};

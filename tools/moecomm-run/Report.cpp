@@ -188,6 +188,10 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
   os << formatv("  rows       {0} received in total; row bytes: dispatch {1}, "
                 "combine {2}\n",
                 r.recvRows, r.dispatchRowBytes, r.combineRowBytes);
+  if (info.experts.ffn())
+    os << formatv("  experts    SwiGLU FFN, intermediate size {0}, f32 weights "
+                  "of seed {1} (docs/moecomm-run.md)\n",
+                  info.experts.intermediate, info.experts.seed);
 
   os << formatv("\ntraffic per iteration, summed over {0} ranks (payload bytes "
                 "and messages sent)\n",
@@ -283,9 +287,16 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
       "rank, CPU here, not a GPU estimate) mean {1:f3} ms, min {2:f3} "
       "ms over {3}\n",
       r.wallSeconds, mean * 1e3, best * 1e3, r.iterationSeconds.size());
-  os << formatv("max_abs_err             {0:e} (combine vs x * sum of kept "
-                "weights); vs reference {1:e}, {2:f3} of the bound\n",
-                r.maxAbsErr, r.maxAbsErrVsReference, r.worstBoundRatio);
+  if (info.experts.ffn())
+    os << formatv("max_abs_err             {0:e} ({1} vs the reference's SwiGLU "
+                  "experts), {2:f3} of the FFN tolerance\n",
+                  r.maxAbsErr,
+                  info.experts.training ? "out and grad_x" : "out",
+                  r.worstBoundRatio);
+  else
+    os << formatv("max_abs_err             {0:e} (combine vs x * sum of kept "
+                  "weights); vs reference {1:e}, {2:f3} of the bound\n",
+                  r.maxAbsErr, r.maxAbsErrVsReference, r.worstBoundRatio);
   os << formatv("verified                {0}", r.verified ? "yes" : "NO");
   if (r.verified)
     os << formatv(" ({0} iteration{1} x {2} ranks: {3})\n", info.iterations,
@@ -407,7 +418,14 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"combine_tolerance", r.combineTolerance},
       {"wall_seconds", r.wallSeconds},
       {"iteration_seconds", std::move(seconds)},
+      {"experts", info.experts.ffn() ? "swiglu" : "identity"},
   };
+  if (info.experts.ffn())
+    o["expert_ffn"] = json::Object{
+        {"intermediate", info.experts.intermediate},
+        {"weight_seed", info.experts.seed},
+        {"max_abs_err", errorToJson(r.maxAbsErr)},
+        {"tolerance_ratio", errorToJson(r.worstBoundRatio)}};
   return json::Value(std::move(o));
 }
 

@@ -31,6 +31,8 @@ struct RunInfo {
   int chunks = 1;
   /// Whether the path returned the dispatch rows (ExecutionPath).
   bool observesDispatch = true;
+  /// The routed experts applied (identity unless a graph takes weights).
+  ExpertSpec experts;
 };
 
 /// The global outcome of a run. All byte and message counts are per iteration
@@ -74,7 +76,8 @@ void printReport(llvm::raw_ostream &os, const workload::RoutingProblem &problem,
 /// {intra_node, inter_node} (the dispatch's payload bytes; the combine's are
 /// under bytes_by_direction), inter_node_lower_bound_bytes (dispatch),
 /// verified, max_abs_err, plus per-direction/scope traffic, stages, metadata
-/// bytes, failures and timings. See docs/moecomm-run.md for every key.
+/// bytes, failures, timings and the experts applied (`experts`, with SwiGLU
+/// experts `expert_ffn`). See docs/moecomm-run.md for every key.
 llvm::json::Value reportJson(const workload::RoutingProblem &problem,
                              const RunInfo &info, const RunReport &report);
 

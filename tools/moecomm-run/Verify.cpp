@@ -54,8 +54,10 @@ ref::Problem toReferenceProblem(const RoutingProblem &p) {
   return q;
 }
 
-ReferenceResult computeReference(const RoutingProblem &p) {
+ReferenceResult computeReference(const RoutingProblem &p,
+                                 const ExpertSpec &experts) {
   ReferenceResult r;
+  r.experts = experts;
   r.problem = toReferenceProblem(p);
   r.layout = ref::layout(r.problem);
   r.kept = ref::keptSlots(r.problem, r.layout);
@@ -73,7 +75,37 @@ ReferenceResult computeReference(const RoutingProblem &p) {
       ref::interNodeLowerBoundBytes(r.problem, r.layout, r.dispatchRowBytes);
   r.combineLowerBound =
       ref::interNodeLowerBoundBytes(r.problem, r.layout, r.combineRowBytes);
+  if (!experts.ffn())
+    return r;
+  // The graph's experts on the rows dispatch delivers (checked bit for bit
+  // when the graph returns them); grad_out = x, so its cached dispatch
+  // delivers the same rows.
+  const ref::ExpertRows y = ref::swigluForward(
+      r.problem, r.layout, r.dispatch, experts.seed, experts.intermediate);
+  r.ffnCombine = ref::combine(r.problem, r.layout, y.rows, /*weighted=*/true);
+  r.ffnCombineAbsSum =
+      ref::combineAbsSum(r.problem, r.layout, y.rows, /*weighted=*/true);
+  r.ffnCombineRowError =
+      ref::combineAbsSum(r.problem, r.layout, y.error, /*weighted=*/true);
+  if (!experts.training)
+    return r;
+  const ref::ExpertRows g =
+      ref::swigluInputGrad(r.problem, r.layout, r.dispatch, r.dispatch,
+                           experts.seed, experts.intermediate);
+  r.ffnGradX = ref::combine(r.problem, r.layout, g.rows, /*weighted=*/false);
+  r.ffnGradXAbsSum =
+      ref::combineAbsSum(r.problem, r.layout, g.rows, /*weighted=*/false);
+  r.ffnGradXRowError =
+      ref::combineAbsSum(r.problem, r.layout, g.error, /*weighted=*/false);
   return r;
+}
+
+double ffnTolerance(const RoutingProblem &p, int roundings, double absSum,
+                    double rowError) {
+  return moecomm::ref::combineBound(hostType(p.dtype), 2 * p.topk,
+                                    roundings + 2)
+             .of(absSum) +
+         1.01 * rowError;
 }
 
 int combineRoundings(moecommStrategy_t strategy, ArrayRef<StageInfo> stages) {
@@ -131,6 +163,38 @@ void checkCombineLike(const RoutingProblem &p, const ReferenceResult &ref,
                 ? std::string("per_expert and one rank must be bit-exact")
                 : formatv("|err| {0:e} > bound {1:e}", err, allowed).str()));
       }
+    }
+  }
+}
+
+/// Checks rank r's [T][H] `values` against the combine of the reference's
+/// SwiGLU experts `expected`, within ffnTolerance per element.
+void checkFfnOutput(const RoutingProblem &p, int r, StringRef what,
+                    const std::vector<float> &values,
+                    const std::vector<float> &expected,
+                    const std::vector<double> &absSum,
+                    const std::vector<double> &rowError, int roundings,
+                    RankCheck &c) {
+  if (values.size() != expected.size()) {
+    c.fail(formatv("rank {0}: {1} returned {2} values, expected {3}", r, what,
+                   values.size(), expected.size()));
+    return;
+  }
+  bool reported = false;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double err = absError(values[i], expected[i]);
+    const double allowed = ffnTolerance(p, roundings, absSum[i], rowError[i]);
+    c.maxAbsErr = std::max(c.maxAbsErr, err);
+    c.maxAbsErrVsReference = std::max(c.maxAbsErrVsReference, err);
+    c.worstBoundRatio = std::max(
+        c.worstBoundRatio, err == 0 ? 0 : (allowed > 0 ? err / allowed
+                                                       : HUGE_VAL));
+    if (!reported && !(err <= allowed)) {
+      reported = true;
+      c.fail(formatv("rank {0}: {1} token {2} h={3} is {4}, reference SwiGLU "
+                     "experts {5} (|err| {6:e} > tolerance {7:e})",
+                     r, what, i / p.hidden, i % p.hidden, values[i],
+                     expected[i], err, allowed));
     }
   }
 }
@@ -234,6 +298,16 @@ RankCheck verifyRank(const RoutingProblem &p, const ReferenceResult &ref,
   // which equals it for grad_out = x; never bit-exact: the backward rounds
   // w * grad_out to the row dtype on the expert's rank before summing).
   const int roundings = combineRoundings(res.strategy, res.stages);
+  if (ref.experts.ffn()) {
+    checkFfnOutput(p, r, "combine", res.combine, ref.ffnCombine[r],
+                   ref.ffnCombineAbsSum[r], ref.ffnCombineRowError[r],
+                   roundings, c);
+    if (ref.experts.training)
+      checkFfnOutput(p, r, "grad_x", res.gradX, ref.ffnGradX[r],
+                     ref.ffnGradXAbsSum[r], ref.ffnGradXRowError[r], roundings,
+                     c);
+    return c;
+  }
   checkCombineLike(p, ref, r, "combine", res.combine, roundings, c);
   if (!res.gradX.empty())
     checkCombineLike(p, ref, r, "grad_x", res.gradX, roundings + 1, c);

@@ -7,7 +7,9 @@
 //   2. tokens_per_expert and capacity drops;
 //   3. the weighted combine of identity experts: bit-exact for per_expert
 //      (it reduces in the reference's order), within the combine bound for
-//      the strategies that pre-reduce per rank or node;
+//      the strategies that pre-reduce per rank or node; with SwiGLU experts
+//      (a graph taking weights), the combine of the reference's experts
+//      (moecomm/Reference/ExpertFfn.h) within the FFN tolerance;
 //   5. inter-node bytes: hierarchical == the lower bound (dispatch and
 //      combine), every other strategy >= it.
 //
@@ -19,6 +21,7 @@
 
 #include "moecomm/Model/Traffic.h"
 #include "moecomm/Reference/CombineBound.h"
+#include "moecomm/Reference/ExpertFfn.h"
 #include "moecomm/Reference/Reference.h"
 
 #include "moecomm/Workload/RoutingProblem.h"
@@ -30,6 +33,18 @@
 #include <vector>
 
 namespace moecomm::run {
+
+/// The routed experts a run applies (a graph with weight arguments: the
+/// SwiGLU FFN of ExpertFfn.h; otherwise identity).
+struct ExpertSpec {
+  /// I, the FFN's intermediate size; 0 = identity experts.
+  int64_t intermediate = 0;
+  /// The weights' seed (moecomm/Reference/ExpertWeights.h).
+  uint64_t seed = 1;
+  /// Whether the run is a training step (grad_x is checked too).
+  bool training = false;
+  bool ffn() const { return intermediate > 0; }
+};
 
 /// The reference results of a whole problem (all ranks).
 struct ReferenceResult {
@@ -45,6 +60,14 @@ struct ReferenceResult {
   /// DESIGN.md §5.5's bound for dispatch and for combine, in bytes.
   int64_t dispatchLowerBound = 0;
   int64_t combineLowerBound = 0;
+  /// With SwiGLU experts (experts.ffn()): the weighted combine of the
+  /// reference experts' rows ([W][T_r*H]), its sum_k |w_k y_k| and
+  /// sum_k |w_k| e_k (e the rows' bounds, ExpertRows::error); a training
+  /// step's unweighted combine of the input gradients likewise.
+  ExpertSpec experts;
+  std::vector<std::vector<float>> ffnCombine, ffnGradX;
+  std::vector<std::vector<double>> ffnCombineAbsSum, ffnCombineRowError;
+  std::vector<std::vector<double>> ffnGradXAbsSum, ffnGradXRowError;
 };
 
 /// Converts a RoutingProblem to the reference's Problem (weights omitted when
@@ -52,8 +75,16 @@ struct ReferenceResult {
 ref::Problem toReferenceProblem(const workload::RoutingProblem &problem);
 
 /// Computes everything the checks need. `problem` must be valid
-/// (validateRouting). Cost: O(sum of rows * H) time and memory.
-ReferenceResult computeReference(const workload::RoutingProblem &problem);
+/// (validateRouting). Cost: O(sum of rows * H) time and memory; with SwiGLU
+/// `experts` O(sum of rows * H * I) time and one expert's weights more.
+ReferenceResult computeReference(const workload::RoutingProblem &problem,
+                                 const ExpertSpec &experts = {});
+
+/// The FFN tolerance of one output element (docs/moecomm-run.md): the
+/// combine bound with K -> 2K and L -> L + 2 on `absSum` = sum_k |w_k y_k|,
+/// plus 1.01 * `rowError` = sum_k |w_k| e_k. `roundings` is L.
+double ffnTolerance(const workload::RoutingProblem &problem, int roundings,
+                    double absSum, double rowError);
 
 /// L of the combine bound (moecomm/Reference/CombineBound.h) for a run with
 /// `strategy` in effect and the exchange stages `stages`: the dispatch stages
@@ -68,11 +99,13 @@ struct RankCheck {
   std::vector<std::string> failures;
   /// max |combine - x * sum of kept weights| over the rank's elements: the
   /// end-to-end error of dispatch -> identity -> combine (for FP8 it includes
-  /// the quantization error). A NaN output counts as an infinite error.
+  /// the quantization error); with SwiGLU experts max |out - reference| over
+  /// out and grad_x. A NaN output counts as an infinite error.
   double maxAbsErr = 0;
   /// max |combine - reference combine| (the communication error alone).
   double maxAbsErrVsReference = 0;
-  /// max |combine - reference| / bound (<= 1 passes; 0 when exact).
+  /// max |combine - reference| / bound (<= 1 passes; 0 when exact); with
+  /// SwiGLU experts / the FFN tolerance, over out and grad_x.
   double worstBoundRatio = 0;
   /// Received rows whose bits differ from the reference.
   int64_t dispatchRowMismatches = 0;

@@ -1,8 +1,9 @@
 //===- moecomm-run.cpp - run and verify an MoE layer's communication -----===//
 //
 // moecomm-run executes an MoE layer's dispatch -> identity experts -> combine
-// on every rank of a backend (threads or MPI), verifies every result against
-// the single-process reference and reports traffic per link class against the
+// (or a graph's SwiGLU experts, with weights it generates) on every rank of
+// a backend (threads or MPI), verifies every result against the
+// single-process reference and reports traffic per link class against the
 // inter-node lower bound. Interface: DESIGN.md §8 and docs/moecomm-run.md.
 //
 // Exit status: 0 verified, 1 a check failed, 2 invalid input or flags (one
@@ -168,6 +169,11 @@ cl::opt<bool> directOpt(
     "direct",
     cl::desc("Call the runtime directly instead of running a compiled graph"),
     cl::cat(runCat));
+cl::opt<unsigned long long> weightSeedOpt(
+    "weight-seed",
+    cl::desc("Seed of the expert weights of a graph that takes them "
+             "(w_gate, w_up, w_down; default 1)"),
+    cl::init(1), cl::cat(runCat));
 #else
 cl::opt<bool> directOpt(
     "direct",
@@ -394,6 +400,8 @@ struct RunState {
   std::shared_ptr<CompiledGraph> graph;
 #endif
   RoutingProblem problem;
+  /// The graph's experts (identity for --direct and graphs without weights).
+  ExpertSpec experts;
   ReferenceResult reference;
   /// False only with --skip-input-checks and a routing the reference rejects:
   /// the runtime must reject it too.
@@ -625,11 +633,35 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     go.preset = presetOpt;
     go.wireFromGraph = !wireDtypeOpt.getNumOccurrences();
     go.capacityFromGraph = !capacityOpt.getNumOccurrences();
+    go.weightSeed = weightSeedOpt;
     Expected<std::shared_ptr<CompiledGraph>> graph = compileGraph(go, p);
     if (!graph)
       return report(graph.takeError(), printer);
     state.graph = std::move(*graph);
+    state.experts = graphExperts(*state.graph);
+    // All ranks' experts live in this process under --backend threads; the
+    // reference adds one expert's weights.
+    if (state.experts.ffn()) {
+      const double bytes = graphWeightBytes(*state.graph, p, !mpi);
+      const double oneExpert = 3.0 * static_cast<double>(p.hidden) *
+                               static_cast<double>(state.experts.intermediate) *
+                               sizeof(float);
+      if (Error e = checkMemory(
+              bytes + oneExpert +
+                  estimateRunBytes(p.totalTokens(), p.hidden, p.topk,
+                                   p.numExperts),
+              formatv("the expert weights ({0} experts x 3 x {1} x {2} f32 = "
+                      "{3:F0} bytes in this process) and the run",
+                      mpi ? p.localExperts() : p.numExperts, p.hidden,
+                      state.experts.intermediate, bytes)))
+        return report(std::move(e), printer);
+    }
   }
+  if (weightSeedOpt.getNumOccurrences() && !state.experts.ffn())
+    return report(inputError("--weight-seed applies only to a graph whose "
+                             "entry takes expert weights (w_gate, w_up, "
+                             "w_down)"),
+                  printer);
 #endif
 
   // Without --skip-input-checks the routing was validated above.
@@ -644,7 +676,7 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                           "x {1} slots x {2} hidden)...\n",
                           p.totalTokens(), p.topk, p.hidden)
                       .str());
-    state.reference = computeReference(p);
+    state.reference = computeReference(p, state.experts);
   } else
     state.reference.problem = refProblem;
   if (mpi)
@@ -697,6 +729,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   info.iterations = bo.iterations;
   info.chunks = path.chunks();
   info.observesDispatch = path.observesDispatch();
+  info.experts = state.experts;
   RunReport result = analyzeRun(p, state.reference, *run, path.passes());
   if (bo.trace) {
     TimelineOutput to;

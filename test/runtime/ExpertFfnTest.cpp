@@ -1,0 +1,143 @@
+//===- ExpertFfnTest.cpp - the reference SwiGLU experts and their weights -===//
+//
+// The weight generator against values recomputed from its documented formula
+// (docs/moecomm-run.md, "Expert FFNs": SplitMix64 chain in Python, f32
+// arithmetic in NumPy), the forward against the FFN written out by hand, the
+// input gradient against central differences of the forward, and the error
+// bounds against an f32 evaluation in another order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moecomm/Reference/ExpertFfn.h"
+#include "moecomm/Reference/ExpertWeights.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace moecomm::ref;
+
+namespace {
+
+TEST(ExpertWeightsTest, MatchesTheDocumentedFormula) {
+  // /usr/bin/python3 with numpy, the formula of docs/moecomm-run.md.
+  EXPECT_EQ(expertWeight(1, 0, ExpertMatrix::Gate, 0, 0, 7168),
+            -0x1.c84abep-8f);
+  EXPECT_EQ(expertWeight(1, 3, ExpertMatrix::Down, 5, 7, 768), 0x1.41f968p-8f);
+  EXPECT_EQ(expertWeight(42, 255, ExpertMatrix::Up, 7167, 2047, 7168),
+            0x1.932dd4p-8f);
+}
+
+TEST(ExpertWeightsTest, FilledMatricesAreTheElementsInRange) {
+  const int64_t H = 12, I = 5;
+  const ExpertWeights w = expertWeights(9, 4, H, I);
+  const float bound = 1.0f / std::sqrt(12.0f);
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < I; ++i) {
+      EXPECT_EQ(w.gate[h * I + i],
+                expertWeight(9, 4, ExpertMatrix::Gate, h, i, H));
+      EXPECT_EQ(w.up[h * I + i], expertWeight(9, 4, ExpertMatrix::Up, h, i, H));
+      EXPECT_EQ(w.down[i * H + h],
+                expertWeight(9, 4, ExpertMatrix::Down, i, h, I));
+      EXPECT_LE(std::fabs(w.gate[h * I + i]), bound);
+    }
+  EXPECT_NE(w.gate, w.up); // the matrix is part of the counter
+  EXPECT_NE(expertWeights(9, 5, H, I).gate, w.gate);
+}
+
+/// One rank, one expert per rank, K = 1 with weight `weight`: every token's
+/// row goes through expert 0 unchanged by the dispatch.
+struct OneExpert {
+  Problem p;
+  std::vector<RankLayout> l;
+  std::vector<std::vector<float>> x;
+  OneExpert(int64_t H, int64_t tokens, float weight)
+      : p{/*ranks=*/1,
+          /*ranksPerNode=*/1,
+          /*numExperts=*/1,
+          /*topk=*/1,
+          H,
+          moecommFloat32,
+          moecommFloat32,
+          /*capacity=*/0,
+          {RankRouting{tokens, std::vector<int64_t>(tokens, 0),
+                       std::vector<float>(tokens, weight)}}},
+        l(layout(p)), x{standardX(0, tokens, H)} {}
+};
+
+double silu(double g) { return g / (1 + std::exp(-g)); }
+
+TEST(ExpertFfnTest, ForwardIsTheSwiGluFfn) {
+  const int64_t H = 6, I = 4;
+  OneExpert c(H, 3, 1.0f);
+  const ExpertRows y = swigluForward(c.p, c.l, c.x, 5, I);
+  const ExpertWeights w = expertWeights(5, 0, H, I);
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t k = 0; k < H; ++k) {
+      double d = 0;
+      for (int64_t j = 0; j < I; ++j) {
+        double g = 0, u = 0;
+        for (int64_t h = 0; h < H; ++h) {
+          g += double(c.x[0][t * H + h]) * w.gate[h * I + j];
+          u += double(c.x[0][t * H + h]) * w.up[h * I + j];
+        }
+        d += silu(g) * u * w.down[j * H + k];
+      }
+      EXPECT_NEAR(y.rows[0][t * H + k], d, 1e-6 * std::fabs(d) + 1e-12);
+      EXPECT_GT(y.error[0][t * H + k], 0.0f);
+    }
+}
+
+TEST(ExpertFfnTest, InputGradIsTheForwardsDerivative) {
+  // grad_in_h = d/dx_h sum_k grad_y_k y_k(x), grad_y = w * grad_out with
+  // grad_out = x (as moecomm-run feeds it), by central differences.
+  const int64_t H = 6, I = 4;
+  const float weight = 0.5f;
+  OneExpert c(H, 2, weight);
+  const ExpertRows gin = swigluInputGrad(c.p, c.l, c.x, c.x, 3, I);
+  const double step = 1.0 / 1024;
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      auto loss = [&](double delta) {
+        std::vector<std::vector<float>> x = c.x;
+        x[0][t * H + h] += static_cast<float>(delta);
+        const ExpertRows y = swigluForward(c.p, c.l, x, 3, I);
+        double s = 0;
+        for (int64_t k = 0; k < H; ++k)
+          s += double(weight * c.x[0][t * H + k]) * y.rows[0][t * H + k];
+        return s;
+      };
+      const double fd = (loss(step) - loss(-step)) / (2 * step);
+      EXPECT_NEAR(gin.rows[0][t * H + h], fd, 1e-4) << "t " << t << " h " << h;
+    }
+}
+
+TEST(ExpertFfnTest, BoundsCoverAnF32EvaluationInAnotherOrder) {
+  // The graph's side: f32 dot products summed backwards, f32 silu, the
+  // output rounded to bf16; it must lie within the bound of the reference.
+  const int64_t H = 64, I = 16;
+  OneExpert c(H, 4, 1.0f);
+  c.p.dataType = c.p.wireType = moecommBfloat16;
+  const ExpertRows y = swigluForward(c.p, c.l, c.x, 11, I);
+  const ExpertWeights w = expertWeights(11, 0, H, I);
+  for (int64_t t = 0; t < 4; ++t) {
+    std::vector<float> hv(I);
+    for (int64_t j = 0; j < I; ++j) {
+      float g = 0, u = 0;
+      for (int64_t h = H - 1; h >= 0; --h) {
+        g += c.x[0][t * H + h] * w.gate[h * I + j];
+        u += c.x[0][t * H + h] * w.up[h * I + j];
+      }
+      hv[j] = g / (1.0f + std::exp(-g)) * u;
+    }
+    for (int64_t k = 0; k < H; ++k) {
+      float d = 0;
+      for (int64_t j = I - 1; j >= 0; --j)
+        d += hv[j] * w.down[j * H + k];
+      const float graph = roundTo(d, moecommBfloat16);
+      EXPECT_LE(std::fabs(graph - y.rows[0][t * H + k]), y.error[0][t * H + k]);
+    }
+  }
+}
+
+} // namespace
