@@ -6,13 +6,14 @@
 #                             [--experts 32] [--chunks 4] [--iterations 5]
 #                             [--out DIR] [--build DIR]
 #
-# Writes one routing (moecomm-run --save-routing: DeepSeek-V3's hidden size
-# and top-k, --experts experts, uniform routing, seed 1, --tokens per rank),
-# then, holding `flock /run/moecomm-emulated.lock` from `up` to `down`, brings
+# Writes two routings (moecomm-run --save-routing: DeepSeek-V3's hidden
+# size and top-k, uniform routing, seed 1, --tokens per rank; --experts
+# experts for the FFN layer, whose example is written for a scaled expert
+# count, and the model's 256 for the identity layer), then, holding `flock /run/moecomm-emulated.lock` from `up` to `down`, brings
 # the cluster up at --rate and runs, one process per rank (moecomm-run
 # --backend mpi --strategy hierarchical --iterations N --trace), each of
-#   ffn      examples/deepseek-v3.mlir @ffn_layer: SwiGLU experts (compute to
-#            hide the exchanges behind);
+#   ffn      examples/deepseek-v3.mlir @ffn_layer: SwiGLU experts, their
+#            GEMMs in OpenBLAS (compute to hide the exchanges behind);
 #   identity examples/deepseek-v3.mlir @training_step: identity experts
 #            (nothing to overlap: what chunking costs);
 # with --chunks 1 and with --chunks C, and takes the cluster down (also on
@@ -20,7 +21,9 @@
 # DIR/table.md: per layer the median and minimum iteration time of both
 # runs (the first iteration is the warm-up and is left out) and
 # chunks=C / chunks=1. Raw outputs: DIR/<layer>-c<chunks>.{json,trace.json,
-# trace.png} (the timelines).
+# trace.png} (the timelines). The FFN runs spend most of their wall time in
+# moecomm-run's reference (its experts in plain loops, after the timed
+# iterations), not in the measurement.
 # Exit status: 0 done, 2 bad usage (one line), 77 no network namespaces
 # here, otherwise the failing step's status.
 set -euo pipefail
@@ -41,12 +44,12 @@ layers="ffn:ffn_layer identity:training_step"
 
 die() { printf 'emulated-overlap: %s\n' "$*" >&2; exit 2; }
 
-# Everything on the cluster: NODES RPN RATE ROUTING OUT ITERATIONS CHUNKS
-# BUILD. Runs as `$0 __measure ...` under the lock, so that the lock is held
-# from `up` to `down` and the trap takes the cluster down on any exit.
+# Everything on the cluster: NODES RPN RATE OUT ITERATIONS CHUNKS BUILD
+# (the routings are OUT/<layer>.routing.json). Runs as `$0 __measure ...`
+# under the lock, so that the lock is held from `up` to `down` and the trap
+# takes the cluster down on any exit.
 measure() {
-  local nodes=$1 rpn=$2 rate=$3 routing=$4 dir=$5 iterations=$6 chunks=$7
-  local build=$8
+  local nodes=$1 rpn=$2 rate=$3 dir=$4 iterations=$5 chunks=$6 build=$7
   trap '"$cluster" down' EXIT
   "$cluster" up "$nodes" "$rpn" --rate "$rate"
   local layer name entry c
@@ -55,7 +58,7 @@ measure() {
     for c in 1 "$chunks"; do
       echo "emulated-overlap: $name (@$entry) with --chunks $c"
       "$cluster" run --timeout 1800 -- "$build/bin/moecomm-run" "$graph" \
-        --entry "$entry" --routing "$routing" --backend mpi \
+        --entry "$entry" --routing "$dir/$name.routing.json" --backend mpi \
         --strategy hierarchical --chunks "$c" --iterations "$iterations" \
         --trace "$dir/$name-c$c.trace.json" --json "$dir/$name-c$c.json" \
         --quiet
@@ -97,11 +100,12 @@ done
 nodes=${topology%x*} rpn=${topology#*x}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-routing=$out/deepseek-v3.json
-"$build/bin/moecomm-run" --direct --config deepseek-v3 --experts "$experts" \
-  --ranks $((nodes * rpn)) --ranks-per-node "$rpn" --tokens "$tokens" \
-  --routing-dist uniform --seed 1 --save-routing "$routing" --quiet
-flock "$lock" "$0" __measure "$nodes" "$rpn" "$rate" "$routing" "$out" \
-  "$iterations" "$chunks" "$build"
+for layer in ffn:"$experts" identity:256; do
+  "$build/bin/moecomm-run" --direct --config deepseek-v3 --experts "${layer#*:}" \
+    --ranks $((nodes * rpn)) --ranks-per-node "$rpn" --tokens "$tokens" \
+    --routing-dist uniform --seed 1 --save-routing "$out/${layer%%:*}.routing.json" --quiet
+done
+flock "$lock" "$0" __measure "$nodes" "$rpn" "$rate" "$out" "$iterations" \
+  "$chunks" "$build"
 /usr/bin/python3 "$here/bench/emulated-overlap-report.py" "$out" "$chunks" \
   "$topology" "$rate"

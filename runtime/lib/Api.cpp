@@ -160,7 +160,7 @@ moecommResult_t moecommCommDestroy(moecommComm_t comm) {
     if (!comm)
       return invalidArgument("comm is NULL");
     {
-      std::lock_guard<std::mutex> lock(comm->mutex());
+      auto lock = comm->lockForCall();
       if (comm->unwaited() > 0)
         return invalidArgument(cat("rank ", comm->rank(), ": ",
                                    comm->unwaited(),
@@ -502,7 +502,7 @@ moecommResult_t moecommWait(moecommRequest_t request) {
   if (!request)
     return failNoComm(invalidArgument("request is NULL"));
   Comm *comm = request->comm;
-  std::lock_guard<std::mutex> lock(comm->mutex());
+  auto lock = comm->lockForCall();
   Status st;
   try {
     st = waitRequest(request);

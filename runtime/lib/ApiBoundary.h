@@ -41,7 +41,7 @@ inline moecommResult_t failNoComm(const Status &st) {
 template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
   if (!comm)
     return failNoComm(invalidArgument("comm is NULL"));
-  std::lock_guard<std::mutex> lock(comm->mutex());
+  auto lock = comm->lockForCall();
   Status st;
   try {
     st = comm->usable();
@@ -62,7 +62,7 @@ template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
 template <typename F> moecommResult_t onCommLocal(moecommComm_t comm, F body) {
   if (!comm)
     return failNoComm(invalidArgument("comm is NULL"));
-  std::lock_guard<std::mutex> lock(comm->mutex());
+  auto lock = comm->lockForCall();
   Status st;
   try {
     st = body(*comm);

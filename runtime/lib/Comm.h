@@ -19,6 +19,7 @@
 
 #include <deque>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -94,6 +95,21 @@ public:
   /// Held by every runtime call on this communicator (ApiBoundary.h) and
   /// by each sweep of its progress thread.
   std::mutex &mutex() { return mutex_; }
+  /// How a runtime call takes mutex(): counted while it waits, so the
+  /// progress thread lets it in before its next sweep (std::mutex is not
+  /// fair: a thread that unlocks and relocks every few microseconds can keep
+  /// a woken caller out for seconds, which stalled compiled code's exchange
+  /// starts on the emulated cluster).
+  std::unique_lock<std::mutex> lockForCall() {
+    callsWaiting_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(mutex_);
+    callsWaiting_.fetch_sub(1, std::memory_order_relaxed);
+    return lock;
+  }
+  /// Whether a runtime call waits for mutex().
+  bool callWaiting() const {
+    return callsWaiting_.load(std::memory_order_relaxed) > 0;
+  }
   /// The progress thread, or nullptr on a device backend.
   ProgressEngine *progressEngine() { return progress_.get(); }
 
@@ -169,6 +185,7 @@ private:
   };
   std::vector<Free> pool_;
   std::mutex mutex_;
+  std::atomic<int> callsWaiting_{0};
   /// Last: started when everything else is built.
   std::unique_ptr<ProgressEngine> progress_;
 };

@@ -37,8 +37,13 @@ void ProgressEngine::run() {
       continue;
     }
     pause = sweep() ? kMinPause : std::min(pause * 2, kMaxPause);
-    // Releases the lock, so the caller's calls get in between sweeps.
-    cv_.wait_for(lock, pause);
+    // Releases the lock, so the caller's calls get in between sweeps; one
+    // that is waiting for it goes first (Comm::lockForCall).
+    lock.unlock();
+    do
+      std::this_thread::sleep_for(pause);
+    while (comm_.callWaiting());
+    lock.lock();
   }
 }
 

@@ -14,7 +14,8 @@
 // C1-NEXT: moecomm.exchange_wait %[[REQ]], %[[BUF]]
 // C1-NOT: moecomm.exchange %
 //
-// chunks=2: two layouts; chunk 1's dispatch exchange is in flight while
+// chunks=2: two layouts, both before any exchange (each is a blocking
+// all-gather); chunk 1's dispatch exchange is in flight while
 // chunk 0's expert computation runs, and chunk 0's combine exchange while
 // chunk 1's computation runs; the outputs are reassembled in token order.
 // Chunk c starts at c * (T / 2) + min(c, T % 2).
@@ -26,12 +27,14 @@
 // C2: %[[R1:.*]] = arith.minui %c1, %[[R]]
 // C2: %[[START1:.*]] = arith.addi %[[Q1]], %[[R1]]
 // C2: %[[SIZE0:.*]] = arith.subi %[[START1]], %c0
-// C2: %[[X0:.*]] = tensor.extract_slice %arg0[%c0, 0] [%[[SIZE0]], 64]
+// C2: tensor.extract_slice %arg1[%c0, 0] [%[[SIZE0]], 2]
 // C2: %[[H0:.*]], %{{.*}}, %{{.*}} = moecomm.layout
-// C2: %[[REQ0:.*]], %[[B0:.*]] = moecomm.exchange_start {{.*}}, %[[H0]] dispatch stage 0
 // C2: %[[SIZE1:.*]] = arith.subi %[[T]], %[[START1]]
-// C2: tensor.extract_slice %arg0[%[[START1]], 0] [%[[SIZE1]], 64]
+// C2: tensor.extract_slice %arg1[%[[START1]], 0] [%[[SIZE1]], 2]
 // C2: %[[H1:.*]], %{{.*}}, %{{.*}} = moecomm.layout
+// C2: tensor.extract_slice %arg0[%c0, 0] [%[[SIZE0]], 64]
+// C2: %[[REQ0:.*]], %[[B0:.*]] = moecomm.exchange_start {{.*}}, %[[H0]] dispatch stage 0
+// C2: tensor.extract_slice %arg0[%[[START1]], 0] [%[[SIZE1]], 64]
 // C2: %[[REQ1:.*]], %[[B1:.*]] = moecomm.exchange_start {{.*}}, %[[H1]] dispatch stage 0
 // C2: moecomm.exchange_wait %[[REQ0]], %[[B0]]
 // C2: %[[RECV0:.*]] = moecomm.unpack {{.*}}, %[[H0]] dispatch
@@ -64,10 +67,11 @@ func.func @layer(%arg0: tensor<?x64xbf16>, %arg1: tensor<?x2xi32>, %arg2: tensor
 
 // Two independent micro-batches through two layers: with chunks=1 the
 // second micro-batch's dispatch is in flight while the first one computes.
+// Both layouts (blocking all-gathers) come before the first exchange starts.
 // C1-LABEL: func.func @micro_batches
 // C1: %[[HA:.*]], %{{.*}}, %{{.*}} = moecomm.layout %arg1
+// C1-NEXT: %[[HB:.*]], %{{.*}}, %{{.*}} = moecomm.layout %arg4
 // C1: %[[RA:.*]], %[[BA:.*]] = moecomm.exchange_start {{.*}}, %[[HA]] dispatch
-// C1: %[[HB:.*]], %{{.*}}, %{{.*}} = moecomm.layout %arg4
 // C1: %[[RB:.*]], %[[BB:.*]] = moecomm.exchange_start {{.*}}, %[[HB]] dispatch
 // C1: moecomm.exchange_wait %[[RA]], %[[BA]]
 // C1: arith.mulf

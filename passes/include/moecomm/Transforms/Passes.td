@@ -258,7 +258,10 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     orders the chunks as a software pipeline so chunk i's exchange is in
     flight while chunk i-1's expert computation runs (Comet; Megatron-LM's
     chunked MoE overlap). Independent layers in the same block (e.g. two
-    micro-batches) are pipelined against each other the same way.
+    micro-batches) are pipelined against each other the same way. The
+    layouts of all chunks come first: a layout is a blocking all-gather,
+    which issued behind a started exchange would wait for its bytes on a
+    slow link.
 
     Row-wise means that every output row of the layer depends only on its
     own row, its expert and values that are the same in every chunk, so
