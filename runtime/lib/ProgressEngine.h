@@ -30,6 +30,9 @@ namespace moecomm {
 
 class Comm;
 
+/// The name of every progress thread (pthread_setname_np; /proc's comm).
+inline constexpr char kProgressThreadName[] = "moecomm-progres";
+
 class ProgressEngine {
 public:
   /// Starts the thread of `comm` (which must outlive this object).

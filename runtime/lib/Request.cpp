@@ -25,8 +25,11 @@ Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
 
 void completeRequest(moecommRequest &request) {
   try {
-    if (request.op)
-      request.status = request.op->finish();
+    if (request.op) {
+      Status st = request.op->finish();
+      if (request.status.ok())
+        request.status = st;
+    }
   } catch (const std::bad_alloc &) {
     // The messages of moecommWait's own boundary.
     request.status = systemError("out of memory");

@@ -26,6 +26,10 @@ struct moecommRequest {
   moecomm::Comm *comm = nullptr;
   std::unique_ptr<moecomm::Operation> op;
   bool done = false;
+  /// The progress thread is done advancing op: it reported Complete, or
+  /// advance() failed (status holds why; finish() still settles the
+  /// exchanges it posted before the request completes).
+  bool advanced = false;
   moecomm::Status status;
 };
 
@@ -38,7 +42,8 @@ Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
 
 /// Completes `request`'s operation (finish(): blocks unless advance()
 /// reported it complete) and records its status (an exception becomes a
-/// system or internal error); the request stays allocated. Caller holds the
+/// system or internal error; a failure the progress thread recorded
+/// first stands); the request stays allocated. Caller holds the
 /// communicator's mutex.
 void completeRequest(moecommRequest &request);
 

@@ -1,10 +1,15 @@
 //===- ProgressCheck.cpp - Requests that complete while the caller computes ===//
 #include "ProgressCheck.h"
 
+#include "ProgressEngine.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <sys/resource.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 #include <thread>
 
 namespace moecomm {
@@ -106,11 +111,28 @@ void checkCompletesUnattended(moecommComm_t comm, const Expected &exp,
   EXPECT_TRUE(sameBits(out.values(), blocking.values())) << "rank " << rank;
 }
 
-double processCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto sec = [](const timeval &t) { return t.tv_sec + t.tv_usec * 1e-6; };
-  return sec(u.ru_utime) + sec(u.ru_stime);
+double progressThreadCpuSeconds() {
+  double ticks = 0;
+  for (const auto &task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != kProgressThreadName)
+      continue;
+    // /proc/PID/task/TID/stat: "tid (comm) state ..."; utime and stime are
+    // the 14th and 15th fields, the 12th and 13th after the comm's ')'.
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 0; i < 11 && rest >> field; ++i) {
+    }
+    double utime = 0, stime = 0;
+    rest >> utime >> stime;
+    ticks += utime + stime;
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 } // namespace test

@@ -4,8 +4,8 @@
 // MpiTest.cpp on mpi) share these: a problem large enough that its exchanges
 // need many chunks and rendezvous messages, a check that a started dispatch
 // and combine complete with the caller out of the runtime (it only reads the
-// trace, which moves nothing), and the process's CPU time for the bounds on
-// idle waste.
+// trace, which moves nothing), and the progress threads' CPU time for the
+// bounds on idle waste.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TEST_RUNTIME_PROGRESSCHECK_H
@@ -53,9 +53,11 @@ struct StartedDispatch {
 void checkCompletesUnattended(moecommComm_t comm, const Expected &exp,
                               int rank, double limitSec = 60);
 
-/// The CPU time (user + system, seconds) of this process so far
-/// (getrusage).
-double processCpuSeconds();
+/// The CPU time (user + system, seconds) the progress threads of this
+/// process have used so far: the threads named kProgressThreadName, read
+/// from /proc/self/task (clock ticks, 10 ms here). Only theirs: the rank
+/// threads, MPI's own threads or a busy machine do not count.
+double progressThreadCpuSeconds();
 
 } // namespace test
 } // namespace moecomm

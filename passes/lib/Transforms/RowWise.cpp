@@ -250,6 +250,16 @@ LogicalResult RowWiseChecker::checkRowOp(Operation *op, ArrayRef<Value> used,
   if (!ok)
     return fail(op, "mixes rows (no parallel loop over the leading row "
                     "dimension of every row-carrying operand)");
+  // In a chunk the row loop counts from the chunk's first row: a body that
+  // reads it would compute something else for the same row.
+  if (linalgOp.getBlock()
+          ->walk([&](linalg::IndexOp index) {
+            return index.getDim() == *rowDim ? WalkResult::interrupt()
+                                             : WalkResult::advance();
+          })
+          .wasInterrupted())
+    return fail(op, "reads its row index (linalg.index), which is the "
+                    "position in the chunk once chunked");
   return success();
 }
 

@@ -58,6 +58,7 @@ func.func @row_stride_dynamic(%a: memref<?x64xf32, strided<[?, 1], offset: ?>>, 
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<?x64xbf16>, memref<64x32xbf16>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<?x64xf32, strided<[?, ?], offset: ?>>, memref<64x32xf32>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<?x64xf32, strided<[128, 2]>>, memref<64x32xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<?x64xf32, strided<[0, 1]>>, memref<64x32xf32>)
 // CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<64x?xf32>, memref<64x32xf32>)
 // CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<64xf32>, memref<64x32xf32>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<64x32xf32>)
@@ -66,6 +67,7 @@ func.func @row_stride_dynamic(%a: memref<?x64xf32, strided<[?, 1], offset: ?>>, 
 func.func @left_alone(%abf: memref<?x64xbf16>, %bbf: memref<64x32xbf16>, %c: memref<?x32xf32>,
                       %adyn: memref<?x64xf32, strided<[?, ?], offset: ?>>,
                       %astep: memref<?x64xf32, strided<[128, 2]>>,
+                      %arow: memref<?x64xf32, strided<[0, 1]>>,
                       %at: memref<64x?xf32>, %abc: memref<64xf32>, %b: memref<64x32xf32>,
                       %ta: tensor<?x64xf32>, %tb: tensor<64x32xf32>, %tc: tensor<?x32xf32>) -> tensor<?x32xf32> {
   // Other element types.
@@ -73,6 +75,8 @@ func.func @left_alone(%abf: memref<?x64xbf16>, %bbf: memref<64x32xbf16>, %c: mem
   // An inner stride not statically 1.
   linalg.matmul ins(%adyn, %b : memref<?x64xf32, strided<[?, ?], offset: ?>>, memref<64x32xf32>) outs(%c : memref<?x32xf32>)
   linalg.matmul ins(%astep, %b : memref<?x64xf32, strided<[128, 2]>>, memref<64x32xf32>) outs(%c : memref<?x32xf32>)
+  // A row stride below the row length (one row broadcast to every row).
+  linalg.matmul ins(%arow, %b : memref<?x64xf32, strided<[0, 1]>>, memref<64x32xf32>) outs(%c : memref<?x32xf32>)
   // A transposed; A broadcast.
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
       ins(%at, %b : memref<64x?xf32>, memref<64x32xf32>) outs(%c : memref<?x32xf32>)

@@ -17,6 +17,27 @@ func.func @not_row_wise(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<
 
 // -----
 
+// A body that reads its row index: once chunked, the index counts from the
+// chunk's first row, so the same row would get another value.
+// CHECK-LABEL: func.func @reads_row_index
+// CHECK-COUNT-1: moecomm.layout
+func.func @reads_row_index(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
+  // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: 'linalg.generic' reads its row index (linalg.index), which is the position in the chunk once chunked}}
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%recv : tensor<?x64xf32>) outs(%recv : tensor<?x64xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    %f = arith.uitofp %ii : i64 to f32
+    %r = arith.addf %v, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<?x64xf32>
+  %out = moecomm.combine %y, %h weighted : tensor<?x64xf32>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
 // Grouped GEMMs that read tokens_per_expert depend on the whole batch.
 func.func @uses_counts(%x: tensor<?x64xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<2xi64>) {
   // expected-remark @+1 {{moecomm-schedule-overlap: not chunked: it uses tokens_per_expert, which changes with the chunk}}

@@ -277,8 +277,10 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     - An op that reads or makes rows is `tensor.empty`, `tensor.dim`,
       `tensor.cast`, an elementwise op whose tensor operands all carry rows,
       or a linalg op on tensors with a parallel loop that is the leading
-      dimension of every row-carrying operand and indexes no other operand
-      (a matmul with weights from outside the layer is one). Its row results
+      dimension of every row-carrying operand and indexes no other operand,
+      and whose body does not read that loop's index (`linalg.index`: in a
+      chunk it counts from the chunk's first row); a matmul with weights
+      from outside the layer is one. Its row results
       keep a dynamic row count. Its regions read rows only through its
       operands.
     - A per-chunk value only sizes tensors (`tensor.empty`) and places

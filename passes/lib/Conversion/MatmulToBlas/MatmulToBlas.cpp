@@ -31,16 +31,20 @@ namespace {
 constexpr StringLiteral kMatmulF32 = "moecomm_rt_matmul_f32";
 
 /// Whether `value` is an f32 memref whose rows the runtime can hand to
-/// cblas_sgemm: rank 2 with a static unit inner stride (any row stride, any
-/// offset).
+/// cblas_sgemm: rank 2 with a static unit inner stride and a row stride not
+/// statically below the row length (any offset). A static row stride below
+/// it (a broadcast row, stride 0) is no leading dimension the runtime
+/// accepts, so such a matmul stays with the loops.
 bool blasOperand(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
   if (!type || type.getRank() != 2 || !type.getElementType().isF32())
     return false;
   SmallVector<int64_t> strides;
   int64_t offset;
-  return succeeded(type.getStridesAndOffset(strides, offset)) &&
-         strides[1] == 1;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides[1] != 1)
+    return false;
+  return ShapedType::isDynamic(strides[0]) || type.isDynamicDim(1) ||
+         strides[0] >= std::max<int64_t>(1, type.getDimSize(1));
 }
 
 /// 0 for linalg.matmul's default maps (B [K][N]), 1 for B transposed

@@ -31,7 +31,8 @@ def values(path):
 a, b = values(args.a), values(args.b)
 if len(a) != args.values or len(b) != args.values:
     sys.exit(f"expected {args.values} values, got {len(a)} and {len(b)}")
-scale = max(abs(x) for x in a)
+# Relative to run A's largest magnitude; absolute when A is all zeros.
+scale = max(abs(x) for x in a) or 1.0
 worst = max(abs(x - y) for x, y in zip(a, b)) / scale
 if not worst <= args.tolerance:
     sys.exit(f"max relative difference {worst:.3g} > {args.tolerance:g}")
