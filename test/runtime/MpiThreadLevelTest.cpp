@@ -19,7 +19,10 @@ namespace {
 TEST(MpiThreadLevel, BelowMultipleIsRefused) {
   int provided = MPI_THREAD_MULTIPLE;
   MPI_Query_thread(&provided);
-  ASSERT_LT(provided, MPI_THREAD_MULTIPLE) << "MPI_Init gave MULTIPLE";
+  // Some MPI setups (OMPI_MPI_THREAD_LEVEL) give MULTIPLE even to
+  // MPI_Init: then there is nothing to refuse here.
+  if (provided >= MPI_THREAD_MULTIPLE)
+    GTEST_SKIP() << "MPI_Init gave MPI_THREAD_MULTIPLE";
   moecommComm_t comm = nullptr;
   EXPECT_EQ(moecommCommInitMpi(&comm, MPI_COMM_WORLD, 1), moecommUnsupported);
   EXPECT_EQ(comm, nullptr);
