@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "moecomm/InitAllDialects.h"
+#include "moecomm/Workload/ToolIO.h"
 #include "moecomm/Pipelines/Pipeline.h"
 #include "moecomm/moecomm_compiled.h"
 
@@ -62,18 +63,22 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+llvm::cl::OptionCategory benchCat("gemm_bench options");
 llvm::cl::list<int64_t> rowsOption("rows", llvm::cl::CommaSeparated,
+                                   llvm::cl::cat(benchCat),
                                    llvm::cl::desc("expert rows M (default "
                                                   "64,256,1024)"));
 llvm::cl::opt<int64_t> loopsRows("loops-rows", llvm::cl::init(64),
+                                 llvm::cl::cat(benchCat),
                                  llvm::cl::desc("M at which the loops are "
                                                 "measured too (0: never)"));
 llvm::cl::opt<double> minTime("min-time", llvm::cl::init(0.5),
+                              llvm::cl::cat(benchCat),
                               llvm::cl::desc("seconds of timed calls per "
                                              "measurement (at least one "
                                              "call; default 0.5)"));
 llvm::cl::list<std::string>
-    modelsOption("models", llvm::cl::CommaSeparated,
+    modelsOption("models", llvm::cl::CommaSeparated, llvm::cl::cat(benchCat),
                  llvm::cl::desc("deepseek-v3, qwen3-30b-a3b, mixtral-8x7b "
                                 "(default: all)"));
 
@@ -226,12 +231,17 @@ std::vector<float> values(size_t n, float phase) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (!llvm::cl::ParseCommandLineOptions(
+  // The linked LLVM registers hundreds of its own options; --help shows ours.
+  llvm::cl::HideUnrelatedOptions(benchCat);
+  std::string flagError;
+  if (!moecomm::workload::parseCommandLine(
           argc, argv,
           "gemm_bench: the expert GEMMs compiled by moecomm-pipeline vs "
           "cblas_sgemm, one thread each\n",
-          &llvm::errs()))
+          flagError)) {
+    std::fprintf(stderr, "gemm_bench: error: %s\n", flagError.c_str());
     return 2;
+  }
   std::vector<int64_t> rows(rowsOption.begin(), rowsOption.end());
   if (rows.empty())
     rows = {64, 256, 1024};
