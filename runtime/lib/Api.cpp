@@ -503,15 +503,7 @@ moecommResult_t moecommWait(moecommRequest_t request) {
     return failNoComm(invalidArgument("request is NULL"));
   Comm *comm = request->comm;
   auto lock = comm->lockForCall();
-  Status st;
-  try {
-    st = waitRequest(request);
-  } catch (const std::bad_alloc &) {
-    st = systemError("out of memory");
-  } catch (...) {
-    st = internalError("unknown exception");
-  }
-  return comm->finish(st);
+  return comm->finish(guarded([&] { return waitRequest(request); }));
 }
 
 moecommResult_t moecommAllToAllCounts(moecommComm_t comm,

@@ -57,21 +57,27 @@ template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
   return comm->finish(st);
 }
 
+/// Runs `body` (returning Status); an exception escaping it becomes the
+/// status a local call reports for it (out of memory: system error; else
+/// internal error). Also used off the API boundary, where requests complete
+/// (Request.cpp, the progress thread).
+template <typename F> Status guarded(F body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return systemError("out of memory");
+  } catch (...) {
+    return internalError("unknown exception");
+  }
+}
+
 /// Local calls that do not depend on the communicator being healthy. Holds
 /// comm's mutex.
 template <typename F> moecommResult_t onCommLocal(moecommComm_t comm, F body) {
   if (!comm)
     return failNoComm(invalidArgument("comm is NULL"));
   auto lock = comm->lockForCall();
-  Status st;
-  try {
-    st = body(*comm);
-  } catch (const std::bad_alloc &) {
-    st = systemError("out of memory");
-  } catch (...) {
-    st = internalError("unknown exception");
-  }
-  return comm->finish(st);
+  return comm->finish(guarded([&] { return body(*comm); }));
 }
 
 /// Calls without a communicator: failures go to the thread's last error.

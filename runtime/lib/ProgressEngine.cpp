@@ -1,12 +1,12 @@
 //===- ProgressEngine.cpp - A communicator's progress thread --------------===//
 #include "ProgressEngine.h"
 
+#include "ApiBoundary.h"
 #include "Comm.h"
 #include "Request.h"
 
 #include <algorithm>
 #include <chrono>
-#include <new>
 #include <pthread.h>
 
 namespace moecomm {
@@ -58,14 +58,10 @@ bool ProgressEngine::sweep() {
     moecommRequest *r = queue[i];
     if (!r->advanced) {
       Operation::Advance a = Operation::Advance::Blocked;
-      Status failed;
-      try {
+      const Status failed = guarded([&] {
         a = r->op->advance();
-      } catch (const std::bad_alloc &) {
-        failed = systemError("out of memory");
-      } catch (...) {
-        failed = internalError("unknown exception");
-      }
+        return Status::success();
+      });
       // A failed advance is reported by moecommWait as a failed finish()
       // is; the operation stays, so that finish() settles what it posted
       // before its buffers go.

@@ -1,10 +1,10 @@
 //===- Request.cpp - Started collectives handed to the caller -------------===//
 #include "Request.h"
 
+#include "ApiBoundary.h"
 #include "Comm.h"
 #include "ProgressEngine.h"
 
-#include <new>
 
 namespace moecomm {
 
@@ -24,17 +24,10 @@ Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
 }
 
 void completeRequest(moecommRequest &request) {
-  try {
-    if (request.op) {
-      Status st = request.op->finish();
-      if (request.status.ok())
-        request.status = st;
-    }
-  } catch (const std::bad_alloc &) {
-    // The messages of moecommWait's own boundary.
-    request.status = systemError("out of memory");
-  } catch (...) {
-    request.status = internalError("unknown exception");
+  if (request.op) {
+    Status st = guarded([&] { return request.op->finish(); });
+    if (request.status.ok())
+      request.status = st;
   }
   request.op.reset();
   request.done = true;

@@ -629,11 +629,8 @@ ExpertSpec graphExperts(const CompiledGraph &graph) {
   return spec;
 }
 
-double graphWeightBytes(const CompiledGraph &graph, const RoutingProblem &p,
-                        bool allRanks) {
-  const double experts =
-      static_cast<double>(allRanks ? p.numExperts : p.localExperts());
-  return experts * 3.0 * static_cast<double>(p.hidden) *
+double expertWeightBytes(const CompiledGraph &graph, const RoutingProblem &p) {
+  return 3.0 * static_cast<double>(p.hidden) *
          static_cast<double>(graph.signature.intermediate) * sizeof(float);
 }
 

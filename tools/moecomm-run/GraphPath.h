@@ -72,13 +72,10 @@ const std::string &graphLabel(const CompiledGraph &graph);
 /// type and GraphOptions::weightSeed when it takes weights, else identity.
 ExpertSpec graphExperts(const CompiledGraph &graph);
 
-/// Bytes of f32 expert weights one process holds while running the graph:
-/// 3 * H * I * 4 per expert, for every expert of the problem under
-/// `--backend threads` (`allRanks`) or the rank's E/W under MPI; 0 for
-/// identity experts.
-double graphWeightBytes(const CompiledGraph &graph,
-                        const workload::RoutingProblem &problem,
-                        bool allRanks);
+/// Bytes of one expert's f32 weights (w_gate, w_up, w_down): 3 * H * I * 4;
+/// 0 for identity experts.
+double expertWeightBytes(const CompiledGraph &graph,
+                         const workload::RoutingProblem &problem);
 
 class GraphPath final : public ExecutionPath {
 public:

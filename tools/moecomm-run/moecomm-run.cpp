@@ -642,17 +642,16 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     // All ranks' experts live in this process under --backend threads; the
     // reference adds one expert's weights.
     if (state.experts.ffn()) {
-      const double bytes = graphWeightBytes(*state.graph, p, !mpi);
-      const double oneExpert = 3.0 * static_cast<double>(p.hidden) *
-                               static_cast<double>(state.experts.intermediate) *
-                               sizeof(float);
+      const int64_t experts = mpi ? p.localExperts() : p.numExperts;
+      const double oneExpert = expertWeightBytes(*state.graph, p);
+      const double bytes = static_cast<double>(experts) * oneExpert;
       if (Error e = checkMemory(
               bytes + oneExpert +
                   estimateRunBytes(p.totalTokens(), p.hidden, p.topk,
                                    p.numExperts),
               formatv("the expert weights ({0} experts x 3 x {1} x {2} f32 = "
                       "{3:F0} bytes in this process) and the run",
-                      mpi ? p.localExperts() : p.numExperts, p.hidden,
+                      experts, p.hidden,
                       state.experts.intermediate, bytes)))
         return report(std::move(e), printer);
     }
