@@ -8,7 +8,6 @@
 #include "moecomm/Reference/Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <chrono>
@@ -339,6 +338,9 @@ public:
   bool canRun(const Cluster &c) const override {
     return c.ranks() == world.size;
   }
+  bool sameOnEveryProcess(uint64_t value) const override {
+    return workload::mpiSameOnEveryRank(world, value);
+  }
 
   Expected<GroupMeasurement>
   run(const RoutingGroup &g,
@@ -459,17 +461,7 @@ Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc, char **&argv) {
   Expected<workload::MpiWorld> world = workload::initMpi(argc, argv);
   if (!world)
     return world.takeError();
-  auto executor = std::make_unique<MpiExecutor>(*world);
-  // Processes given different flags (e.g. --iterations) would wait on each
-  // other forever in the collectives of a measurement.
-  std::string commandLine;
-  for (int i = 1; i < argc; ++i)
-    commandLine.append(argv[i]).push_back('\0');
-  if (!workload::mpiSameOnEveryRank(*world, llvm::xxh3_64bits(commandLine)))
-    return workload::inputError(
-        "the MPI processes were started with different command lines; give "
-        "every process the same flags");
-  return std::unique_ptr<Executor>(std::move(executor));
+  return std::unique_ptr<Executor>(std::make_unique<MpiExecutor>(*world));
 #else
   return nullptr; // unreachable: haveMpi() is false
 #endif

@@ -77,6 +77,9 @@ public:
   /// Whether a cluster of `cluster.ranks()` ranks can be run: any W for
   /// threads, W == the world size for mpi.
   virtual bool canRun(const Cluster &cluster) const = 0;
+  /// Whether every process holds the same `value` (e.g. a hash of its
+  /// command line); true for threads. Collective for mpi.
+  virtual bool sameOnEveryProcess(uint64_t /*value*/) const { return true; }
   /// Runs every (dtype, strategy) of `ops` plus the baseline on `group`.
   /// Collective for mpi (every process calls it for the same group); the
   /// result is complete on the root only. Runtime failures are io_error
@@ -91,10 +94,10 @@ public:
 /// The threads backend.
 std::unique_ptr<Executor> makeThreadsExecutor();
 
-/// Initializes MPI (MPI_Init_thread, MPI_THREAD_MULTIPLE) and returns the mpi backend; the executor
-/// finalizes MPI when destroyed. invalid_argument when moecomm-bench was
-/// built without MPI or when the processes' command lines (argv) differ;
-/// io_error when MPI_Init_thread fails. Collective.
+/// Initializes MPI (MPI_Init_thread, MPI_THREAD_MULTIPLE) and returns the
+/// mpi backend; the executor finalizes MPI when destroyed. invalid_argument
+/// when moecomm-bench was built without MPI; io_error when MPI_Init_thread
+/// fails. Collective.
 llvm::Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc,
                                                           char **&argv);
 

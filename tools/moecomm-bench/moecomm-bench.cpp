@@ -43,6 +43,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <chrono>
@@ -570,6 +571,18 @@ int main(int argc, char **argv) {
     if (!mpi)
       return report(mpi.takeError(), printer);
     executor = std::move(*mpi);
+    // Processes given different flags (e.g. --iterations) would wait on each
+    // other forever in the collectives of a measurement. Reported while the
+    // executor (and so MPI) lives: rank 0 must print before the others
+    // finalize and exit, or mpirun kills it first.
+    std::string commandLine;
+    for (int i = 1; i < argc; ++i)
+      commandLine.append(argv[i]).push_back('\0');
+    if (!executor->sameOnEveryProcess(xxh3_64bits(commandLine)))
+      return report(workload::inputError(
+                        "the MPI processes were started with different "
+                        "command lines; give every process the same flags"),
+                    printer);
   }
   const bool root = !executor || executor->isRoot();
   // A routing file fixes the ranks, so under mpirun they must be the
