@@ -8,12 +8,16 @@
 #
 # Writes two routings (moecomm-run --save-routing: DeepSeek-V3's hidden
 # size and top-k, uniform routing, seed 1, --tokens per rank; --experts
-# experts for the FFN layer, whose example is written for a scaled expert
-# count, and the model's 256 for the identity layer), then, holding `flock /run/moecomm-emulated.lock` from `up` to `down`, brings
+# experts for the FFN layer and the model's 256 for the identity layer) and
+# the FFN layer's graph, the example retargeted to --experts experts
+# (moecomm-opt --moecomm-configure-collectives=experts=...: its FFN
+# functions are written for a scaled count, 32, and their weights are
+# arguments; fewer experts give each expert's GEMMs more rows per chunk),
+# then, holding `flock /run/moecomm-emulated.lock` from `up` to `down`, brings
 # the cluster up at --rate and runs, one process per rank (moecomm-run
 # --backend mpi --strategy hierarchical --iterations N --trace), each of
-#   ffn      examples/deepseek-v3.mlir @ffn_layer: SwiGLU experts, their
-#            GEMMs in OpenBLAS (compute to hide the exchanges behind);
+#   ffn      DIR/ffn.mlir @ffn_layer: SwiGLU experts, their GEMMs in
+#            OpenBLAS (compute to hide the exchanges behind);
 #   identity examples/deepseek-v3.mlir @training_step: identity experts
 #            (nothing to overlap: what chunking costs);
 # with --chunks 1 and with --chunks C, and takes the cluster down (also on
@@ -52,12 +56,14 @@ measure() {
   local nodes=$1 rpn=$2 rate=$3 dir=$4 iterations=$5 chunks=$6 build=$7
   trap '"$cluster" down' EXIT
   "$cluster" up "$nodes" "$rpn" --rate "$rate"
-  local layer name entry c
+  local layer name entry c g
   for layer in $layers; do
     name=${layer%%:*} entry=${layer#*:}
+    g=$graph
+    [ "$name" = ffn ] && g=$dir/ffn.mlir
     for c in 1 "$chunks"; do
       echo "emulated-overlap: $name (@$entry) with --chunks $c"
-      "$cluster" run --timeout 1800 -- "$build/bin/moecomm-run" "$graph" \
+      "$cluster" run --timeout 1800 -- "$build/bin/moecomm-run" "$g" \
         --entry "$entry" --routing "$dir/$name.routing.json" --backend mpi \
         --strategy hierarchical --chunks "$c" --iterations "$iterations" \
         --trace "$dir/$name-c$c.trace.json" --json "$dir/$name-c$c.json" \
@@ -96,10 +102,17 @@ done
   die "--chunks must be an integer >= 2 (it is compared with 1), got '$chunks'"
 # The first iteration is the warm-up: a median needs at least one more.
 [ "$iterations" -ge 2 ] || die "--iterations must be at least 2 (the first is the warm-up), got '$iterations'"
-[ -x "$build/bin/moecomm-run" ] || die "$build/bin/moecomm-run is missing; build first (cmake --build --preset default)"
+for tool in moecomm-run moecomm-opt; do
+  [ -x "$build/bin/$tool" ] || die "$build/bin/$tool is missing; build first (cmake --build --preset default)"
+done
 nodes=${topology%x*} rpn=${topology#*x}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+if ! "$build/bin/moecomm-opt" "$graph" -o "$out/ffn.mlir" \
+  --moecomm-configure-collectives="ranks=$((nodes * rpn)) ranks-per-node=$rpn experts=$experts" \
+  2>"$out/ffn.retarget.err"; then
+  die "--experts $experts: $(head -n 1 "$out/ffn.retarget.err")"
+fi
 for layer in ffn:"$experts" identity:256; do
   "$build/bin/moecomm-run" --direct --config deepseek-v3 --experts "${layer#*:}" \
     --ranks $((nodes * rpn)) --ranks-per-node "$rpn" --tokens "$tokens" \

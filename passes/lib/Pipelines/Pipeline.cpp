@@ -29,6 +29,7 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   split.preset = options.preset;
   split.tokensPerRank = options.tokensPerRank;
   split.ranks = options.ranks;
+  split.experts = options.experts;
   split.wireDtype = options.wireDtype;
   split.capacity = options.capacity;
   pm.addPass(createMoECommSplitHierarchical(split));
@@ -111,7 +112,7 @@ void mlir::moecomm::registerMoECommPipeline() {
         const ::moecomm::LinkPreset *link;
         if (failed(checkConfigureOptions(&context, "moecomm-pipeline",
                                          options.ranks, options.ranksPerNode,
-                                         options.capacity)) ||
+                                         options.experts, options.capacity)) ||
             failed(checkCostModelOptions(&context, "moecomm-pipeline",
                                          options.preset, options.tokensPerRank,
                                          link)) ||

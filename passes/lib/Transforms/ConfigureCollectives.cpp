@@ -32,11 +32,15 @@ using namespace mlir::moecomm;
 LogicalResult mlir::moecomm::checkConfigureOptions(MLIRContext *context,
                                                   StringRef pass, int64_t ranks,
                                                   int64_t ranksPerNode,
+                                                  int64_t experts,
                                                   int64_t capacity) {
   if (ranks < 0 || ranksPerNode < 0)
     return emitOptionError(context, pass)
            << "ranks and ranks-per-node must be >= 0 (0: keep the IR's), got "
            << ranks << " and " << ranksPerNode;
+  if (experts < 0)
+    return emitOptionError(context, pass)
+           << "experts must be >= 0 (0: keep the IR's), got " << experts;
   if (capacity < 0)
     return emitOptionError(context, pass)
            << "capacity must be >= 0 rows, got " << capacity;
@@ -111,43 +115,73 @@ void overrideWireAndCapacity(ModuleOp module, std::optional<WireDtype> wire,
   });
 }
 
-/// Retargets every topology and handle type of the module to `newRanks`
-/// ranks and/or `newPerNode` ranks per node (0: keep), then re-infers the
-/// moecomm result types that depend on them (tokens_per_expert is [E/W],
-/// all_to_all's recv_counts [W]) and carries them through function
-/// signatures.
-LogicalResult retarget(ModuleOp module, int64_t newRanks, int64_t newPerNode,
+/// What a retarget sets (0: keep the IR's).
+struct RetargetTo {
+  int64_t ranks, perNode, experts;
+  /// (W, G, E) retargeted.
+  std::tuple<int64_t, int64_t, int64_t> apply(int64_t w, int64_t g,
+                                              int64_t e) const {
+    return {ranks > 0 ? ranks : w, perNode > 0 ? perNode : g,
+            experts > 0 ? experts : e};
+  }
+  /// "8 ranks", "16 experts" or "8 ranks and 16 experts", for diagnostics
+  /// about the types that change (those depend on W and E only).
+  std::string describe() const {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    if (ranks > 0)
+      os << ranks << " ranks";
+    if (ranks > 0 && experts > 0)
+      os << " and ";
+    if (experts > 0)
+      os << experts << " experts";
+    return s;
+  }
+};
+
+/// Retargets every topology and handle type of the module to `to`'s ranks,
+/// ranks per node and/or experts, then re-infers the moecomm result types
+/// that depend on them (tokens_per_expert is [E/W], all_to_all's
+/// recv_counts [W]) and carries them through function signatures.
+LogicalResult retarget(ModuleOp module, const RetargetTo &to,
                        SymbolTableCollection &symbols) {
-  if (newRanks == 0 && newPerNode == 0)
+  if (to.ranks == 0 && to.perNode == 0 && to.experts == 0)
     return success();
-  auto target = [&](int64_t w, int64_t g) {
-    return std::make_pair(newRanks > 0 ? newRanks : w,
-                          newPerNode > 0 ? newPerNode : g);
-  };
 
   // Every topology and handle type, wherever it appears (function signatures
   // included), must pass its own verifier once retargeted: a retarget is
   // all or nothing.
   Operation *current = nullptr;
-  auto retargetError = [&](int64_t w, int64_t g) {
-    return [&current, w, g, wg = target(w, g)] {
-      return current->emitError()
-             << "cannot retarget " << w << " ranks x " << g << " per node to "
-             << wg.first << " ranks x " << wg.second << " per node: ";
+  auto retargetError = [&](int64_t w, int64_t g, int64_t e) {
+    return [&current, &to, w, g, e] {
+      auto [nw, ng, ne] = to.apply(w, g, e);
+      InFlightDiagnostic diag = current->emitError();
+      diag << "cannot retarget " << w << " ranks x " << g << " per node";
+      if (ne != e)
+        diag << " (" << e << " experts)";
+      diag << " to " << nw << " ranks x " << ng << " per node";
+      if (ne != e)
+        diag << " (" << ne << " experts)";
+      diag << ": ";
+      return diag;
     };
   };
   AttrTypeWalker checker;
   checker.addWalk([&](TopologyAttr topo) {
-    auto [w, g] = target(topo.getRanks(), topo.getRanksPerNode());
+    auto [w, g, e] = to.apply(topo.getRanks(), topo.getRanksPerNode(),
+                              topo.getExperts());
     return WalkResult(TopologyAttr::verify(
-        retargetError(topo.getRanks(), topo.getRanksPerNode()), w, g,
-        topo.getExperts()));
+        retargetError(topo.getRanks(), topo.getRanksPerNode(),
+                      topo.getExperts()),
+        w, g, e));
   });
   checker.addWalk([&](HandleType type) {
-    auto [w, g] = target(type.getRanks(), type.getRanksPerNode());
+    auto [w, g, e] = to.apply(type.getRanks(), type.getRanksPerNode(),
+                              type.getExperts());
     return WalkResult(HandleType::verify(
-        retargetError(type.getRanks(), type.getRanksPerNode()), w, g,
-        type.getExperts(), type.getStrategy()));
+        retargetError(type.getRanks(), type.getRanksPerNode(),
+                      type.getExperts()),
+        w, g, e, type.getStrategy()));
   });
   // Staged IR (layout, permute, pack, exchange, unpack) was planned for its
   // topology: its stage numbers and scopes follow getNumStages and
@@ -166,7 +200,8 @@ LogicalResult retarget(ModuleOp module, int64_t newRanks, int64_t newPerNode,
         continue;
       Strategy s = *type.getStrategy();
       int64_t w = type.getRanks(), g = type.getRanksPerNode();
-      auto [nw, ng] = target(w, g);
+      // The plan depends on the ranks only.
+      auto [nw, ng, e] = to.apply(w, g, type.getExperts());
       if (nw == w && ng == g)
         continue;
       auto plan = [&](int64_t ranks, int64_t perNode) {
@@ -223,13 +258,14 @@ LogicalResult retarget(ModuleOp module, int64_t newRanks, int64_t newPerNode,
 
   AttrTypeReplacer replacer;
   replacer.addReplacement([&](TopologyAttr topo) {
-    auto [w, g] = target(topo.getRanks(), topo.getRanksPerNode());
-    return TopologyAttr::get(topo.getContext(), w, g, topo.getExperts());
+    auto [w, g, e] = to.apply(topo.getRanks(), topo.getRanksPerNode(),
+                              topo.getExperts());
+    return TopologyAttr::get(topo.getContext(), w, g, e);
   });
   replacer.addReplacement([&](HandleType type) {
-    auto [w, g] = target(type.getRanks(), type.getRanksPerNode());
-    return HandleType::get(type.getContext(), w, g, type.getExperts(),
-                           type.getStrategy());
+    auto [w, g, e] = to.apply(type.getRanks(), type.getRanksPerNode(),
+                              type.getExperts());
+    return HandleType::get(type.getContext(), w, g, e, type.getStrategy());
   });
   replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
                                         /*replaceLocs=*/false,
@@ -263,8 +299,8 @@ LogicalResult retarget(ModuleOp module, int64_t newRanks, int64_t newPerNode,
         return success();
       return emitError(v.getLoc())
              << "this value would be both " << v.getType() << " and " << type
-             << " once retargeted to " << newRanks
-             << " ranks; tensor.cast the values reaching it to "
+             << " once retargeted to " << to.describe()
+             << "; tensor.cast the values reaching it to "
              << dynamicShape(type);
     };
     // Other uses keep the new type when they still verify with it, e.g. a
@@ -281,7 +317,7 @@ LogicalResult retarget(ModuleOp module, int64_t newRanks, int64_t newPerNode,
       if (!call && !indexes && stillVerifies(user))
         return success();
       InFlightDiagnostic diag = user->emitError();
-      diag << "cannot retarget to " << newRanks << " ranks: operand #"
+      diag << "cannot retarget to " << to.describe() << ": operand #"
            << use.getOperandNumber() << " becomes " << type << " (was "
            << oldType << "), which ";
       if (call)
@@ -322,14 +358,14 @@ struct ConfigureCollectivesPass
   // Options are checked once, before any IR is touched (OptionErrors.h).
   LogicalResult initialize(MLIRContext *context) override {
     return checkConfigureOptions(context, getArgument(), ranks, ranksPerNode,
-                                 capacity);
+                                 experts, capacity);
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTableCollection symbols;
     overrideWireAndCapacity(module, overriddenWireDtype(wireDtype), capacity);
-    if (failed(retarget(module, ranks, ranksPerNode, symbols)) ||
+    if (failed(retarget(module, {ranks, ranksPerNode, experts}, symbols)) ||
         failed(checkSignatures(module, symbols)))
       return signalPassFailure();
   }

@@ -12,12 +12,13 @@
 
 namespace mlir::moecomm {
 
-/// Checks the configure options of `pass`: `ranks` and `ranksPerNode` >= 0
-/// (0: keep the IR's), `capacity` >= 0 rows (0: keep). Emits an option
-/// error (OptionErrors.h) otherwise. (`wire-dtype` is checked by llvm::cl.)
+/// Checks the configure options of `pass`: `ranks`, `ranksPerNode` and
+/// `experts` >= 0 (0: keep the IR's), `capacity` >= 0 rows (0: keep). Emits
+/// an option error (OptionErrors.h) otherwise. (`wire-dtype` is checked by
+/// llvm::cl.)
 LogicalResult checkConfigureOptions(MLIRContext *context, StringRef pass,
                                     int64_t ranks, int64_t ranksPerNode,
-                                    int64_t capacity);
+                                    int64_t experts, int64_t capacity);
 
 } // namespace mlir::moecomm
 

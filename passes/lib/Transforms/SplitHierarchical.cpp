@@ -41,11 +41,12 @@ struct SplitHierarchicalPass
     if (failed(checkCostModelOptions(context, getArgument(), preset,
                                      tokensPerRank, link)) ||
         failed(checkConfigureOptions(context, getArgument(), ranks,
-                                     ranksPerNode, capacity)))
+                                     ranksPerNode, experts, capacity)))
       return failure();
     MoECommConfigureCollectivesOptions configure;
     configure.ranks = ranks;
     configure.ranksPerNode = ranksPerNode;
+    configure.experts = experts;
     configure.wireDtype = wireDtype;
     configure.capacity = capacity;
     MoECommSelectStrategyOptions select;

@@ -36,6 +36,10 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                llvm::cl::desc("retarget topologies to this "
                                               "many ranks per node (0: keep)"),
                                llvm::cl::init(0)};
+  Option<int64_t> experts{*this, "experts",
+                          llvm::cl::desc("retarget topologies to this many "
+                                         "routed experts (0: keep)"),
+                          llvm::cl::init(0)};
   Option<Strategy> strategy{
       *this, "strategy",
       llvm::cl::desc("per_expert, flat, hierarchical or auto (default: the "

@@ -24,7 +24,11 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
     `func.return` into function results and arguments. Already staged IR
     (`layout`, `permute`, `pack`, `exchange`, `unpack`) follows a retarget
     only when its plan, the exchange stages and their scopes, is the same on
-    the new topology. `wire-dtype` and `capacity` override the dispatches'
+    the new topology. `experts` retargets the routed expert count E the same
+    way (a model scaled down for a small cluster or a benchmark; what
+    depends on E/W follows, and a graph whose expert weights are arguments
+    with a dynamic expert dimension, like the examples' FFN layers, stays
+    valid). `wire-dtype` and `capacity` override the dispatches'
     settings: an f32 or bf16 wire applies to the dispatches of that dtype,
     an FP8 wire to every dispatch and cached dispatch.
 
@@ -48,6 +52,9 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
     Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks per node (0: keep "
            "the IR's)">,
+    Option<"experts", "experts", "int64_t", /*default=*/"0",
+           "retarget every topology to this many routed experts, a model "
+           "scaled down or up (0: keep the IR's)">,
     Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
            /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
            "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
@@ -196,6 +203,9 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
            "default 4096)">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "retarget every topology to this many ranks (0: keep the IR's)">,
+    Option<"experts", "experts", "int64_t", /*default=*/"0",
+           "retarget every topology to this many routed experts (0: keep "
+           "the IR's)">,
     Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
            /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
            "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
