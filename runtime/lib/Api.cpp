@@ -331,6 +331,8 @@ const char *moecommTraceKindName(moecommTraceKind_t kind) {
     return "dispatch";
   case moecommTraceKindCombine:
     return "combine";
+  case moecommTraceKindCall:
+    return "call";
   default:
     return "unknown";
   }
@@ -503,6 +505,7 @@ moecommResult_t moecommWait(moecommRequest_t request) {
     return failNoComm(invalidArgument("request is NULL"));
   Comm *comm = request->comm;
   auto lock = comm->lockForCall();
+  TraceScope call = traceCall(*comm);
   return comm->finish(guarded([&] { return waitRequest(request); }));
 }
 

@@ -36,12 +36,24 @@ inline moecommResult_t failNoComm(const Status &st) {
   return st.code;
 }
 
+/// Traces the caller's time in a call that can move rows or wait
+/// (moecommTraceKindCall), from after it took comm's mutex until it returns:
+/// what the timeline subtracts to find the caller's compute.
+inline TraceScope traceCall(Comm &comm) {
+  return TraceScope(comm.trace(), [] {
+    return traceEvent(moecommTraceKindCall, moecommTraceDirNone, -1,
+                      moecommScopeGlobal, 0);
+  });
+}
+
 /// Runs `body` (returning Status) on `comm` if it is usable, records the
-/// result on it. Holds comm's mutex (Comm::mutex) throughout.
+/// result on it. Holds comm's mutex (Comm::mutex) throughout; a traced call
+/// (traceCall).
 template <typename F> moecommResult_t onComm(moecommComm_t comm, F body) {
   if (!comm)
     return failNoComm(invalidArgument("comm is NULL"));
   auto lock = comm->lockForCall();
+  TraceScope call = traceCall(*comm);
   Status st;
   try {
     st = comm->usable();

@@ -36,7 +36,7 @@ TEST(EnumRange, ErrorStringOfAnyInt) {
 }
 
 TEST(EnumRange, TraceKindNameOfAnyInt) {
-  for (int v : badValues(moecommTraceKindCombine + 1))
+  for (int v : badValues(moecommTraceKindCall + 1))
     EXPECT_STREQ(moecommTraceKindName(as<moecommTraceKind_t>(v)), "unknown")
         << v;
   EXPECT_STREQ(moecommTraceKindName(moecommTraceKindAllToAll), "all_to_all");

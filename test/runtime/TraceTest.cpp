@@ -122,9 +122,15 @@ TEST(Trace, OnRecordsEveryStepInOrder) {
                                           {moecommTraceDirCombine, 0},
                                           {moecommTraceDirCombine, 1}};
     EXPECT_EQ(exchanges, want);
-    // The combine and the wait that finished it end last.
-    EXPECT_EQ(ev.back().kind, moecommTraceKindWait);
-    EXPECT_EQ(ev[ev.size() - 2].kind, moecommTraceKindCombine);
+    // One call span per call that moves rows or waits: the layout
+    // creation, the dispatch, the combine's start and the wait.
+    EXPECT_EQ(kinds.count({moecommTraceKindCall, moecommTraceDirNone}), 4u);
+    // The combine, the wait that finished it and the wait's call end last.
+    ASSERT_GE(ev.size(), 3u);
+    EXPECT_EQ(ev.back().kind, moecommTraceKindCall);
+    EXPECT_EQ(ev[ev.size() - 2].kind, moecommTraceKindWait);
+    EXPECT_EQ(ev[ev.size() - 3].kind, moecommTraceKindCombine);
+    EXPECT_LE(ev.back().startSec, ev[ev.size() - 2].startSec);
     int64_t dropped = -1;
     EXPECT_EQ(moecommCommGetTraceDropped(comm, &dropped), moecommSuccess);
     EXPECT_EQ(dropped, 0);
@@ -153,8 +159,8 @@ TEST(Trace, SmallCapacityReportsTheFullCount) {
 
 TEST(Trace, ASpanBegunBeforeARestartIsNotRecorded) {
   // An all_to_all posted while tracing, then the trace switched off and on
-  // again before its wait: the new recording holds the wait, not the
-  // all_to_all that began before it.
+  // again before its wait: the new recording holds the wait (and its call),
+  // not the all_to_all that began before it.
   runOnThreads(2, 1, [&](moecommComm_t comm, int) {
     float send[2 * 4] = {}, recv[2 * 4] = {};
     const int64_t counts[2] = {1, 1};
@@ -168,8 +174,9 @@ TEST(Trace, ASpanBegunBeforeARestartIsNotRecorded) {
     ASSERT_EQ(moecommCommSetTrace(comm, 1), moecommSuccess);
     ASSERT_EQ(moecommWait(req), moecommSuccess);
     std::vector<moecommTraceEvent_t> ev = traceOf(comm);
-    ASSERT_EQ(ev.size(), 1u);
+    ASSERT_EQ(ev.size(), 2u);
     EXPECT_EQ(ev[0].kind, moecommTraceKindWait);
+    EXPECT_EQ(ev[1].kind, moecommTraceKindCall);
   });
 }
 

@@ -258,6 +258,12 @@ typedef enum {
   moecommTraceKindDispatch = 8,
   /** A whole moecommCombine(Start): from the call until it completes. */
   moecommTraceKindCombine = 9,
+  /** A call of the caller's thread into the runtime that can move rows or
+   *  wait (layout creation, dispatch / combine / all_to_all / exchange and
+   *  their starts, pack, unpack, moecommWait, barrier, all-reduce; not the
+   *  local queries): from entry to return. Between two of them the caller
+   *  computes, whatever its started collectives do meanwhile. */
+  moecommTraceKindCall = 10,
   moecommTraceKindMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommTraceKindMaxEnum = 0x7fffffff
 } moecommTraceKind_t;

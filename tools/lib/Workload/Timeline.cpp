@@ -92,49 +92,41 @@ std::pair<int, std::string> trackOf(const Span &s) {
   return {501, kindName(s.kind)}; // compiled code's FP8 casts
 }
 
-/// Whether `s` runs from a call to its completion: an exchange, all_to_all,
-/// dispatch or combine that completed inside a wait (in `waits`, sorted and
-/// disjoint: one thread waits at a time) was started and left in flight, so
-/// between its post and that wait the caller's thread was free.
-bool holdsTheCaller(const Span &s, const std::vector<Span> &waits) {
-  if (s.kind != moecommTraceKindExchange &&
-      s.kind != moecommTraceKindAllToAll &&
-      s.kind != moecommTraceKindDispatch && s.kind != moecommTraceKindCombine)
-    return true;
-  auto after =
-      std::upper_bound(waits.begin(), waits.end(), s.end,
-                       [](double t, const Span &w) { return t < w.start; });
-  return after == waits.begin() || std::prev(after)->end < s.end;
-}
-
-/// Spans of one rank (events, then compute slices), on the run clock.
+/// Spans of one rank (events, then compute slices), on the run clock. The
+/// runtime's call spans are not drawn: the compute slices are their
+/// complement.
 std::vector<Span> spansOf(const RankTimeline &rt) {
-  std::vector<Span> spans, waits;
+  std::vector<Span> spans, calls;
+  std::vector<double> layoutStarts;
   for (const moecommTraceEvent_t &e : rt.events) {
-    spans.push_back({e.kind, e.direction, e.stage, e.scope, e.startSec,
-                     std::max(e.endSec, e.startSec), e.bytes});
-    if (e.kind == moecommTraceKindWait)
-      waits.push_back(spans.back());
+    Span s{e.kind,     e.direction, e.stage,
+           e.scope,    e.startSec,  std::max(e.endSec, e.startSec),
+           e.bytes};
+    (e.kind == moecommTraceKindCall ? calls : spans).push_back(s);
+    if (e.kind == moecommTraceKindLayout)
+      layoutStarts.push_back(s.start);
   }
-  auto byStart = [](const Span &a, const Span &b) { return a.start < b.start; };
-  std::sort(waits.begin(), waits.end(), byStart);
-  std::vector<Span> events;
-  for (const Span &s : spans)
-    if (holdsTheCaller(s, waits))
-      events.push_back(s);
-  std::sort(events.begin(), events.end(), byStart);
-  // An iteration runs from a layout creation to the last runtime span
+  std::sort(calls.begin(), calls.end(),
+            [](const Span &a, const Span &b) { return a.start < b.start; });
+  std::sort(layoutStarts.begin(), layoutStarts.end());
+  auto createsLayout = [&](const Span &call) {
+    auto it = std::lower_bound(layoutStarts.begin(), layoutStarts.end(),
+                               call.start);
+    return it != layoutStarts.end() && *it <= call.end;
+  };
+  // An iteration runs from a layout creation to the last runtime call
   // before the next one; inside it, the caller computes where its thread is
-  // in no runtime call.
+  // in no runtime call (the runtime's call spans; its collectives may be in
+  // flight meanwhile, moved by the progress thread).
   double coveredUntil = -std::numeric_limits<double>::infinity();
-  for (const Span &e : events) {
-    if (e.kind != moecommTraceKindLayout && e.start > coveredUntil &&
-        std::isfinite(coveredUntil))
+  for (const Span &c : calls) {
+    const bool layout = createsLayout(c);
+    if (!layout && c.start > coveredUntil && std::isfinite(coveredUntil))
       spans.push_back({kComputeKind, moecommTraceDirNone, -1,
-                       moecommScopeGlobal, coveredUntil, e.start, 0});
-    coveredUntil = e.kind == moecommTraceKindLayout && e.start > coveredUntil
-                       ? e.end
-                       : std::max(coveredUntil, e.end);
+                       moecommScopeGlobal, coveredUntil, c.start, 0});
+    coveredUntil = layout && c.start > coveredUntil
+                       ? c.end
+                       : std::max(coveredUntil, c.end);
   }
   return spans;
 }
