@@ -39,18 +39,6 @@ public:
   virtual Advance advance() { return Advance::Blocked; }
 };
 
-/// A host operation made in two steps: created with its sequence numbers
-/// reserved (in call order, the same on every rank, Comm::reserveSeqs),
-/// then begun: begin() posts its first messages. A started collective
-/// begins once every rank has agreed to it (AgreedOp.h), which on MPI may be
-/// after the start call returned. advance() and finish() are called only
-/// after begin(); an operation never begun (its agreement failed) is only
-/// destroyed.
-class HostOperation : public Operation {
-public:
-  virtual void begin() = 0;
-};
-
 } // namespace moecomm
 
 #endif // MOECOMM_LIB_OPERATION_H

@@ -28,17 +28,13 @@ public:
       : StagedCall(comm, layout, dir, in, out, stageType, weighted,
                    calledSec) {}
 
-  /// Takes the stages' sequence numbers from `seq0` (HostOperation).
-  void reserve(uint64_t seq0) {
+  void start() {
     const size_t S = plan_.stages.size();
-    seq0_ = seq0;
+    seq0_ = comm_.reserveSeqs(S);
     send_.resize(S);
     recv_.resize(S);
     posted_.assign(S, -1);
-  }
-
-  void begin() override {
-    if (!plan_.stages.empty())
+    if (S > 0)
       mergeStatus(err_, post(0, RowSource::of(in_)));
   }
 
@@ -258,18 +254,19 @@ private:
 
 } // namespace
 
-std::unique_ptr<HostOperation>
-makeStaged(Comm &comm, const moecommLayout &layout,
-           moecommDirection_t direction, const moecommRows_t &in,
-           const moecommRows_t &out, moecommDataType_t stageType,
-           bool weighted, double calledSec, uint64_t seq0) {
+std::unique_ptr<Operation> startStaged(Comm &comm, const moecommLayout &layout,
+                                       moecommDirection_t direction,
+                                       const moecommRows_t &in,
+                                       const moecommRows_t &out,
+                                       moecommDataType_t stageType,
+                                       bool weighted, double calledSec) {
   if (!comm.transport().supportsDirect() &&
       !directionPlan(layout, direction).stages.empty())
-    return makePipelined(comm, layout, direction, in, out, stageType,
-                         weighted, calledSec, seq0);
+    return startPipelined(comm, layout, direction, in, out, stageType,
+                          weighted, calledSec);
   auto op = std::make_unique<StagedOp>(comm, layout, direction, in, out,
                                        stageType, weighted, calledSec);
-  op->reserve(seq0);
+  op->start();
   return op;
 }
 
