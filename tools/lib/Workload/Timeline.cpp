@@ -89,12 +89,14 @@ std::pair<int, std::string> trackOf(const Span &s) {
     return {502, "wait"};
   if (s.kind == kComputeKind)
     return {503, "compute"};
+  if (s.kind == moecommTraceKindCall)
+    return {504, "call"};
   return {501, kindName(s.kind)}; // compiled code's FP8 casts
 }
 
 /// Spans of one rank (events, then compute slices), on the run clock. The
-/// runtime's call spans are not drawn: the compute slices are their
-/// complement.
+/// compute slices are the complement of the runtime's call spans inside an
+/// iteration.
 std::vector<Span> spansOf(const RankTimeline &rt) {
   std::vector<Span> spans, calls;
   std::vector<double> layoutStarts;
@@ -102,7 +104,9 @@ std::vector<Span> spansOf(const RankTimeline &rt) {
     Span s{e.kind,     e.direction, e.stage,
            e.scope,    e.startSec,  std::max(e.endSec, e.startSec),
            e.bytes};
-    (e.kind == moecommTraceKindCall ? calls : spans).push_back(s);
+    spans.push_back(s);
+    if (e.kind == moecommTraceKindCall)
+      calls.push_back(s);
     if (e.kind == moecommTraceKindLayout)
       layoutStarts.push_back(s.start);
   }
@@ -241,8 +245,9 @@ void writeJson(raw_ostream &os, ArrayRef<RankTimeline> ranks,
 }
 
 /// The PNG's kinds: name, colour, lane (0 exchanges, 1 the rank's own row
-/// work, 2 the caller: compute and waits). Whole dispatch / combine spans
-/// are left out: they cover their steps.
+/// work, 2 the caller: runtime calls, compute and waits, drawn in this order
+/// so that a wait covers its call). Whole dispatch / combine spans are left
+/// out: they cover their steps.
 struct PngKind {
   int kind;
   const char *color;
@@ -256,6 +261,7 @@ constexpr PngKind kPngKinds[] = {
     {moecommTraceKindReduce, "#9467bd", 1},
     {moecommTraceKindQuantize, "#e377c2", 1},
     {moecommTraceKindUnpack, "#17becf", 1},
+    {moecommTraceKindCall, "#8c564b", 2},
     {kComputeKind, "#2ca02c", 2},
     {moecommTraceKindWait, "#bcbd22", 2},
 };
@@ -300,7 +306,7 @@ Error writePng(ArrayRef<RankTimeline> ranks, const TimelineOutput &out) {
         g << "set output " << gnuplotString(png) << "\n";
         g << "set title " << gnuplotString(out.title) << "\n";
         g << "set xlabel 'ms (per rank, top to bottom: exchanges, row work, "
-             "compute and waits)'\n";
+             "calls, compute and waits)'\n";
         g << formatv("set yrange [{0}:-0.6]\n", maxRank + 0.6);
         g << "set ytics (";
         for (int r = 0; r <= maxRank; ++r)

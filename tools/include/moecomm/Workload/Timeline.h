@@ -8,13 +8,12 @@
 //    complete events with ts / dur in microseconds from the earliest event
 //    of the run, args {bytes, scope, direction, stage}; plus "compute"
 //    slices, the gaps between the caller's runtime calls (the runtime's
-//    "call" spans, not drawn themselves) inside one iteration (from a
-//    layout creation to the last call before the next one), where the
-//    caller (compiled code, the tool's experts) computes while its started
-//    collectives may be in flight;
+//    "call" spans) inside one iteration (from a layout creation to the last
+//    call before the next one), where the caller (compiled code, the tool's
+//    experts) computes while its started collectives may be in flight;
 //  - a PNG (gnuplot): ranks down, time across, three lanes per rank
-//    (exchanges; the rank's own row work; compute and waits), one colour
-//    per kind, with a legend.
+//    (exchanges; the rank's own row work; calls, compute and waits), one
+//    colour per kind, with a legend.
 // Use: startTimeline(comm) on every rank before the work, readTimeline(comm)
 // after it (threads: inside each rank's body, before its communicator
 // goes), gatherTimelines under MPI, then writeTimeline on the reporting
