@@ -127,7 +127,9 @@ int main(int argc, char **argv) {
   /* builtin and llvm to LLVM IR (and every other dialect that has one). */
   mlirRegisterAllLLVMTranslations(ctx);
   mlirRegisterMoECommPipeline();
-  mlirRegisterMoECommPipeline(); /* a second registration does nothing */
+  /* Registering again is allowed (an MLIR built with assertions aborts on a
+   * second registerPassPipeline of a name). */
+  mlirRegisterMoECommPipeline();
   mlirContextAttachDiagnosticHandler(ctx, printDiagnostic, NULL, NULL);
   int status = 0;
 
@@ -155,10 +157,13 @@ int main(int argc, char **argv) {
   // CHECK-NEXT: ops outside the LLVM dialect: 0, calls into the runtime: {{[1-9][0-9]*}}
   printf("ops outside the LLVM dialect: %d, calls into the runtime: %d\n",
          lowered.notLLVM, lowered.runtimeCalls);
+  /* mlirTranslateModuleToLLVMIRToString has no way to report a failed
+   * translation (it prints a null module): only the pipeline's output goes
+   * in. */
   if (lowered.notLLVM != 0 || lowered.runtimeCalls == 0)
-    status = 1;
+    return 1;
   /* A string of LLVMPrintModuleToString, which callers free with free()
-   * (LLVMDisposeMessage). */
+   * (what LLVMDisposeMessage does). */
   char *llvmIR = mlirTranslateModuleToLLVMIRToString(
       mlirModuleGetOperation(module));
   // CHECK: declare void @moecomm_rt_wait(ptr)
