@@ -4,7 +4,9 @@
 #   MoEComm::MoECommInitAll  mlir::moecomm::registerAllDialects/registerAllPasses
 #                            (moecomm/InitAllDialects.h, InitAllPasses.h): the moecomm dialect and passes
 #                            plus the upstream ones they use, as in moecomm-opt
-#   MoEComm::MoEComm-C       the C API (one shared library, MLIR's C API inside)
+#   MoEComm::MoEComm-C       the C API: dialect, passes, moecomm-pipeline
+#                            (moecomm-c/*.h; one shared library, MLIR's C API
+#                            inside, nothing else to link)
 #   MoEComm::moecomm_runtime the runtime library (C ABI), when built
 #   MoEComm::moecomm_mpi     the runtime plus MPI, for users of moecomm_mpi.h
 #                            (when the MPI backend is built; the consuming

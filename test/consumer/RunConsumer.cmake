@@ -1,7 +1,7 @@
 # cmake -P script: install BUILD_DIR into WORK_DIR/prefix, build the consumer
-# project against it and run it, then run the installed programs. Every
-# program runs without LD_LIBRARY_PATH: the installed files must find their
-# libraries themselves (run paths). Fails on the first failing step.
+# projects against it (C++, C, and C++ with MPI) and run them, then run the
+# installed programs. Every program runs without LD_LIBRARY_PATH: the
+# installed files must find their libraries themselves (run paths). Fails on the first failing step.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 set(build ${WORK_DIR}/build)
@@ -31,6 +31,15 @@ expect(0 "#moecomm.topology<ranks = 16, ranks_per_node = 8, experts = 256> !moec
        ${build}/consumer)
 expect(0 "moecomm-pipeline: LLVM dialect only, [1-9][0-9]* calls into the runtime"
        ${build}/consumer-pipeline ${SOURCE_DIR}/graph.mlir)
+
+# The C API alone (project-c, a C project): moecomm-pipeline run from C on
+# the graph, then translated to LLVM IR (test/capi/pipeline.c).
+set(build_c ${WORK_DIR}/build-c)
+expect(0 "" ${CMAKE_COMMAND} -S ${SOURCE_DIR}-c -B ${build_c} -G ${GENERATOR}
+       -DCMAKE_C_COMPILER=${CC} -DCMAKE_PREFIX_PATH=${prefix})
+expect(0 "" ${CMAKE_COMMAND} --build ${build_c})
+expect(0 "ops outside the LLVM dialect: 0, calls into the runtime: [1-9][0-9]*\n.*status: 0\n$"
+       ${build_c}/consumer-capi ${SOURCE_DIR}/graph.mlir)
 
 # moecomm_mpi.h and Reference.h with their libraries (project-mpi), under
 # mpirun, when the package has the MPI backend.

@@ -2,8 +2,15 @@
  *
  * MLIR-style C API (torch-mlir / upstream mlir-c conventions): a dialect handle
  * to register and load `moecomm` into an MlirContext, and accessors for its
- * topology attribute and handle type. libMoEComm-C.so also carries MLIR's core
- * C API (mlir-c/IR.h), so a C program links just this one library.
+ * topology attribute and handle type. moecomm's passes and moecomm-pipeline
+ * are in moecomm-c/Passes.h. libMoEComm-C.so also carries the MLIR C API a
+ * program needs to compile a graph, so a C program links just this one
+ * library: mlir-c/IR.h, Diagnostics.h, BuiltinAttributes.h, BuiltinTypes.h
+ * and Pass.h; the dialect handles of mlir-c/Dialect/Func.h, Arith.h, Math.h,
+ * Tensor.h, MemRef.h, Bufferization.h, SCF.h, Linalg.h, LLVM.h and Shard.h
+ * (the dialects of moecomm::registerAllDialects); mlir-c/Target/LLVMIR.h and
+ * mlir-c/RegisterEverything.h (mlirRegisterAllLLVMTranslations before a
+ * translation to LLVM IR).
  *===----------------------------------------------------------------------===*/
 #ifndef MOECOMM_C_DIALECTS_H
 #define MOECOMM_C_DIALECTS_H
