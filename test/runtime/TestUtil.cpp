@@ -60,6 +60,8 @@ std::string CaseSpec::name() const {
      << "_T" << T;
   if (capacity)
     os << "_cap" << capacity;
+  if (align != 1)
+    os << "_align" << align;
   return os.str();
 }
 
@@ -84,6 +86,7 @@ ref::Problem makeProblem(const CaseSpec &spec) {
   p.dataType = spec.data;
   p.wireType = spec.wire;
   p.capacity = spec.capacity;
+  p.align = spec.align;
   p.routing.resize(spec.W);
   std::vector<double> loads;
   if (spec.routing == RoutingKind::Skewed) {
@@ -203,6 +206,7 @@ moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
   desc.strategy = strategy;
   desc.hidden = p.hidden;
   desc.wireType = p.wireType;
+  desc.align = p.align;
   return desc;
 }
 
@@ -440,8 +444,10 @@ void checkRank(const Expected &exp, moecommStrategy_t requested, int rank,
   EXPECT_EQ(run.info.localExperts, p.localExperts());
   EXPECT_EQ(run.info.numTokens, p.routing[rank].numTokens);
   EXPECT_EQ(run.info.dropped, L.dropped);
-  // Oracle 2: tokens per expert = histogram minus drops.
+  // Oracle 2: tokens per expert = histogram minus drops; the segments start
+  // at multiples of align.
   EXPECT_EQ(run.tokensPerExpert, L.tokensPerExpert);
+  EXPECT_EQ(run.expertOffsets, L.expertOffsets);
   for (size_t i = 0; i < L.rows.size(); ++i) {
     EXPECT_EQ(run.sources[2 * i], L.rows[i].srcRank) << "row " << i;
     EXPECT_EQ(run.sources[2 * i + 1], L.rows[i].srcToken) << "row " << i;

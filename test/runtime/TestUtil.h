@@ -35,7 +35,7 @@ enum class RoutingKind {
 const char *routingName(RoutingKind k);
 
 /// An aggregate: tests build it as CaseSpec{W, G, E, K, H, data, wire,
-/// routing, T, capacity, randomWeights, seed} (fields in this order).
+/// routing, T, capacity, randomWeights, seed, align} (fields in this order).
 struct CaseSpec {
   int W = 1, G = 1;
   int64_t E = 1;
@@ -48,6 +48,7 @@ struct CaseSpec {
   int64_t capacity = 0;
   bool randomWeights = false; ///< f32 weights in (0,1) instead of k/64
   uint64_t seed = 1;
+  int64_t align = 1; ///< expert segment alignment of recv (rows)
   std::string name() const;
 };
 
@@ -125,7 +126,7 @@ struct RankRun {
   std::string error;
   moecommLayoutInfo_t info{};
   std::vector<moecommScope_t> dispatchScopes, combineScopes;
-  std::vector<int64_t> tokensPerExpert, sources;
+  std::vector<int64_t> tokensPerExpert, expertOffsets, sources;
   std::vector<float> weights;
   std::vector<float> dispatch, dispatchStaged, dispatchAsync;
   std::vector<float> combineW, combineU, combineStagedW, combineAsyncW;
