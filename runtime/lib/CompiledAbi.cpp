@@ -194,7 +194,8 @@ void rejectLayout() {
 void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
                    moecommDataType_t idxType, int64_t ranks,
                    int64_t ranksPerNode, int64_t experts, int32_t strategy,
-                   int64_t capacity, int64_t hidden, int32_t wire) {
+                   int64_t capacity, int64_t hidden, int32_t wire,
+                   int64_t align) {
   if (!commBound())
     return nullptr;
   if (stopped()) {
@@ -246,12 +247,14 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   desc.strategy = static_cast<moecommStrategy_t>(strategy);
   desc.hidden = hidden;
   desc.wireType = static_cast<moecommDataType_t>(wire);
+  desc.align = align;
   moecommLayout_t layout = nullptr;
   if (!collective(moecommLayoutCreate(boundComm, &desc, &layout)))
     return nullptr;
   recordStats(layout);
   stats.wireType = desc.wireType;
   stats.capacity = capacity;
+  stats.align = align;
   return layout;
 }
 
@@ -507,9 +510,9 @@ const char *moecommCompiledLastError(void) { return firstMessage.c_str(); }
   void *_mlir_ciface_moecomm_rt_layout_##I(                                    \
       moecommMemRef2D *idx, moecommMemRef2D *weights, int64_t ranks,           \
       int64_t ranksPerNode, int64_t experts, int32_t strategy,                 \
-      int64_t capacity, int64_t hidden, int32_t wire) {                        \
+      int64_t capacity, int64_t hidden, int32_t wire, int64_t align) {         \
     return createLayout(idx, weights, IDX_TYPE, ranks, ranksPerNode, experts,  \
-                        strategy, capacity, hidden, wire);                     \
+                        strategy, capacity, hidden, wire, align);              \
   }
 MOECOMM_LAYOUT(i32, moecommInt32)
 MOECOMM_LAYOUT(i64, moecommInt64)
@@ -553,6 +556,14 @@ void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
   if (stopped() || !layout || !contiguous1D(out, "tokens_per_expert"))
     return;
   ok(moecommLayoutTokensPerExpert(
+      asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
+}
+
+void _mlir_ciface_moecomm_rt_expert_offsets(void *layout,
+                                            moecommMemRef1D *out) {
+  if (stopped() || !layout || !contiguous1D(out, "expert_offsets"))
+    return;
+  ok(moecommLayoutExpertOffsets(
       asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
 }
 
