@@ -262,6 +262,15 @@ moecommLayout_t asLayout(void *layout) {
   return static_cast<moecommLayout_t>(layout);
 }
 
+/// A layout's int64 array (`query`: tokens per expert, expert offsets) into
+/// the compiled output vector `out`, named `what` in errors.
+void layoutArray(void *layout, moecommMemRef1D *out, const char *what,
+                 moecommResult_t (*query)(moecommLayout_t, int64_t *)) {
+  if (stopped() || !layout || !contiguous1D(out, what))
+    return;
+  ok(query(asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
+}
+
 /// Gather for permute/pack (step >= 0) and unpack (step -1).
 void gather(void *layout, int32_t direction, int64_t step, int32_t weighted,
             moecommMemRef2D *in, moecommDataType_t inType,
@@ -553,18 +562,12 @@ void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
 
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out) {
-  if (stopped() || !layout || !contiguous1D(out, "tokens_per_expert"))
-    return;
-  ok(moecommLayoutTokensPerExpert(
-      asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
+  layoutArray(layout, out, "tokens_per_expert", moecommLayoutTokensPerExpert);
 }
 
 void _mlir_ciface_moecomm_rt_expert_offsets(void *layout,
                                             moecommMemRef1D *out) {
-  if (stopped() || !layout || !contiguous1D(out, "expert_offsets"))
-    return;
-  ok(moecommLayoutExpertOffsets(
-      asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
+  layoutArray(layout, out, "expert_offsets", moecommLayoutExpertOffsets);
 }
 
 void moecomm_rt_wait(void *request) {
