@@ -431,6 +431,13 @@ moecommResult_t moecommLayoutTokensPerExpert(moecommLayout_t layout,
                          "layout and tokensPerExpert must not be NULL");
 }
 
+moecommResult_t moecommLayoutExpertOffsets(moecommLayout_t layout,
+                                           int64_t *offsets) {
+  return copyLayoutArray(layout, &RankPlan::expertOffsets, offsets,
+                         /*perReceivedRow=*/false,
+                         "layout and offsets must not be NULL");
+}
+
 moecommResult_t moecommLayoutRecvWeights(moecommLayout_t layout,
                                          float *recvWeights) {
   return copyLayoutArray(layout, &RankPlan::recvWeights, recvWeights,

@@ -194,7 +194,8 @@ void rejectLayout() {
 void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
                    moecommDataType_t idxType, int64_t ranks,
                    int64_t ranksPerNode, int64_t experts, int32_t strategy,
-                   int64_t capacity, int64_t hidden, int32_t wire) {
+                   int64_t capacity, int64_t hidden, int32_t wire,
+                   int64_t align) {
   if (!commBound())
     return nullptr;
   if (stopped()) {
@@ -246,17 +247,28 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   desc.strategy = static_cast<moecommStrategy_t>(strategy);
   desc.hidden = hidden;
   desc.wireType = static_cast<moecommDataType_t>(wire);
+  desc.align = align;
   moecommLayout_t layout = nullptr;
   if (!collective(moecommLayoutCreate(boundComm, &desc, &layout)))
     return nullptr;
   recordStats(layout);
   stats.wireType = desc.wireType;
   stats.capacity = capacity;
+  stats.align = align;
   return layout;
 }
 
 moecommLayout_t asLayout(void *layout) {
   return static_cast<moecommLayout_t>(layout);
+}
+
+/// A layout's int64 array (`query`: tokens per expert, expert offsets) into
+/// the compiled output vector `out`, named `what` in errors.
+void layoutArray(void *layout, moecommMemRef1D *out, const char *what,
+                 moecommResult_t (*query)(moecommLayout_t, int64_t *)) {
+  if (stopped() || !layout || !contiguous1D(out, what))
+    return;
+  ok(query(asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
 }
 
 /// Gather for permute/pack (step >= 0) and unpack (step -1).
@@ -507,9 +519,9 @@ const char *moecommCompiledLastError(void) { return firstMessage.c_str(); }
   void *_mlir_ciface_moecomm_rt_layout_##I(                                    \
       moecommMemRef2D *idx, moecommMemRef2D *weights, int64_t ranks,           \
       int64_t ranksPerNode, int64_t experts, int32_t strategy,                 \
-      int64_t capacity, int64_t hidden, int32_t wire) {                        \
+      int64_t capacity, int64_t hidden, int32_t wire, int64_t align) {         \
     return createLayout(idx, weights, IDX_TYPE, ranks, ranksPerNode, experts,  \
-                        strategy, capacity, hidden, wire);                     \
+                        strategy, capacity, hidden, wire, align);              \
   }
 MOECOMM_LAYOUT(i32, moecommInt32)
 MOECOMM_LAYOUT(i64, moecommInt64)
@@ -550,10 +562,12 @@ void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
 
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out) {
-  if (stopped() || !layout || !contiguous1D(out, "tokens_per_expert"))
-    return;
-  ok(moecommLayoutTokensPerExpert(
-      asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
+  layoutArray(layout, out, "tokens_per_expert", moecommLayoutTokensPerExpert);
+}
+
+void _mlir_ciface_moecomm_rt_expert_offsets(void *layout,
+                                            moecommMemRef1D *out) {
+  layoutArray(layout, out, "expert_offsets", moecommLayoutExpertOffsets);
 }
 
 void moecomm_rt_wait(void *request) {

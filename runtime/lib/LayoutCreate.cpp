@@ -10,6 +10,7 @@
 #include "Comm.h"
 #include "Routing.h"
 #include "moecomm/Model/CostModel.h"
+#include "moecomm/Model/Limits.h"
 #include "moecomm/Model/Sizes.h"
 #include "moecomm/Model/Traffic.h"
 
@@ -68,7 +69,14 @@ Status exchangeRecords(Comm &comm, const StagePlan &stage,
 const char *const kLayoutFields[] = {
     "topk",           "num_experts",      "strategy",       "capacity",
     "hidden (auto)",  "wire type (auto)", "the link model", "the link model",
-    "the link model", "the link model",   "ranks_per_node", "ranks"};
+    "the link model", "the link model",   "align"};
+
+static_assert(MOECOMM_MAX_ALIGN == kMaxAlign, "one bound for C and C++");
+
+/// The desc's align in effect: 0 (a zero-initialised desc) is 1.
+int64_t alignOf(const moecommLayoutDesc_t &desc) {
+  return desc.align == 0 ? 1 : desc.align;
+}
 
 int64_t bitsOf(double d) {
   int64_t v;
@@ -124,6 +132,10 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
     else if (!blockFits(1, desc->hidden)) // auto's cost model sizes its rows
       local = invalidArgument(cat("rank ", me, ": hidden ", desc->hidden,
                                   " is more bytes per row than memory holds"));
+    else if (!isValidAlign(alignOf(*desc)))
+      local = invalidArgument(cat("rank ", me, ": align ", desc->align,
+                                  " is not a power of two in [1, ", kMaxAlign,
+                                  "]"));
     else if (copied.ok()) // never read device memory on the host
       local = validateRouting(topo, me, view, desc->capacity);
   }
@@ -142,6 +154,7 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
   sig.add(isAuto ? bitsOf(comm.linkModel.intraBetaBytesPerSec) : 0);
   sig.add(isAuto ? bitsOf(comm.linkModel.interAlphaSec) : 0);
   sig.add(isAuto ? bitsOf(comm.linkModel.interBetaBytesPerSec) : 0);
+  sig.add(desc ? alignOf(*desc) : 0);
   if (Status st = comm.agree(sig, kLayoutFields); !st.ok())
     return st;
 
@@ -214,6 +227,7 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
       }
       buildDestSide(topo, strategy, me, received, plan);
     }
+    padExpertSegments(alignOf(*desc), plan);
     if (dev && built.ok())
       mergeStatus(built,
                   onRank(comm.rank(), dev->uploadLayout(plan, layout->device)));

@@ -6,7 +6,8 @@
 //                rank (flat, 1-stage hierarchical) or node (2-stage
 //                hierarchical); the row's records are in slot order.
 //   hierarchical stage 1: the relay sends one row per (dest, source, token).
-//   dispatch unpack: expert-major (local expert, source rank, source token).
+//   dispatch unpack: expert-major (local expert, source rank, source token),
+//                each expert's segment padded to the layout's align.
 // Combine mirrors every stage; its pack maps reduce the rows that the
 // dispatch fanned out, and the home rank's unpack reduces into out[T].
 //
@@ -14,6 +15,7 @@
 #include "moecomm/Runtime/Plan.h"
 
 #include "Routing.h"
+#include "moecomm/Model/Limits.h"
 
 #include <algorithm>
 #include <numeric>
@@ -367,6 +369,45 @@ void buildDestSide(const Topology &topo, moecommStrategy_t strategy, int rank,
   mirrorCounts(plan);
 }
 
+void padExpertSegments(int64_t align, RankPlan &plan) {
+  const size_t L = plan.tokensPerExpert.size();
+  const RowMap real = std::move(plan.dispatch.unpack);
+  const std::vector<float> weights = std::move(plan.recvWeights);
+  const std::vector<int64_t> sources = std::move(plan.recvSources);
+  plan.dispatch.unpack = RowMap();
+  plan.recvWeights.clear();
+  plan.recvSources.clear();
+  plan.expertOffsets.assign(1, 0);
+  // paddedRow[i]: where real row i lands; real rows keep their order.
+  std::vector<int64_t> paddedRow;
+  paddedRow.reserve(weights.size());
+  int64_t i = 0;
+  for (size_t e = 0; e < L; ++e) {
+    const int64_t n = plan.tokensPerExpert[e];
+    for (int64_t end = i + n; i < end; ++i) {
+      paddedRow.push_back(plan.recvRows());
+      for (int64_t j = real.offsets[i]; j < real.offsets[i + 1]; ++j)
+        plan.dispatch.unpack.addTerm(real.src[j]);
+      plan.dispatch.unpack.endRow();
+      plan.recvWeights.push_back(weights[i]);
+      plan.recvSources.push_back(sources[2 * i]);
+      plan.recvSources.push_back(sources[2 * i + 1]);
+    }
+    // align is a power of two: round n up to its next multiple.
+    for (int64_t pad = ((n + align - 1) & ~(align - 1)) - n; pad > 0; --pad) {
+      plan.dispatch.unpack.endRow(); // empty: a zero row
+      plan.recvWeights.push_back(0.0f);
+      plan.recvSources.push_back(-1);
+      plan.recvSources.push_back(-1);
+    }
+    plan.expertOffsets.push_back(plan.recvRows());
+  }
+  RowMap &readsRecv = plan.combine.stages.empty() ? plan.combine.unpack
+                                                  : plan.combine.stages[0].pack;
+  for (int64_t &src : readsRecv.src)
+    src = paddedRow[src];
+}
+
 std::vector<int64_t> expectedRecordCounts(const Topology &topo,
                                           moecommStrategy_t strategy, int stage,
                                           int rank,
@@ -396,7 +437,7 @@ std::vector<int64_t> expectedRecordCounts(const Topology &topo,
 std::string buildPlans(const Topology &topo, moecommStrategy_t strategy,
                        int64_t capacity,
                        const std::vector<RoutingView> &routing,
-                       std::vector<RankPlan> &plans) {
+                       std::vector<RankPlan> &plans, int64_t align) {
   const int W = topo.ranks;
   plans.clear();
   if ((int)routing.size() != W)
@@ -404,6 +445,9 @@ std::string buildPlans(const Topology &topo, moecommStrategy_t strategy,
   if (strategy != moecommPerExpert && strategy != moecommFlat &&
       strategy != moecommHierarchical)
     return cat("buildPlans needs a concrete strategy, got ", (int)strategy);
+  if (!isValidAlign(align))
+    return cat("align ", align, " is not a power of two in [1, ", kMaxAlign,
+               "]");
   for (int r = 0; r < W; ++r) {
     Status st = validateRouting(topo, r, routing[r], capacity);
     if (!st.ok())
@@ -459,6 +503,8 @@ std::string buildPlans(const Topology &topo, moecommStrategy_t strategy,
       inbox[r].resize(plans[r].dispatch.stages.back().group.size());
       buildDestSide(topo, strategy, r, inbox[r], plans[r]);
     }
+  for (RankPlan &plan : plans)
+    padExpertSegments(align, plan);
   return "";
 }
 

@@ -105,9 +105,10 @@ ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
   for (int d = 0; d < p.ranks; ++d) {
     out.rows[d].assign(l[d].rows.size() * H, 0.0f);
     out.error[d].assign(l[d].rows.size() * H, 0.0f);
-    // Expert-major rows: local expert e's are the next tokensPerExpert[e].
-    int64_t row = 0;
+    // Expert-major rows: local expert e's real rows start its segment
+    // (padding rows stay zero: an FFN of a zero row is zero).
     for (int64_t e = 0; e < L; ++e) {
+      int64_t row = l[d].expertOffsets[e];
       const int64_t end = row + l[d].tokensPerExpert[e];
       if (row == end)
         continue;

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "moecomm/Reference/Reference.h"
+#include "moecomm/Model/Limits.h"
 
 #include <algorithm>
 #include <array>
@@ -38,6 +39,10 @@ std::string validate(const Problem &p, moecommResult_t *code) {
   // rank's first error wins.
   for (int r = 0; r < p.ranks; ++r) {
     const RankRouting &rr = p.routing[r];
+    if (!isValidAlign(p.align))
+      return fail(rankPrefix(r) + ": align " + std::to_string(p.align) +
+                  " is not a power of two in [1, " + std::to_string(kMaxAlign) +
+                  "]");
     if (p.topk < 1)
       return fail(rankPrefix(r) + ": topk must be >= 1, got " +
                   std::to_string(p.topk));
@@ -150,6 +155,19 @@ std::vector<RankLayout> layout(const Problem &p) {
                 return std::make_tuple(a.localExpert, a.srcRank, a.srcToken) <
                        std::make_tuple(b.localExpert, b.srcRank, b.srcToken);
               });
+    // Each expert's segment: its real rows, then padding rows until the
+    // segment's size is a multiple of align.
+    std::vector<RecvRow> padded;
+    out[d].expertOffsets.assign(1, 0);
+    size_t i = 0;
+    for (int64_t e = 0; e < L; ++e) {
+      for (; i < out[d].rows.size() && out[d].rows[i].localExpert == e; ++i)
+        padded.push_back(out[d].rows[i]);
+      while ((int64_t)padded.size() % p.align != 0)
+        padded.push_back({e, -1, -1, -1, 0.0f});
+      out[d].expertOffsets.push_back((int64_t)padded.size());
+    }
+    out[d].rows = std::move(padded);
   }
   return out;
 }
@@ -161,7 +179,8 @@ std::vector<std::vector<bool>> keptSlots(const Problem &p,
     kept[r].assign(p.routing[r].numTokens * p.topk, false);
   for (const RankLayout &rl : l)
     for (const RecvRow &row : rl.rows)
-      kept[row.srcRank][row.srcToken * p.topk + row.slot] = true;
+      if (!row.isPadding())
+        kept[row.srcRank][row.srcToken * p.topk + row.slot] = true;
   return kept;
 }
 
@@ -264,10 +283,14 @@ dispatch(const Problem &p, const std::vector<RankLayout> &l,
     out[d].resize(l[d].rows.size() * H);
     for (size_t i = 0; i < l[d].rows.size(); ++i) {
       const RecvRow &row = l[d].rows[i];
+      float *o = &out[d][i * H];
+      if (row.isPadding()) {
+        std::fill(o, o + H, 0.0f);
+        continue;
+      }
       const float *xr = &x[row.srcRank][row.srcToken * H];
       for (int64_t h = 0; h < H; ++h)
         src[h] = roundTo(xr[h], p.dataType);
-      float *o = &out[d][i * H];
       if (p.wireType == moecommFloat8E4M3)
         fp8RoundTripRow(src.data(), o, H, p.dataType);
       else
@@ -285,7 +308,8 @@ rowIndex(const Problem &p, const std::vector<RankLayout> &l) {
   for (int d = 0; d < p.ranks; ++d)
     for (size_t i = 0; i < l[d].rows.size(); ++i) {
       const RecvRow &r = l[d].rows[i];
-      m[{r.srcRank, r.srcToken, r.slot}] = {d, (int64_t)i};
+      if (!r.isPadding())
+        m[{r.srcRank, r.srcToken, r.slot}] = {d, (int64_t)i};
     }
   return m;
 }

@@ -220,6 +220,12 @@ void makeRouting(Input &in, int rank, Routing &r) {
                            INT64_MAX / 8, INT64_MAX / 8 + 1};
   d.hidden = in.pick(hints);
   d.wireType = static_cast<moecommDataType_t>(enumValue(in, moecommFloat8E4M3));
+  // Segment alignments: 0 (= 1), powers of two up to the bound, and
+  // rejected ones (not a power of two, negative, beyond the bound).
+  const int64_t aligns[] = {
+      0, 1, 2, 16, 128, MOECOMM_MAX_ALIGN,            // valid
+      3, -1, -128, MOECOMM_MAX_ALIGN * 2, INT64_MIN}; // rejected
+  d.align = in.chance(2) ? 0 : in.pick(aligns);
   // Sizes that must be rejected before any id is read: T x K ids whose
   // bytes overflow, a negative T or K.
   if (in.chance(10)) {
@@ -344,6 +350,9 @@ private:
     std::vector<float> w(std::max<int64_t>(info.recvRows, 1));
     std::vector<int64_t> src(2 * std::max<int64_t>(info.recvRows, 1));
     checkResult(moecommLayoutTokensPerExpert(l, tpe.data()));
+    std::vector<int64_t> offsets(info.localExperts + 1);
+    checkResult(moecommLayoutExpertOffsets(l, in_.chance(8) ? nullptr
+                                                            : offsets.data()));
     checkResult(
         moecommLayoutRecvWeights(l, in_.chance(8) ? nullptr : w.data()));
     checkResult(
@@ -660,11 +669,12 @@ private:
                   ? _mlir_ciface_moecomm_rt_layout_i64(
                         &idx, &w, ranks, perNode, r.desc.numExperts,
                         r.desc.strategy, r.desc.capacity, r.desc.hidden,
-                        in_.chance(2) ? in_.u8() % 3 : in_.raw<int32_t>())
+                        in_.chance(2) ? in_.u8() % 3 : in_.raw<int32_t>(),
+                        r.desc.align)
                   : _mlir_ciface_moecomm_rt_layout_i32(
                         &idx32, &w, ranks, perNode, r.desc.numExperts,
                         r.desc.strategy, r.desc.capacity, r.desc.hidden,
-                        in_.u8() % 3);
+                        in_.u8() % 3, r.desc.align);
     if (l)
       compiledLayouts_.push_back(l);
   }

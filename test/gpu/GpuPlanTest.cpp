@@ -201,6 +201,13 @@ CaseSpec spec(int W, int G, int64_t E, int K, int64_t H, moecommDataType_t data,
   return CaseSpec{W, G, E, K, H, data, wire, rk, T, capacity, true, seed};
 }
 
+/// `c` with expert segments aligned to `align` rows: the padding rows are
+/// empty rows of the dispatch unpack (gather index -1 on the device).
+CaseSpec aligned(CaseSpec c, int64_t align) {
+  c.align = align;
+  return c;
+}
+
 TEST(GpuPlans, EveryStrategyMatchesTheCpuExecutorBitwise) {
   MOECOMM_REQUIRE_GPU();
   constexpr auto F32 = moecommFloat32, BF16 = moecommBfloat16,
@@ -214,6 +221,8 @@ TEST(GpuPlans, EveryStrategyMatchesTheCpuExecutorBitwise) {
       spec(8, 2, 24, 3, 24, BF16, BF16, RK::OneExpert, 10, 13),
       spec(8, 8, 16, 2, 300, F32, F32, RK::EmptyRanks, 7),
       spec(4, 1, 12, 6, 1, BF16, FP8, RK::AllMasked, 5),
+      aligned(spec(4, 2, 16, 3, 129, BF16, FP8, RK::UniformMasked, 9), 16),
+      aligned(spec(8, 2, 24, 3, 33, F32, F32, RK::OneExpert, 10, 13), 128),
   };
   for (const CaseSpec &cs : specs)
     for (moecommStrategy_t strategy :
@@ -223,7 +232,7 @@ TEST(GpuPlans, EveryStrategyMatchesTheCpuExecutorBitwise) {
       const ref::Problem &p = exp.problem;
       std::vector<RankPlan> plans;
       ASSERT_EQ(buildPlans(topologyOf(p), strategy, p.capacity,
-                           routingViewsOf(p), plans),
+                           routingViewsOf(p), plans, p.align),
                 "");
       std::vector<std::unique_ptr<cuda::DevicePlan>> dev(p.ranks);
       for (int r = 0; r < p.ranks; ++r) {

@@ -57,6 +57,11 @@ TEST_F(NcclSingle, Queries) {
 
 TEST_F(NcclSingle, OraclesHoldForEveryStrategy) {
   using RK = RoutingKind;
+  // Expert segments padded to `align` rows (empty rows of the unpack).
+  auto alignedTo = [](CaseSpec c, int64_t align) {
+    c.align = align;
+    return c;
+  };
   const CaseSpec cells[] = {
       single(4, 1, 1, F32, F32, RK::Uniform, 5),
       single(8, 3, 300, BF16, FP8, RK::UniformMasked, 7),
@@ -66,6 +71,8 @@ TEST_F(NcclSingle, OraclesHoldForEveryStrategy) {
       single(12, 6, 24, F32, F32, RK::OneExpert, 10, 7),
       single(8, 2, 24, BF16, BF16, RK::AllMasked, 6),
       single(8, 2, 24, BF16, FP8, RK::Uniform, 0),
+      alignedTo(single(8, 3, 300, BF16, FP8, RK::UniformMasked, 7), 16),
+      alignedTo(single(12, 6, 24, F32, F32, RK::OneExpert, 10, 7), 128),
   };
   for (const CaseSpec &cs : cells)
     for (moecommStrategy_t s :

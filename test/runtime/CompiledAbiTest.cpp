@@ -46,9 +46,9 @@ struct OneToken {
     wRef = ref2(w, 1, 1);
   }
   void *layout(int64_t ranks, int64_t experts, int32_t strategy = 0,
-               int32_t wire = 0) {
-    return _mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, ranks, 1,
-                                              experts, strategy, 0, 0, wire);
+               int32_t wire = 0, int64_t align = 1) {
+    return _mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, ranks, 1, experts,
+                                              strategy, 0, 0, wire, align);
   }
 };
 
@@ -103,6 +103,42 @@ TEST(CompiledAbi, CollectiveErrorKeepsItsMessage) {
     EXPECT_EQ(s.status, moecommInvalidArgument);
     EXPECT_EQ(s.message,
               "rank 1 token 0 slot 0: expert id 7 out of range [-1, 2)");
+  });
+}
+
+// The layout's align reaches the runtime: expert segments padded to it, the
+// offsets as the runtime gives them, the align in the stats; a bad align is
+// the runtime's error.
+TEST(CompiledAbi, AlignedLayoutAndItsOffsets) {
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBind(comm), moecommSuccess);
+    OneToken t(1); // token 0 -> expert 1 of 4
+    void *layout = t.layout(1, 4, 0, 0, 8);
+    ASSERT_NE(layout, nullptr) << moecommCompiledLastError();
+    EXPECT_EQ(moecomm_rt_rows(layout, moecommDirectionDispatch, -1, 0), 8);
+    int64_t offsets[5] = {-1, -1, -1, -1, -1};
+    moecommMemRef1D ref = ref1(offsets, 5);
+    _mlir_ciface_moecomm_rt_expert_offsets(layout, &ref);
+    EXPECT_EQ(moecommCompiledStatus(), moecommSuccess)
+        << moecommCompiledLastError();
+    EXPECT_EQ(std::vector<int64_t>(offsets, offsets + 5),
+              (std::vector<int64_t>{0, 0, 8, 8, 8}));
+    moecommCompiledStats_t stats{};
+    EXPECT_EQ(moecommCompiledGetStats(&stats), moecommSuccess);
+    EXPECT_EQ(stats.align, 8);
+    moecommMemRef1D missing = ref1(nullptr, 5);
+    _mlir_ciface_moecomm_rt_expert_offsets(layout, &missing);
+    EXPECT_EQ(seen().message, "out of memory: compiled code could not "
+                              "allocate expert_offsets [5]");
+    moecomm_rt_layout_release(layout);
+  });
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBind(comm), moecommSuccess);
+    OneToken t(0);
+    EXPECT_EQ(t.layout(1, 4, 0, 0, 12), nullptr);
+    EXPECT_EQ(seen().status, moecommInvalidArgument);
+    EXPECT_EQ(seen().message,
+              "rank 0: align 12 is not a power of two in [1, 65536]");
   });
 }
 
@@ -169,7 +205,7 @@ TEST(CompiledAbi, MalformedRoutingDescriptors) {
     if (r == 0)
       wRef = ref2(idx, 1, 2);
     EXPECT_EQ(_mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, 2, 1, 2, 0, 0,
-                                                 0, 0),
+                                                 0, 0, 1),
               nullptr);
     Seen s = seen();
     if (r == 1) {
@@ -189,7 +225,7 @@ TEST(CompiledAbi, MalformedRoutingDescriptors) {
     const int64_t K = (int64_t(1) << 32) + 1;
     moecommMemRef2D idxRef = ref2(idx, 0, K), wRef = ref2(w, 0, K);
     EXPECT_EQ(_mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, 1, 1, 1, 0, 0,
-                                                 0, 0),
+                                                 0, 0, 1),
               nullptr);
     EXPECT_EQ(seen().status, moecommInvalidArgument);
     EXPECT_EQ(seen().message, "topk_idx [0][4294967297] has more than 2^31 - "

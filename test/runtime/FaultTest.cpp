@@ -164,6 +164,28 @@ TEST(Faults, RanksDisagreeOnTopkOrExperts) {
             "ranks disagree on num_experts: rank 0 has 16, rank 1 has 32");
 }
 
+// Ranks with different segment alignments would disagree on R's meaning;
+// 0 and 1 are the same alignment.
+TEST(Faults, RanksDisagreeOnAlign) {
+  ref::Problem p = smallProblem(4, 16, 2, 3);
+  std::vector<Outcome> o(4), same(4);
+  Expected good = computeExpected(p);
+  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
+    moecommLayoutDesc_t d = descFor(p, r, moecommHierarchical);
+    d.align = r == 2 ? 16 : 1;
+    moecommLayout_t l = nullptr;
+    o[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+    d.align = r % 2;
+    same[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+    if (same[r].result == moecommSuccess)
+      moecommLayoutDestroy(l);
+    expectUsable(comm, good, r);
+  });
+  expectAll(o, moecommMismatch,
+            "ranks disagree on align: rank 0 has 1, rank 2 has 16");
+  expectAll(same, moecommSuccess, "");
+}
+
 TEST(Faults, AllToAllCountMismatchDetectedBeforePayload) {
   const int W = 4;
   std::vector<Outcome> o(W), ok(W);
@@ -259,6 +281,12 @@ TEST(Faults, RuntimeAndReferenceAgreeOnValidation) {
   bad.back().numExperts = int64_t(1) << 31;
   bad.push_back(base);
   bad.back().numExperts = 18;
+  for (int64_t align : {int64_t(-16), int64_t(3), int64_t(96),
+                        MOECOMM_MAX_ALIGN * int64_t(2)}) {
+    bad.push_back(base);
+    bad.back().align = align;
+    bad.back().routing[2].topkIdx[0] = 99; // reported after the align
+  }
   for (const ref::Problem &p : bad) {
     moecommResult_t code;
     std::string want = ref::validate(p, &code);

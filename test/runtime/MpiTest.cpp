@@ -82,6 +82,27 @@ TEST(Mpi, OracleMatrix) {
     runCell(MPI_COMM_WORLD, c);
 }
 
+// Expert segments aligned to 16 and 128 rows (AlignTest.cpp's checks
+// against the padded reference): T = 0 ranks, one expert for every token,
+// masked slots, capacity drops, H not a multiple of 32 or 128, FP8 wire.
+TEST(Mpi, AlignedSegments) {
+  const int W = worldSize();
+  using RK = RoutingKind;
+  std::vector<CaseSpec> cells = {
+      cell(W, 2, 8 * W, 8, 129, moecommBfloat16, moecommFloat8E4M3,
+           RK::EmptyRanks, 5),
+      cell(W, 2, 2 * W, 3, 33, moecommFloat32, moecommFloat32,
+           RK::UniformMasked, 6, 7),
+      cell(W, W / 2, 2 * W, 2, 300, moecommBfloat16, moecommFloat8E4M3,
+           RK::OneExpert, 8),
+  };
+  for (int64_t align : {16, 128})
+    for (CaseSpec c : cells) {
+      c.align = align;
+      runCell(MPI_COMM_WORLD, c);
+    }
+}
+
 TEST(Mpi, SubCommunicators) {
   // Two independent pairs of ranks (W = 2) next to each other.
   MPI_Comm pair;
@@ -117,6 +138,16 @@ TEST(Mpi, FaultsAreAgreedAndRecoverable) {
   EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommMismatch);
   EXPECT_EQ(lastError(), "ranks disagree on topk: rank 0 has 2, rank " +
                              std::to_string(W - 1) + " has 4");
+  // A bad align on the last rank, then ranks that disagree on align.
+  d = descFor(good.problem, r, moecommHierarchical);
+  d.align = r == W - 1 ? 24 : 1;
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommInvalidArgument);
+  EXPECT_EQ(lastError(), "rank " + std::to_string(W - 1) +
+                             ": align 24 is not a power of two in [1, 65536]");
+  d.align = r == 1 ? 128 : 16;
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommMismatch);
+  EXPECT_EQ(lastError(),
+            "ranks disagree on align: rank 0 has 16, rank 1 has 128");
   // all_to_all counts that are not a transpose: error before any payload.
   std::vector<int64_t> send(W, 1), recv(W, 1);
   if (r == 1)

@@ -56,9 +56,11 @@ RankRun runRankWith(moecommComm_t comm, const Expected &exp,
   note(moecommLayoutGetInfo(layout, &run.info), "info");
   const int64_t R = run.info.recvRows;
   run.tokensPerExpert.assign(run.info.localExperts, -1);
+  run.expertOffsets.assign(run.info.localExperts + 1, -1);
   run.weights.assign(R, -1.0f);
   run.sources.assign(2 * R, -1);
   note(moecommLayoutTokensPerExpert(layout, run.tokensPerExpert.data()), "tpe");
+  note(moecommLayoutExpertOffsets(layout, run.expertOffsets.data()), "offsets");
   note(moecommLayoutRecvWeights(layout, run.weights.data()), "weights");
   note(moecommLayoutRecvSources(layout, run.sources.data()), "sources");
   for (int st = 0; st < run.info.numStages; ++st) {

@@ -60,7 +60,64 @@ std::string CaseSpec::name() const {
      << "_T" << T;
   if (capacity)
     os << "_cap" << capacity;
+  if (align != 1)
+    os << "_align" << align;
   return os.str();
+}
+
+CaseSpec seededCell(int W, int G, int64_t E, int K, int64_t H,
+                    moecommDataType_t data, moecommDataType_t wire,
+                    RoutingKind routing, int64_t T, int64_t capacity,
+                    bool randomWeights) {
+  const uint64_t seed = W * 131 + G * 17 + K * 7 + H + T;
+  return CaseSpec{
+      W, G, E, K, H, data, wire, routing, T, capacity, randomWeights, seed};
+}
+
+// Every value of every axis appears; the cells pair them so that each
+// strategy meets single- and two-stage topologies, every wire type and
+// every routing kind. FP8 wire means bf16 data (DESIGN.md §8).
+std::vector<CaseSpec> matrixCells() {
+  using namespace shorthand;
+  return {
+      seededCell(1, 1, 4, 1, 1, F32, F32, RK::Uniform, 5),
+      seededCell(1, 1, 8, 3, 300, BF16, FP8, RK::UniformMasked, 7),
+      seededCell(2, 1, 8, 2, 7, BF16, BF16, RK::Uniform, 9),
+      seededCell(2, 2, 8, 5, 24, BF16, FP8, RK::Skewed, 11),
+      seededCell(2, 1, 16, 5, 129, BF16, FP8, RK::EmptyRanks, 6),
+      seededCell(4, 2, 64, 3, 128, BF16, BF16, RK::Skewed, 16, 0, true),
+      seededCell(4, 1, 32, 8, 24, F32, F32, RK::Uniform, 10, 0, true),
+      seededCell(4, 4, 16, 2, 300, BF16, FP8, RK::OneExpert, 12),
+      seededCell(4, 2, 8, 5, 7, BF16, BF16, RK::AllMasked, 6),
+      seededCell(4, 2, 8, 2, 7168, BF16, FP8, RK::Skewed, 4),
+      seededCell(4, 2, 12, 6, 24, F32, F32, RK::UniformMasked, 9),
+      seededCell(4, 2, 28, 7, 7, BF16, BF16, RK::Uniform, 7, 0, true),
+      seededCell(4, 2, 24, 3, 24, BF16, BF16, RK::OneExpert, 10, 13),
+      seededCell(8, 2, 64, 8, 128, BF16, FP8, RK::Skewed, 12),
+      seededCell(8, 4, 24, 3, 1, F32, F32, RK::EmptyRanks, 9),
+      seededCell(8, 8, 8, 1, 7, BF16, FP8, RK::Uniform, 8),
+      seededCell(8, 1, 40, 5, 24, BF16, BF16, RK::UniformMasked, 8, 0, true),
+      seededCell(8, 4, 64, 8, 7168, BF16, BF16, RK::Uniform, 3, 0, true),
+      seededCell(8, 2, 16, 2, 300, F32, F32, RK::Uniform, 20, 15, true),
+      seededCell(8, 4, 72, 9, 24, BF16, FP8, RK::Skewed, 6),
+  };
+}
+
+void PrintTo(const CaseParam &p, std::ostream *os) {
+  *os << p.spec.name() << " " << strategyName(p.strategy);
+}
+
+std::string caseParamName(const CaseParam &p) {
+  return p.spec.name() + "_" + strategyName(p.strategy);
+}
+
+std::vector<CaseParam> withEveryStrategy(const std::vector<CaseSpec> &specs) {
+  std::vector<CaseParam> ps;
+  for (const CaseSpec &c : specs)
+    for (moecommStrategy_t s :
+         {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto})
+      ps.push_back({c, s});
+  return ps;
 }
 
 std::vector<double> loadExpertLoads(const std::string &model) {
@@ -84,6 +141,7 @@ ref::Problem makeProblem(const CaseSpec &spec) {
   p.dataType = spec.data;
   p.wireType = spec.wire;
   p.capacity = spec.capacity;
+  p.align = spec.align;
   p.routing.resize(spec.W);
   std::vector<double> loads;
   if (spec.routing == RoutingKind::Skewed) {
@@ -203,6 +261,7 @@ moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
   desc.strategy = strategy;
   desc.hidden = p.hidden;
   desc.wireType = p.wireType;
+  desc.align = p.align;
   return desc;
 }
 
@@ -440,8 +499,10 @@ void checkRank(const Expected &exp, moecommStrategy_t requested, int rank,
   EXPECT_EQ(run.info.localExperts, p.localExperts());
   EXPECT_EQ(run.info.numTokens, p.routing[rank].numTokens);
   EXPECT_EQ(run.info.dropped, L.dropped);
-  // Oracle 2: tokens per expert = histogram minus drops.
+  // Oracle 2: tokens per expert = histogram minus drops; the segments start
+  // at multiples of align.
   EXPECT_EQ(run.tokensPerExpert, L.tokensPerExpert);
+  EXPECT_EQ(run.expertOffsets, L.expertOffsets);
   for (size_t i = 0; i < L.rows.size(); ++i) {
     EXPECT_EQ(run.sources[2 * i], L.rows[i].srcRank) << "row " << i;
     EXPECT_EQ(run.sources[2 * i + 1], L.rows[i].srcToken) << "row " << i;

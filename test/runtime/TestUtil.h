@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ enum class RoutingKind {
 const char *routingName(RoutingKind k);
 
 /// An aggregate: tests build it as CaseSpec{W, G, E, K, H, data, wire,
-/// routing, T, capacity, randomWeights, seed} (fields in this order).
+/// routing, T, capacity, randomWeights, seed, align} (fields in this order).
 struct CaseSpec {
   int W = 1, G = 1;
   int64_t E = 1;
@@ -48,8 +49,40 @@ struct CaseSpec {
   int64_t capacity = 0;
   bool randomWeights = false; ///< f32 weights in (0,1) instead of k/64
   uint64_t seed = 1;
+  int64_t align = 1; ///< expert segment alignment of recv (rows)
   std::string name() const;
 };
+
+/// Short names for the cell lists of the matrix tests.
+namespace shorthand {
+using RK = RoutingKind;
+constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
+                            FP8 = moecommFloat8E4M3;
+} // namespace shorthand
+
+/// A spec whose seed follows from its shape (W, G, K, H, T), so that the
+/// cells of a test's list draw different routings.
+CaseSpec seededCell(int W, int G, int64_t E, int K, int64_t H,
+                    moecommDataType_t data, moecommDataType_t wire,
+                    RoutingKind routing, int64_t T, int64_t capacity = 0,
+                    bool randomWeights = false);
+
+/// ThreadsMatrixTest's cells over W x G x K x H x wire dtype x routing
+/// (20 chosen cells, not the full product; AlignTest reuses them).
+std::vector<CaseSpec> matrixCells();
+
+/// A parameterized test's case: a spec run with one strategy.
+struct CaseParam {
+  CaseSpec spec;
+  moecommStrategy_t strategy;
+};
+/// gtest's printer of a CaseParam (found by argument-dependent lookup).
+void PrintTo(const CaseParam &p, std::ostream *os);
+/// A CaseParam's test name: the spec's name and the strategy's.
+std::string caseParamName(const CaseParam &p);
+/// Every spec of `specs` with per_expert, flat, hierarchical and auto, in
+/// that order.
+std::vector<CaseParam> withEveryStrategy(const std::vector<CaseSpec> &specs);
 
 /// Per-expert loads from examples/data/expert_load_olmoe_mixtral.json
 /// ("olmoe-1b-7b" 64 experts or "mixtral-8x7b" 8 experts; domain arxiv,
@@ -125,7 +158,7 @@ struct RankRun {
   std::string error;
   moecommLayoutInfo_t info{};
   std::vector<moecommScope_t> dispatchScopes, combineScopes;
-  std::vector<int64_t> tokensPerExpert, sources;
+  std::vector<int64_t> tokensPerExpert, expertOffsets, sources;
   std::vector<float> weights;
   std::vector<float> dispatch, dispatchStaged, dispatchAsync;
   std::vector<float> combineW, combineU, combineStagedW, combineAsyncW;

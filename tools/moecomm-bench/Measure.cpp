@@ -116,6 +116,7 @@ Expected<RankRecord> rankProgram(
     desc.strategy = strategy;
     desc.hidden = H;
     desc.wireType = workload::wireType(dtype);
+    desc.align = opt.align;
     for (int it = 0; it < total; ++it) {
       const bool first = it == opt.warmup;
       BENCH_CHECK(moecommBarrier(comm));

@@ -63,6 +63,9 @@ struct GroupMeasurement {
 struct MeasureOptions {
   int warmup = 1;     ///< untimed iterations per op
   int iterations = 3; ///< timed iterations per op
+  /// Expert segment alignment of every layout (a power of two; 1 =
+  /// unpadded): the receivers' padding costs unpack time, no traffic.
+  int64_t align = 1;
   /// The link model set on every communicator (moecommCommSetLinkModel), so
   /// the runtime's `auto` chooses with it.
   moecommLinkModel_t autoLink{};

@@ -25,6 +25,7 @@
 #include "Output.h"
 #include "Plots.h"
 #include "Sweep.h"
+#include "moecomm/Model/Limits.h"
 #include "moecomm/Workload/DataDir.h"
 #include "moecomm/Workload/ExpertLoad.h"
 #include "moecomm/Workload/Generators.h"
@@ -146,6 +147,12 @@ cl::opt<long long> iterationsOpt("iterations",
                                  cl::desc("Timed iterations per measured cell "
                                           "(default 3)"),
                                  cl::init(3), cl::cat(modelCat));
+cl::opt<long long> alignOpt("align",
+                            cl::desc("Expert segment alignment of the measured "
+                                     "layouts: a power of two in [1, 65536] "
+                                     "(default 1: unpadded; traffic counts "
+                                     "do not change)"),
+                            cl::init(1), cl::cat(modelCat));
 cl::opt<long long> warmupOpt("warmup",
                              cl::desc("Untimed iterations first (default 1)"),
                              cl::init(1), cl::cat(modelCat));
@@ -338,6 +345,10 @@ Error buildSetup(const char *argv0, Setup &s) {
       return workload::inputError(
           formatv("--{0} must be in [{1}, {2}], got {3}", o->ArgStr, lo, hi,
                   (long long)*o));
+  if (!moecomm::isValidAlign(alignOpt))
+    return workload::inputError(
+        formatv("--align must be a power of two in [1, {0}], got {1}",
+                moecomm::kMaxAlign, (long long)alignOpt));
   if (tokensOpt.getNumOccurrences() && (tokensOpt < 0 || tokensOpt > (1 << 24)))
     return workload::inputError(formatv(
         "--tokens must be in [0, 16777216], got {0}", (long long)tokensOpt));
@@ -612,6 +623,7 @@ int main(int argc, char **argv) {
   MeasureOptions mopt;
   mopt.warmup = static_cast<int>(warmupOpt);
   mopt.iterations = static_cast<int>(iterationsOpt);
+  mopt.align = alignOpt;
 
   // Clusters of equal W are adjacent so that a routing that does not depend
   // on the nodes is generated once for all of them (see `cache` below).

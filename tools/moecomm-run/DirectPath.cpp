@@ -59,6 +59,7 @@ Error DirectPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   desc.strategy = options.strategy;
   desc.hidden = H;
   desc.wireType = wireType(p.dtype);
+  desc.align = p.align;
 
   LayoutGuard guard;
   if (Error e = runtimeError(moecommLayoutCreate(comm, &desc, &guard.layout),

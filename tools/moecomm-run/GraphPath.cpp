@@ -571,7 +571,7 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   // The run's capacity (--capacity, else the graph's, else the routing's)
   // goes into the IR itself: the pipeline's `capacity` option can only set
   // one (its 0 means "keep the IR's"), so `--capacity 0` could not remove
-  // what a graph declares.
+  // what a graph declares. The run's align (--align, default 1) likewise.
   mlir::Builder builder(&context);
   module->walk([&](mlir::Operation *op) {
     if (!llvm::isa<mlir::moecomm::DispatchOp, mlir::moecomm::LayoutOp>(op))
@@ -580,6 +580,10 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
       op->setAttr("capacity", builder.getI64IntegerAttr(problem.capacity));
     else
       op->removeAttr("capacity");
+    if (problem.align > 1)
+      op->setAttr("align", builder.getI64IntegerAttr(problem.align));
+    else
+      op->removeAttr("align");
   });
   mlir::moecomm::PipelineOptions pipeline;
   pipeline.ranks = problem.ranks;
@@ -760,6 +764,13 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   }
   moecommCompiledStats_t stats;
   moecommCompiledGetStats(&stats);
+  // An --aot library also keeps its align: its rows are padded to it.
+  if (stats.layouts > 0 && graph->library && stats.align != p.align)
+    return inputError(formatv("{0} pads expert segments to align {1} but this "
+                              "run checks align {2}; pass --align {1}, or "
+                              "rebuild the library with moecomm-aot "
+                              "--pipeline \"align={2}\"",
+                              graph->label, stats.align, p.align));
   // An --aot library keeps the wire dtype and capacity it was built with;
   // checking its rows against another would report wrong numbers.
   if (stats.layouts > 0 &&

@@ -182,9 +182,10 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
   int64_t minT = p.numTokens.empty() ? 0 : *llvm::min_element(p.numTokens);
   int64_t maxT = p.numTokens.empty() ? 0 : *llvm::max_element(p.numTokens);
   os << formatv(
-      "  routing    {0}; {1} tokens ({2}..{3} per rank); capacity {4}\n",
+      "  routing    {0}; {1} tokens ({2}..{3} per rank); capacity {4}{5}\n",
       p.origin, p.totalTokens(), minT, maxT,
-      p.capacity ? std::to_string(p.capacity) : std::string("none"));
+      p.capacity ? std::to_string(p.capacity) : std::string("none"),
+      p.align > 1 ? formatv("; align {0}", p.align).str() : std::string());
   os << formatv("  rows       {0} received in total; row bytes: dispatch {1}, "
                 "combine {2}\n",
                 r.recvRows, r.dispatchRowBytes, r.combineRowBytes);
@@ -381,6 +382,7 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"hidden", p.hidden},
       {"dtype", payloadTypeName(p.dtype)},
       {"capacity", p.capacity ? json::Value(p.capacity) : json::Value(nullptr)},
+      {"align", p.align},
       {"routing", p.origin},
       {"tokens_per_rank", json::Array(p.numTokens)},
       {"iterations", info.iterations},

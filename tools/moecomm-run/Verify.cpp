@@ -44,6 +44,7 @@ ref::Problem toReferenceProblem(const RoutingProblem &p) {
   q.dataType = hostType(p.dtype);
   q.wireType = wireType(p.dtype);
   q.capacity = p.capacity;
+  q.align = p.align;
   q.routing.resize(p.ranks);
   for (int r = 0; r < p.ranks; ++r) {
     q.routing[r].numTokens = p.numTokens[r];

@@ -22,6 +22,7 @@
 #include "MoECommVersion.h"
 #include "Report.h"
 #include "Verify.h"
+#include "moecomm/Model/Limits.h"
 #include "moecomm/Workload/DataDir.h"
 #include "moecomm/Workload/Gnuplot.h"
 #include "moecomm/Workload/Generators.h"
@@ -130,6 +131,12 @@ cl::opt<long long>
                 cl::desc("Max received rows per rank, 0 = none (overrides the "
                          "routing's and the graph's)"),
                 cl::cat(runCat));
+cl::opt<long long> alignOpt(
+    "align",
+    cl::desc("Expert segment alignment of the received rows: a power of two "
+             "in [1, 65536] (default 1: unpadded); replaces a graph's own "
+             "align(N)"),
+    cl::cat(runCat));
 cl::opt<long long> iterationsOpt(
     "iterations",
     cl::desc("Dispatch+combine N times on one communicator, a layout per "
@@ -372,7 +379,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
   return p;
 }
 
-/// Applies the run flags that override the routing (dtype, capacity).
+/// Applies the run flags that override the routing (dtype, capacity, align).
 Error applyOverrides(RoutingProblem &p) {
   if (wireDtypeOpt.getNumOccurrences()) {
     std::optional<PayloadType> t = parsePayloadType(wireDtypeOpt);
@@ -387,6 +394,13 @@ Error applyOverrides(RoutingProblem &p) {
       return inputError(formatv("--capacity must be >= 0 (0: none), got {0}",
                                 (long long)capacityOpt));
     p.capacity = capacityOpt;
+  }
+  if (alignOpt.getNumOccurrences()) {
+    if (!moecomm::isValidAlign(alignOpt))
+      return inputError(formatv("--align must be a power of two in [1, {0}], "
+                                "got {1}",
+                                moecomm::kMaxAlign, (long long)alignOpt));
+    p.align = alignOpt;
   }
   return Error::success();
 }
@@ -639,6 +653,16 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
       return report(graph.takeError(), printer);
     state.graph = std::move(*graph);
     state.experts = graphExperts(*state.graph);
+    // The expert FFN graphs place expert e at the prefix sum of
+    // tokens_per_expert, which is its segment only without padding.
+    if (state.experts.ffn() && p.align > 1)
+      return report(inputError(formatv(
+                        "--align {0} pads the expert segments, but {1}'s "
+                        "expert FFN places each expert's rows at the prefix "
+                        "sum of tokens_per_expert (read moecomm.expert_offsets "
+                        "instead); run it without --align",
+                        p.align, graphLabel(*state.graph))),
+                    printer);
     // All ranks' experts live in this process under --backend threads; the
     // reference adds one expert's weights.
     if (state.experts.ffn()) {

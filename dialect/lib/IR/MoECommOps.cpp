@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "moecomm/Model/Limits.h"
 #include "moecomm/Model/StageRule.h"
 
 #include "mlir/IR/Builders.h"
@@ -163,6 +164,15 @@ static LogicalResult verifyCapacity(Operation *op,
   return success();
 }
 
+/// `align(N)`: the runtime's rule (moecomm/Model/Limits.h).
+static LogicalResult verifyAlign(Operation *op, std::optional<int64_t> align) {
+  if (align && !::moecomm::isValidAlign(*align))
+    return op->emitOpError()
+           << "align must be a power of two in [1, " << ::moecomm::kMaxAlign
+           << "] rows, got " << *align;
+  return success();
+}
+
 /// When the handle's type records its strategy, `stage` must exist for that
 /// strategy and topology and, when given, have `scope`.
 static LogicalResult verifyStage(Operation *op, Value handle,
@@ -309,7 +319,8 @@ LogicalResult DispatchOp::verify() {
   if (failed(verifyHidden(*this, "x", x)) ||
       failed(verifyRouting(*this, getTopology(), getTopkIdx().getType(),
                            getTopkWeights().getType(), x)) ||
-      failed(verifyCapacity(*this, getCapacity())))
+      failed(verifyCapacity(*this, getCapacity())) ||
+      failed(verifyAlign(*this, getAlign())))
     return failure();
   return verifyWire(*this, x, getWire());
 }
@@ -442,7 +453,8 @@ LogicalResult LayoutOp::inferReturnTypes(MLIRContext *ctx,
 LogicalResult LayoutOp::verify() {
   if (failed(verifyRouting(*this, getTopology(), getTopkIdx().getType(),
                            getTopkWeights().getType())) ||
-      failed(verifyCapacity(*this, getCapacity())))
+      failed(verifyCapacity(*this, getCapacity())) ||
+      failed(verifyAlign(*this, getAlign())))
     return failure();
   if (getStrategy() == Strategy::automatic)
     return emitOpError() << "needs a concrete strategy (per_expert, flat or "
@@ -461,6 +473,20 @@ Scope LayoutOp::getStageScope(Direction direction, int64_t stage) {
   TopologyAttr topo = getTopology();
   return mlir::moecomm::getStageScope(getStrategy(), topo.getRanks(),
                                 topo.getRanksPerNode(), direction, stage);
+}
+
+//===----------------------------------------------------------------------===//
+// ExpertOffsetsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ExpertOffsetsOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  auto handle = cast<HandleType>(adaptor.getHandle().getType());
+  results.push_back(RankedTensorType::get(
+      {handle.getTopology().getLocalExperts() + 1}, IntegerType::get(ctx, 64)));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -32,6 +32,7 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   split.experts = options.experts;
   split.wireDtype = options.wireDtype;
   split.capacity = options.capacity;
+  split.align = options.align;
   pm.addPass(createMoECommSplitHierarchical(split));
   pm.addPass(createMoECommFuseQuant());
   pm.addPass(createMoECommFusePermute());
@@ -112,7 +113,8 @@ void mlir::moecomm::registerMoECommPipeline() {
         const ::moecomm::LinkPreset *link;
         if (failed(checkConfigureOptions(&context, "moecomm-pipeline",
                                          options.ranks, options.ranksPerNode,
-                                         options.experts, options.capacity)) ||
+                                         options.experts, options.capacity,
+                                         options.align)) ||
             failed(checkCostModelOptions(&context, "moecomm-pipeline",
                                          options.preset, options.tokensPerRank,
                                          link)) ||

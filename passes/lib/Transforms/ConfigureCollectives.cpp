@@ -1,6 +1,7 @@
 //===- ConfigureCollectives.cpp - retarget and override collectives -------===//
 //
-// moecomm-configure-collectives: the wire-dtype and capacity overrides, and
+// moecomm-configure-collectives: the wire-dtype, capacity and align
+// overrides, and
 // the retarget of every topology and handle type to other ranks / ranks per
 // node with the re-inferred types carried through function signatures (see
 // Passes.td).
@@ -11,6 +12,7 @@
 
 #include "Transforms/OptionErrors.h"
 #include "Transforms/SignaturePropagation.h"
+#include "moecomm/Model/Limits.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -29,11 +31,9 @@ namespace mlir::moecomm {
 using namespace mlir;
 using namespace mlir::moecomm;
 
-LogicalResult mlir::moecomm::checkConfigureOptions(MLIRContext *context,
-                                                  StringRef pass, int64_t ranks,
-                                                  int64_t ranksPerNode,
-                                                  int64_t experts,
-                                                  int64_t capacity) {
+LogicalResult mlir::moecomm::checkConfigureOptions(
+    MLIRContext *context, StringRef pass, int64_t ranks, int64_t ranksPerNode,
+    int64_t experts, int64_t capacity, int64_t align) {
   if (ranks < 0 || ranksPerNode < 0)
     return emitOptionError(context, pass)
            << "ranks and ranks-per-node must be >= 0 (0: keep the IR's), got "
@@ -44,6 +44,10 @@ LogicalResult mlir::moecomm::checkConfigureOptions(MLIRContext *context,
   if (capacity < 0)
     return emitOptionError(context, pass)
            << "capacity must be >= 0 rows, got " << capacity;
+  if (align != 0 && !::moecomm::isValidAlign(align))
+    return emitOptionError(context, pass)
+           << "align must be 0 (keep the IR's) or a power of two in [1, "
+           << ::moecomm::kMaxAlign << "] rows, got " << align;
   return success();
 }
 
@@ -93,9 +97,9 @@ RankedTensorType dynamicShape(Type type) {
       SmallVector<int64_t>(tensor.getRank(), ShapedType::kDynamic));
 }
 
-/// Applies the `wire-dtype` and `capacity` overrides.
-void overrideWireAndCapacity(ModuleOp module, std::optional<WireDtype> wire,
-                             int64_t capacity) {
+/// Applies the `wire-dtype`, `capacity` and `align` overrides.
+void overrideDispatchOptions(ModuleOp module, std::optional<WireDtype> wire,
+                             int64_t capacity, int64_t align) {
   // A bf16/f32 override applies to the dispatches of that dtype only; fp8
   // applies to all (cached dispatches included).
   auto setWire = [&](Operation *op, RankedTensorType x) {
@@ -112,6 +116,8 @@ void overrideWireAndCapacity(ModuleOp module, std::optional<WireDtype> wire,
     setWire(op, dispatch.getX().getType());
     if (capacity > 0)
       dispatch.setCapacityAttr(Builder(op).getI64IntegerAttr(capacity));
+    if (align > 0)
+      dispatch.setAlignAttr(Builder(op).getI64IntegerAttr(align));
   });
 }
 
@@ -358,13 +364,14 @@ struct ConfigureCollectivesPass
   // Options are checked once, before any IR is touched (OptionErrors.h).
   LogicalResult initialize(MLIRContext *context) override {
     return checkConfigureOptions(context, getArgument(), ranks, ranksPerNode,
-                                 experts, capacity);
+                                 experts, capacity, align);
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTableCollection symbols;
-    overrideWireAndCapacity(module, overriddenWireDtype(wireDtype), capacity);
+    overrideDispatchOptions(module, overriddenWireDtype(wireDtype), capacity,
+                            align);
     if (failed(retarget(module, {ranks, ranksPerNode, experts}, symbols)) ||
         failed(checkSignatures(module, symbols)))
       return signalPassFailure();

@@ -124,10 +124,10 @@ struct LowerDispatch : CollectivePattern<DispatchOp> {
   using CollectivePattern::CollectivePattern;
   void lower(DispatchOp op, Strategy strategy,
              PatternRewriter &rewriter) const override {
-    auto layout = LayoutOp::create(
-        rewriter, op.getLoc(), op.getTopkIdx(), op.getTopkWeights(),
-        op.getTopology(), StrategyAttr::get(op.getContext(), strategy),
-        op.getCapacityAttr());
+    auto layout = LayoutOp::create(rewriter, op.getLoc(), op.getTopkIdx(),
+                                   op.getTopkWeights(), op.getTopology(),
+                                   StrategyAttr::get(op.getContext(), strategy),
+                                   op.getCapacityAttr(), op.getAlignAttr());
     Value recv = emitDispatchRows(rewriter, op.getLoc(), op.getX(),
                                   layout.getHandle(), strategy,
                                   op.getWireDtype() == WireDtype::fp8_e4m3);

@@ -115,6 +115,11 @@ std::string RowWiseChecker::describe(Value v) const {
 }
 
 void RowWiseChecker::classifyMoEComm(Operation *op) {
+  // Segment offsets of the chunk's own layout: they place rows, hold none.
+  if (auto offsets = dyn_cast<ExpertOffsetsOp>(op)) {
+    kinds[offsets.getOffsets()] = Kind::PerChunk;
+    return;
+  }
   bool receives = false;
   if (auto unpack = dyn_cast<UnpackOp>(op))
     receives = unpack.getDirection() == Direction::dispatch;

@@ -2,9 +2,9 @@
 //
 // moecomm-split-hierarchical is the composition of the three single-purpose
 // passes, with their options: moecomm-configure-collectives (ranks,
-// ranks-per-node, wire-dtype, capacity), moecomm-select-strategy (strategy,
-// preset, tokens-per-rank) and moecomm-lower-collectives (strategy, for
-// handles that do not come from a dispatch). moecomm-pipeline runs it.
+// ranks-per-node, wire-dtype, capacity, align), moecomm-select-strategy
+// (strategy, preset, tokens-per-rank) and moecomm-lower-collectives (strategy,
+// for handles that do not come from a dispatch). moecomm-pipeline runs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +41,7 @@ struct SplitHierarchicalPass
     if (failed(checkCostModelOptions(context, getArgument(), preset,
                                      tokensPerRank, link)) ||
         failed(checkConfigureOptions(context, getArgument(), ranks,
-                                     ranksPerNode, experts, capacity)))
+                                     ranksPerNode, experts, capacity, align)))
       return failure();
     MoECommConfigureCollectivesOptions configure;
     configure.ranks = ranks;
@@ -49,6 +49,7 @@ struct SplitHierarchicalPass
     configure.experts = experts;
     configure.wireDtype = wireDtype;
     configure.capacity = capacity;
+    configure.align = align;
     MoECommSelectStrategyOptions select;
     select.strategy = strategy;
     select.preset = preset;

@@ -347,10 +347,24 @@ typedef struct {
   /* Hints for moecommAuto's cost model (bytes per row on the wire). */
   int64_t hidden;               /* H; 0 = 7168 */
   moecommDataType_t wireType;   /* bf16, f32 or fp8 */
+  /* Expert segment alignment of dispatch's recv, in rows: a power of two in
+   * [1, MOECOMM_MAX_ALIGN], same on all ranks; 0 = 1 (so a zero-initialised
+   * desc keeps the unpadded layout). Every local expert's segment starts at
+   * a multiple of `align` rows: its real rows (same order as align 1), then
+   * zero padding rows up to the next multiple (grouped GEMMs' tile rows:
+   * DeepEP / NCCL EP `expert_alignment`, Hybrid-EP `pad_multiple`). Padding
+   * is made by the receiver: no byte or message more is sent. */
+  int64_t align;
 } moecommLayoutDesc_t;
 
+/** The largest expert segment alignment (rows): grouped GEMM tiles are at
+ *  most a few hundred rows; the bound keeps the padded R (at most
+ *  E/W * (align - 1) rows more) addressable. */
+#define MOECOMM_MAX_ALIGN 65536
+
 typedef struct {
-  int64_t recvRows;             /* R: rows this rank receives on dispatch */
+  int64_t recvRows;             /* R: rows of dispatch's recv on this rank,
+                                   padding rows of align > 1 included */
   int64_t localExperts;         /* E / W */
   int64_t dropped;              /* rows dropped by capacity at this rank */
   moecommStrategy_t strategy;   /* the strategy in effect (auto resolved) */
@@ -370,13 +384,24 @@ moecommResult_t moecommLayoutCreate(moecommComm_t comm,
 moecommResult_t moecommLayoutDestroy(moecommLayout_t layout);
 moecommResult_t moecommLayoutGetInfo(moecommLayout_t layout,
                                      moecommLayoutInfo_t *info);
-/** tokens_per_expert[E/W] (int64) of this rank's local experts, after drops. */
+/** tokens_per_expert[E/W] (int64) of this rank's local experts, after drops:
+ *  the real rows, padding not counted. */
 moecommResult_t moecommLayoutTokensPerExpert(moecommLayout_t layout,
                                              int64_t *tokensPerExpert);
-/** recv_weights[R]: the routing weight of each received row, expert-major. */
+/** offsets[E/W + 1] (int64): local expert e's segment of recv is rows
+ *  [offsets[e], offsets[e+1]), its tokensPerExpert[e] real rows first, then
+ *  padding; offsets[0] = 0, offsets[E/W] = R, each a multiple of the desc's
+ *  align (what a grouped GEMM takes as its group offsets). Local.
+ *  InvalidArgument when layout or offsets is NULL. */
+moecommResult_t moecommLayoutExpertOffsets(moecommLayout_t layout,
+                                           int64_t *offsets);
+/** recv_weights[R]: the routing weight of each received row, expert-major;
+ *  0 for a padding row. */
 moecommResult_t moecommLayoutRecvWeights(moecommLayout_t layout,
                                          float *recvWeights);
-/** sources[R][2]: (source rank, source token) of each received row. */
+/** sources[R][2]: (source rank, source token) of each received row;
+ *  (-1, -1) for a padding row (as the capacity plan's padding,
+ *  moecomm_nccl.h). */
 moecommResult_t moecommLayoutRecvSources(moecommLayout_t layout,
                                          int64_t *sources);
 /** Scope and row counts of exchange stage `stage` in [0, numStages) of
@@ -389,9 +414,11 @@ moecommResult_t moecommLayoutStage(moecommLayout_t layout,
 /*--- One-shot collectives -------------------------------------------------*/
 
 /** Collective. x: [T][H] f32 or bf16. recv: [R][H] of x's type, expert-major
- *  (by local expert, then source rank, then source token). wireType is x's
- *  type or moecommFloat8E4M3 (quantized once on the sending rank, dequantized
- *  on arrival). Identical bits for every strategy and backend. */
+ *  (by local expert, then source rank, then source token; with align > 1
+ *  each expert's segment ends in zero padding rows, see
+ *  moecommLayoutExpertOffsets). wireType is x's type or moecommFloat8E4M3
+ *  (quantized once on the sending rank, dequantized on arrival). Identical
+ *  bits for every strategy and backend. */
 moecommResult_t moecommDispatch(moecommComm_t comm, moecommLayout_t layout,
                                 const moecommRows_t *x,
                                 moecommDataType_t wireType,
@@ -399,7 +426,8 @@ moecommResult_t moecommDispatch(moecommComm_t comm, moecommLayout_t layout,
 
 /** Collective. y: [R][H] in dispatch's row order; out: [T][H] of y's type.
  *  out[t] = sum over kept slots k of (weighted ? w[t,k] : 1) * y[row(t,k)],
- *  accumulated in f32; tokens with no kept slot get zeros. */
+ *  accumulated in f32; tokens with no kept slot get zeros. Padding rows of
+ *  y (align > 1) are never read. */
 moecommResult_t moecommCombine(moecommComm_t comm, moecommLayout_t layout,
                                const moecommRows_t *y, int weighted,
                                moecommRows_t *out, moecommStream_t stream);
@@ -482,7 +510,8 @@ moecommResult_t moecommExchangeStart(moecommComm_t comm, moecommLayout_t layout,
                                      moecommRows_t *recv, moecommStream_t stream,
                                      moecommRequest_t *request);
 /** Local. Dispatch: gathers the last stage's rows into expert-major recv
- *  (types: same, FP8 -> f32/bf16 dequantize, FP8 -> FP8). Combine: sums the
+ *  and writes its padding rows (zeros; FP8: zero codes, scale 1) (types:
+ *  same, FP8 -> f32/bf16 dequantize, FP8 -> FP8). Combine: sums the
  *  partial rows into out[T][H] in f32. */
 moecommResult_t moecommUnpack(moecommComm_t comm, moecommLayout_t layout,
                               moecommDirection_t direction,

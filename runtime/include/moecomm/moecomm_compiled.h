@@ -70,6 +70,7 @@ typedef struct {
   int64_t stageRecvRows[2][MOECOMM_MAX_STAGES];
   moecommDataType_t wireType; /* dispatch wire dtype of the last one */
   int64_t capacity;           /* its capacity in rows (0 = none) */
+  int64_t align;              /* its expert segment alignment (1 = none) */
 } moecommCompiledStats_t;
 
 /** This thread's layout statistics since the last moecommCompiledBind.
@@ -96,12 +97,13 @@ typedef struct {
  * that the bound communicator has `ranks` ranks and `ranksPerNode` per node.
  * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none.
  * hidden (H, 0 = unknown) and wire (0 f32, 1 bf16, 2 fp8_e4m3) are the
- * row-size hints of auto's cost model (moecommLayoutDesc_t). */
+ * row-size hints of auto's cost model; align (1 = none) the expert segment
+ * alignment of the dispatch output (moecommLayoutDesc_t). */
 typedef void *moecommRtLayout_t(moecommMemRef2D *topkIdx,
                                 moecommMemRef2D *topkWeights, int64_t ranks,
                                 int64_t ranksPerNode, int64_t experts,
                                 int32_t strategy, int64_t capacity,
-                                int64_t hidden, int32_t wire);
+                                int64_t hidden, int32_t wire, int64_t align);
 moecommRtLayout_t _mlir_ciface_moecomm_rt_layout_i32,
     _mlir_ciface_moecomm_rt_layout_i64;
 void moecomm_rt_layout_release(void *layout);
@@ -109,10 +111,12 @@ void moecomm_rt_layout_release(void *layout);
  *  step -1: the output (dispatch: R, combine: T). */
 int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
                         int32_t recv);
-/** recv_weights [R] f32 and tokens_per_expert [E/W] i64. */
+/** recv_weights [R] f32, tokens_per_expert [E/W] i64 and the expert
+ *  segment offsets [E/W + 1] i64 (moecommLayoutExpertOffsets). */
 void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out);
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out);
+void _mlir_ciface_moecomm_rt_expert_offsets(void *layout, moecommMemRef1D *out);
 
 /* The entry points per element type, grouped by signature: as for the
  * layouts above, each typedef is a function type and the names after it are

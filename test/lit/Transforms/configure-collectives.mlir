@@ -1,9 +1,10 @@
 // moecomm-configure-collectives on collective-level IR: the retarget and the
-// wire/capacity overrides, nothing else (no strategy is chosen, nothing is
+// wire/capacity/align overrides, nothing else (no strategy is chosen, nothing is
 // split).
 // RUN: moecomm-opt %s -split-input-file --moecomm-configure-collectives="ranks=4 ranks-per-node=2" | FileCheck %s --check-prefix=RANKS
 // RUN: moecomm-opt %s -split-input-file --moecomm-configure-collectives="wire-dtype=fp8 capacity=64" | FileCheck %s --check-prefix=WIRE
 // RUN: moecomm-opt %s -split-input-file --moecomm-configure-collectives="wire-dtype=f32" | FileCheck %s --check-prefix=F32
+// RUN: moecomm-opt %s -split-input-file --moecomm-configure-collectives="align=16" | FileCheck %s --check-prefix=ALIGN
 // RUN: moecomm-opt %s -split-input-file --moecomm-configure-collectives | FileCheck %s --check-prefix=KEEP
 // RUN: moecomm-opt %s -split-input-file --moecomm-configure-collectives="experts=32" | FileCheck %s --check-prefix=EXPERTS
 // RUN: moecomm-opt %s -split-input-file --moecomm-configure-collectives="ranks=4 experts=8" | FileCheck %s --check-prefix=BOTH
@@ -36,6 +37,10 @@
 // F32-LABEL: func.func @layer
 // F32: moecomm.dispatch {{.*}} topology<ranks = 8, ranks_per_node = 4, experts = 16> :
 // F32-NOT: wire<
+//
+// align applies to every dispatch.
+// ALIGN-LABEL: func.func @layer
+// ALIGN: moecomm.dispatch {{.*}} topology<ranks = 8, ranks_per_node = 4, experts = 16> align(16) :
 //
 // Without options the IR is left as it is.
 // KEEP-LABEL: func.func @layer

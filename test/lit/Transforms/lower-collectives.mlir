@@ -30,3 +30,16 @@ func.func @forward(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2x
   %dx = call @backward(%recv, %h) : (tensor<?x64xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>) -> tensor<?x64xbf16>
   return %dx, %recv2 : tensor<?x64xbf16>, tensor<?x64xbf16>
 }
+
+// The dispatch's capacity and align go to its layout; expert_offsets keeps
+// reading the handle, now the layout's.
+// CHECK-LABEL: func.func @aligned
+// CHECK: %[[H:.*]], %{{.*}}, %{{.*}} = moecomm.layout %arg1, %arg2 topology<ranks = 4, ranks_per_node = 2, experts = 8> strategy<flat> capacity(64) align(128)
+// CHECK: moecomm.exchange {{.*}}, %[[H]] dispatch stage 0 scope<global>
+// CHECK: moecomm.expert_offsets %[[H]] : !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = flat>
+// CHECK-NOT: moecomm.dispatch
+func.func @aligned(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<3xi64>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> strategy<flat> capacity(64) align(128) : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %offs = moecomm.expert_offsets %h : !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = flat>
+  return %recv, %offs : tensor<?x64xbf16>, tensor<3xi64>
+}

@@ -59,6 +59,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                            llvm::cl::desc("set every dispatch's capacity in "
                                           "rows (0: keep the IR's)"),
                            llvm::cl::init(0)};
+  Option<int64_t> align{*this, "align",
+                        llvm::cl::desc("set every dispatch's expert segment "
+                                       "alignment in rows, a power of two "
+                                       "in [1, 65536] (0: keep the IR's)"),
+                        llvm::cl::init(0)};
   Option<std::string> preset{*this, "preset",
                              llvm::cl::desc("link model for strategy=auto: "
                                             "h100-dgx, h200-dgx (default), "
@@ -85,9 +90,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 };
 
 /// Builds `moecomm-pipeline`: configure collectives (ranks, wire dtype,
-/// capacity), split, fuse-quant, fuse-permute, schedule-overlap (`chunks`),
-/// convert-moecomm-to-runtime, buffer deallocation, the expert GEMMs'
-/// lowering (`expert-gemm`), and the upstream conversions to the LLVM
+/// capacity, align), split, fuse-quant, fuse-permute, schedule-overlap
+/// (`chunks`), convert-moecomm-to-runtime, buffer deallocation, the expert
+/// GEMMs' lowering (`expert-gemm`), and the upstream conversions to the LLVM
 /// dialect. The result translates with
 /// `mlir-translate --mlir-to-llvmir`.
 void buildMoECommPipeline(OpPassManager &pm, const PipelineOptions &options);

@@ -11,7 +11,7 @@
 include "mlir/Pass/PassBase.td"
 
 def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir::ModuleOp"> {
-  let summary = "Retarget collectives to other ranks and override their wire dtype and capacity";
+  let summary = "Retarget collectives to other ranks and override their wire dtype, capacity and align";
   let description = [{
     The first step of `moecomm-split-hierarchical`, on collective-level IR
     (staged IR follows a retarget where its plan allows, see below).
@@ -28,11 +28,13 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
     way (a model scaled down for a small cluster or a benchmark; what
     depends on E/W follows, and a graph whose expert weights are arguments
     with a dynamic expert dimension, like the examples' FFN layers, stays
-    valid). `wire-dtype` and `capacity` override the dispatches'
+    valid). `wire-dtype`, `capacity` and `align` override the dispatches'
     settings: an f32 or bf16 wire applies to the dispatches of that dtype,
-    an FP8 wire to every dispatch and cached dispatch.
+    an FP8 wire to every dispatch and cached dispatch; `align` (a power of
+    two; 1 removes the padding) to every dispatch.
 
-    Errors: a retarget that a topology or handle type anywhere in the module
+    Errors: `align` neither 0 nor a power of two in [1, 65536]; a retarget
+    that a topology or handle type anywhere in the module
     (function signatures included) would not verify with (ranks-per-node
     not dividing the ranks, experts not dividing over the ranks, ranks
     beyond the dialect's limit); staged IR whose plan would change with the
@@ -61,7 +63,10 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
            "(default empty: keep the IR's)",
            "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
-           "set every dispatch's capacity in rows (0: keep the IR's)">
+           "set every dispatch's capacity in rows (0: keep the IR's)">,
+    Option<"align", "align", "int64_t", /*default=*/"0",
+           "set every dispatch's expert segment alignment in rows, a power "
+           "of two in [1, 65536] (0: keep the IR's)">
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect"];
 }
@@ -145,7 +150,7 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
   let description = [{
     Collective level -> staged level in one pass: the composition of
     `moecomm-configure-collectives` (`ranks`, `ranks-per-node`,
-    `wire-dtype`, `capacity`), `moecomm-select-strategy` (`strategy`,
+    `wire-dtype`, `capacity`, `align`), `moecomm-select-strategy` (`strategy`,
     `preset`, `tokens-per-rank`) and `moecomm-lower-collectives` (`strategy`
     for handles whose type carries none), run in that order with this
     pass's options; `moecomm-pipeline` runs it. Each step's description
@@ -212,7 +217,10 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
            "(default empty: keep the IR's)",
            "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
-           "set every dispatch's capacity in rows (0: keep the IR's)">
+           "set every dispatch's capacity in rows (0: keep the IR's)">,
+    Option<"align", "align", "int64_t", /*default=*/"0",
+           "set every dispatch's expert segment alignment in rows, a power "
+           "of two in [1, 65536] (0: keep the IR's)">
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::tensor::TensorDialect"];

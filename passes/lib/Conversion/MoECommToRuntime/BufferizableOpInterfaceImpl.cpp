@@ -311,10 +311,12 @@ struct ExchangeWaitModel
 
 /// The layout call shared by moecomm.layout and the collective dispatch;
 /// returns the runtime layout pointer. `hidden` (0: unknown) and `wire`
-/// inform the runtime's `auto` and its statistics.
+/// inform the runtime's `auto` and its statistics; `align` (none: 1) pads
+/// the expert segments of the dispatch output.
 Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
                  Strategy strategy, std::optional<int64_t> capacity,
-                 int64_t hidden = 0, WireDtype wire = WireDtype::bf16) {
+                 std::optional<int64_t> align, int64_t hidden = 0,
+                 WireDtype wire = WireDtype::bf16) {
   Type idx = cast<MemRefType>(routing[0].getType()).getElementType();
   Type ptr = LLVM::LLVMPointerType::get(topo.getContext());
   return abi.call(("moecomm_rt_layout_" + RuntimeAbi::suffix(idx)).str(),
@@ -322,7 +324,8 @@ Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
                    abi.i64(topo.getRanksPerNode()), abi.i64(topo.getExperts()),
                    abi.i32(static_cast<int32_t>(strategy)),
                    abi.i64(capacity.value_or(0)), abi.i64(hidden),
-                   abi.i32(static_cast<int32_t>(wire))},
+                   abi.i32(static_cast<int32_t>(wire)),
+                   abi.i64(align.value_or(1))},
                   ptr)[0];
 }
 
@@ -387,14 +390,30 @@ struct LayoutModel : FreshResultsModel<LayoutModel, LayoutOp> {
     if (failed(routing))
       return failure();
     auto [hidden, wire] = stagedRowFormat(op);
-    Value layout = callLayout(l.abi, *routing, op.getTopology(),
-                              op.getStrategy(), op.getCapacity(), hidden, wire);
+    Value layout =
+        callLayout(l.abi, *routing, op.getTopology(), op.getStrategy(),
+                   op.getCapacity(), op.getAlign(), hidden, wire);
     FailureOr<SmallVector<Value>> outputs = layoutOutputs(
         l, layout, op.getRecvWeights(), op.getTokensPerExpert());
     if (failed(outputs))
       return failure();
     return SmallVector<Value>{l.abi.wrap(layout, op.getHandle().getType()),
                              (*outputs)[0], (*outputs)[1]};
+  }
+};
+
+/// The segment offsets of the handle's layout (local: no communication).
+struct ExpertOffsetsModel
+    : FreshResultsModel<ExpertOffsetsModel, ExpertOffsetsOp> {
+  static FailureOr<SmallVector<Value>> lower(ExpertOffsetsOp op,
+                                             RuntimeLowering &l) {
+    FailureOr<Value> offsets =
+        l.abi.alloc(l.options, op.getOffsets().getType(), Value());
+    if (failed(offsets))
+      return failure();
+    l.abi.call("moecomm_rt_expert_offsets",
+               {l.abi.pointer(op.getHandle()), l.abi.abiMemRef(*offsets)});
+    return SmallVector<Value>{*offsets};
   }
 };
 
@@ -427,7 +446,7 @@ struct DispatchModel : FreshResultsModel<DispatchModel, DispatchOp> {
     Value layout = callLayout(
         l.abi, {(*inputs)[1], (*inputs)[2]}, op.getTopology(),
         op.getStrategy().value_or(Strategy::automatic), op.getCapacity(),
-        op.getX().getType().getDimSize(1), op.getWireDtype());
+        op.getAlign(), op.getX().getType().getDimSize(1), op.getWireDtype());
     FailureOr<SmallVector<Value>> outputs = layoutOutputs(
         l, layout, op.getRecvWeights(), op.getTokensPerExpert());
     if (failed(outputs))
@@ -525,6 +544,7 @@ void mlir::moecomm::registerBufferizableOpInterfaceExternalModels(
     attachModels<LayoutModel, PermuteModel, PackModel, UnpackModel,
                  QuantizeModel, DequantizeModel, ExchangeOpModel,
                  ExchangeStartModel, ExchangeWaitModel, DispatchModel,
-                 CachedDispatchModel, CombineModel, AllToAllModel>(ctx);
+                 CachedDispatchModel, CombineModel, AllToAllModel,
+                 ExpertOffsetsModel>(ctx);
   });
 }

@@ -25,6 +25,18 @@ constexpr int64_t kMaxHidden = (int64_t(1) << 31) - 1;
 /// most a few dozen experts. moecomm-run's routing files have the same bound.
 constexpr int64_t kMaxTopk = 4096;
 
+/// The largest expert segment alignment of dispatch's recv, in rows
+/// (moecomm.h's MOECOMM_MAX_ALIGN): grouped GEMM tiles are at most a few
+/// hundred rows, and the bound keeps the padding (at most E/W * (align - 1)
+/// rows per rank) addressable.
+constexpr int64_t kMaxAlign = int64_t(1) << 16;
+
+/// Whether `align` is a valid expert segment alignment: a power of two in
+/// [1, kMaxAlign] (the runtime maps a desc's 0 to 1 before asking).
+constexpr bool isValidAlign(int64_t align) {
+  return align >= 1 && align <= kMaxAlign && (align & (align - 1)) == 0;
+}
+
 } // namespace moecomm
 
 #endif // MOECOMM_MODEL_LIMITS_H

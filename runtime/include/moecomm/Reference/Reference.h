@@ -51,6 +51,10 @@ struct Problem {
   int64_t capacity = 0;
   /// [W] routing of each rank.
   std::vector<RankRouting> routing;
+  /// Expert segment alignment of the dispatch output, in rows: a power of
+  /// two in [1, kMaxAlign] (moecomm/Model/Limits.h); 1 = unpadded. Last, so
+  /// that aggregates written before it keep their meaning.
+  int64_t align = 1;
 
   int64_t localExperts() const { return numExperts / ranks; }
   int nodes() const { return ranks / ranksPerNode; }
@@ -65,22 +69,28 @@ struct Problem {
 /// and sets *code (if non-null) to the result the runtime returns.
 std::string validate(const Problem &p, moecommResult_t *code = nullptr);
 
-/// One received row of the dispatch output.
+/// One received row of the dispatch output. A padding row (align > 1) has
+/// srcRank = srcToken = slot = -1 and weight 0.
 struct RecvRow {
   int64_t localExpert; ///< in [0, E/W)
   int64_t srcRank;
   int64_t srcToken;
   int slot;     ///< top-k slot of the pair at its source
   float weight; ///< routing weight (1.0 if the problem has none)
+
+  bool isPadding() const { return srcRank < 0; }
 };
 
 /// What one rank receives from dispatch.
 struct RankLayout {
   /// [R] expert-major: local expert asc, then source rank asc, then source
-  /// token asc. Dropped pairs are absent.
+  /// token asc, then the expert's padding rows up to a multiple of align.
+  /// Dropped pairs are absent.
   std::vector<RecvRow> rows;
-  /// [E/W] rows per local expert after drops (int64).
+  /// [E/W] real rows per local expert after drops (int64).
   std::vector<int64_t> tokensPerExpert;
+  /// [E/W + 1] first row of each local expert's segment, then R.
+  std::vector<int64_t> expertOffsets;
   /// Rows dropped by capacity at this (destination) rank.
   int64_t dropped = 0;
 };
@@ -104,7 +114,8 @@ std::vector<float> standardX(int rank, int64_t numTokens, int64_t hidden);
 float roundTo(float v, moecommDataType_t type);
 
 /// What moecommDispatch must return on every rank: [W][R_r * H], each row
-/// the source row x[srcRank][srcToken] after the wire round trip: unchanged
+/// zeros for a padding row, else the source row x[srcRank][srcToken] after
+/// the wire round trip: unchanged
 /// when wireType == dataType; for FP8, quantized per 128-element block
 /// (scale = amax / 448, 1.0 for an all-zero block; q = round-to-nearest-even
 /// e4m3fn, saturated at 448), dequantized as q * scale in f32 and rounded to
@@ -116,7 +127,8 @@ dispatch(const Problem &p, const std::vector<RankLayout> &l,
 /// What combine must return: out[r][t] = sum over kept slots k in slot order
 /// of (weighted ? w[t][k] : 1) * y[row(r, t, k)], accumulated in f32 from 0
 /// (acc = acc + w * y), rounded to dataType. Tokens with no kept slot get
-/// zeros. `y` is [W][R_d * H] in dispatch row order; returns [W][T_r * H].
+/// zeros. `y` is [W][R_d * H] in dispatch row order (padding rows are not
+/// read); returns [W][T_r * H].
 /// This is bit-exact for the per_expert strategy.
 std::vector<std::vector<float>>
 combine(const Problem &p, const std::vector<RankLayout> &l,

@@ -80,9 +80,14 @@ struct RankPlan {
   int rank = 0;
   moecommStrategy_t strategy = moecommPerExpert;
   int64_t numTokens = 0;                ///< T of this rank
-  std::vector<int64_t> tokensPerExpert; ///< [E/W] after drops
-  std::vector<float> recvWeights;       ///< [R] expert-major
-  std::vector<int64_t> recvSources;     ///< [R][2] (source rank, token)
+  std::vector<int64_t> tokensPerExpert; ///< [E/W] after drops (real rows)
+  /// [E/W + 1] start of each local expert's segment of recv, then R; each a
+  /// multiple of the layout's align (padExpertSegments).
+  std::vector<int64_t> expertOffsets;
+  /// [R] expert-major routing weights; 0 for a padding row.
+  std::vector<float> recvWeights;
+  /// [R][2] (source rank, token); (-1, -1) for a padding row.
+  std::vector<int64_t> recvSources;
   int64_t dropped = 0;                  ///< rows dropped at this rank
   DirectionPlan dispatch;
   DirectionPlan combine;
@@ -102,13 +107,14 @@ struct PairRecord {
 static_assert(sizeof(PairRecord) == 24, "PairRecord is sent as bytes");
 
 /// Builds every rank's plan from the global routing (routing[r] for each of
-/// the W ranks of `topo`), with capacity drops; `strategy` must be
-/// per_expert, flat or hierarchical. Returns "" on success, else the
-/// runtime's validation message (plans is then empty).
+/// the W ranks of `topo`), with capacity drops and expert segments aligned
+/// to `align` rows (padExpertSegments); `strategy` must be per_expert, flat
+/// or hierarchical. Returns "" on success, else the runtime's validation
+/// message (plans is then empty).
 std::string buildPlans(const Topology &topo, moecommStrategy_t strategy,
                        int64_t capacity,
                        const std::vector<RoutingView> &routing,
-                       std::vector<RankPlan> &plans);
+                       std::vector<RankPlan> &plans, int64_t align = 1);
 
 //===--- The pieces the collective builder runs on each rank --------------===//
 
@@ -139,6 +145,18 @@ buildRelaySide(const Topology &topo, int rank,
 void buildDestSide(const Topology &topo, moecommStrategy_t strategy, int rank,
                    const std::vector<std::vector<PairRecord>> &received,
                    RankPlan &plan);
+
+/// The last step of every rank's plan (after buildDestSide, or after
+/// buildSourceSide when there is no stage): fills expertOffsets and, for
+/// `align` > 1 (isValidAlign), makes every local expert's segment of recv
+/// start at a multiple of `align` rows by appending padding rows to each
+/// segment: empty rows of the dispatch unpack (the gather writes zeros, FP8
+/// scale 1: RowKernels.h), weight 0, sources (-1, -1). The combine map that
+/// reads recv (its stage 0 pack, or its unpack with no stage) is renumbered
+/// to the padded rows, so combine never reads a padding row. No exchange
+/// changes: padding is the receiver's own (DeepEP's `expert_alignment`,
+/// Hybrid-EP's `pad_multiple`, Megatron's padded routing map).
+void padExpertSegments(int64_t align, RankPlan &plan);
 
 /// Records each member sends this rank in dispatch stage `stage`, known in
 /// advance from the kept pair matrix [W][W] ([members]).

@@ -210,6 +210,15 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
 
 // -----
 
+// align(N): a power of two (1: no padding) up to the runtime's bound.
+func.func @f(%x: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{'moecomm.dispatch' op align must be a power of two in [1, 65536] rows, got 48}}
+  %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> align(48) : tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<?x8xf32>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
   // expected-error @+1 {{'moecomm.dispatch' op wire dtype bf16 does not match x's 'f32'; use x's dtype or fp8_e4m3}}
   %0:4 = moecomm.dispatch %x, %i, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> wire<bf16> : tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>

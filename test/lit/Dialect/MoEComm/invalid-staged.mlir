@@ -18,6 +18,14 @@ func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
 // -----
 
 func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{'moecomm.layout' op align must be a power of two in [1, 65536] rows, got 131072}}
+  %0:3 = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> strategy<flat> align(131072) : tensor<?x2xi32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
   // expected-error @+1 {{'moecomm.layout' op needs the expert count: topology has no `experts`}}
   %0:3 = moecomm.layout %i, %w topology<ranks = 8, ranks_per_node = 4> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
   return

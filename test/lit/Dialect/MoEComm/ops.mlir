@@ -26,6 +26,21 @@ func.func @training_step(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tenso
   return %out, %grad_x : tensor<?x64xbf16>, tensor<?x64xbf16>
 }
 
+// Aligned expert segments: `align(N)` on dispatch and layout (after
+// capacity), and the segment offsets of a handle.
+// CHECK-LABEL: func.func @aligned
+// CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2, experts = 8> capacity(32) align(128) : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+// CHECK: moecomm.expert_offsets %{{.*}} : !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8>
+// CHECK: moecomm.layout %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2, experts = 8> strategy<flat> align(16) : tensor<?x2xi32>, tensor<?x2xf32>
+// CHECK: moecomm.expert_offsets %{{.*}} : !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = flat>
+func.func @aligned(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<3xi64>, tensor<3xi64>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> capacity(32) align(128) : tensor<?x64xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %offs = moecomm.expert_offsets %h : !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8>
+  %h2, %rw2, %tpe2 = moecomm.layout %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> strategy<flat> align(16) : tensor<?x2xi32>, tensor<?x2xf32>
+  %offs2 = moecomm.expert_offsets %h2 : !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = flat>
+  return %offs, %offs2 : tensor<3xi64>, tensor<3xi64>
+}
+
 // CHECK-LABEL: func.func @defaults
 // CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 1, ranks_per_node = 1, experts = 8> : tensor<4x7xf32>, tensor<4x3xi64>, tensor<4x3xf32>
 // CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2, experts = 8> wire<bf16> strategy<auto> : tensor<0x1xbf16>, tensor<0x1xi32>, tensor<0x1xf32>

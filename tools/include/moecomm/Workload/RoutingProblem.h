@@ -55,6 +55,10 @@ struct RoutingProblem {
   PayloadType dtype = PayloadType::BF16;
   /// Received-row bound per rank (DESIGN.md §2); 0 = none.
   int64_t capacity = 0;
+  /// Expert segment alignment of the dispatch output in rows (a power of
+  /// two; 1 = unpadded): a run setting (moecomm-run's --align), never read
+  /// from or written to a routing file.
+  int64_t align = 1;
   /// T_r for each rank (may be 0).
   std::vector<int64_t> numTokens;
   /// topkIdx[r] is rank r's [T_r][K] expert ids, row-major; -1 = masked slot.

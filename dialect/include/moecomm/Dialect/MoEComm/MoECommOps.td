@@ -55,6 +55,20 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     * `tokens_per_expert`: `tensor<(E/W) x i64>`, rows per local expert.
     * `handle`: the routing layout, consumed by `moecomm.combine`.
 
+    `align(N)` (N a power of two in [1, 65536]; 1, the default, is the
+    unpadded layout) makes every local expert's segment of `recv` start at a
+    multiple of N rows, as grouped GEMMs want (DeepEP / NCCL EP
+    `expert_alignment`, Hybrid-EP `pad_multiple`; Megatron-Core pads the
+    routing map): the segment holds the expert's real rows (same order as
+    without align) then zero rows up to the next multiple of N. The padding
+    rows have weight 0 in `recv_weights`, are counted in `recv`'s rows but
+    not in `tokens_per_expert`, are made by the receiving rank (no byte more
+    crosses any link) and are never read by `moecomm.combine`;
+    `moecomm.cached_dispatch` along the handle writes zeros there. The
+    segment starts are `moecomm.expert_offsets` of the handle (a separate op
+    rather than a fifth result, so that the passes and every existing
+    dispatch keep their four results).
+
     `wire<fp8_e4m3>` sends the rows as FP8 e4m3 with one f32 scale per 128
     contiguous elements (DeepSeek-V3's 1x128 blocks; the last block may be
     partial), quantized once on the sending rank; `recv` is then the
@@ -66,12 +80,16 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     `!moecomm.handle<..., strategy = flat>`, and the combine (and any
     function argument or result carrying the handle) must spell that type.
 
+    Verifier errors (besides the shapes above): `capacity` <= 0, `align` not
+    a power of two in [1, 65536].
+
     Runtime errors (reported by the runtime, collectively): ids out of range,
     duplicate ids in a row, ranks disagreeing on K or E.
 
     ```mlir
     %recv, %w, %tpe, %h = moecomm.dispatch %x, %idx, %wts
         topology<ranks = 16, ranks_per_node = 8, experts = 256> wire<fp8_e4m3>
+        align(128)
         : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
     ```
   }];
@@ -81,7 +99,8 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
                        MoEComm_TopologyAttr:$topology,
                        OptionalAttr<MoEComm_WireDtypeAttr>:$wire,
                        OptionalAttr<MoEComm_StrategyAttr>:$strategy,
-                       OptionalAttr<I64Attr>:$capacity);
+                       OptionalAttr<I64Attr>:$capacity,
+                       OptionalAttr<I64Attr>:$align);
   let results = (outs MoEComm_FloatRows:$recv,
                       RankedTensorOf<[F32]>:$recv_weights,
                       RankedTensorOf<[I64]>:$tokens_per_expert,
@@ -89,7 +108,7 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
   let assemblyFormat = [{
     $x `,` $topk_idx `,` $topk_weights `topology` `` $topology
     (`wire` `` $wire^)? (`strategy` `` $strategy^)?
-    (`capacity` `(` $capacity^ `)`)? attr-dict
+    (`capacity` `(` $capacity^ `)`)? (`align` `(` $align^ `)`)? attr-dict
     `:` type($x) `,` type($topk_idx) `,` type($topk_weights)
   }];
   let hasVerifier = 1;
@@ -111,6 +130,8 @@ def MoEComm_CombineOp : MoEComm_Op<"combine", [CollectiveEffects]> {
     first (one partial row per node crosses the inter-node network), so its
     result may differ from per_expert in the last bits of the output dtype
     (bound in docs/runtime.md). Unweighted combine is the adjoint of dispatch.
+    The padding rows of a dispatch with `align(N)` are never read (whatever
+    an expert wrote there).
 
     Verifier errors: `y`'s hidden size differs from the dispatch's `x` (its
     dtype may differ: an expert may return f32 rows for bf16 tokens); the
@@ -143,7 +164,8 @@ def MoEComm_CachedDispatchOp : MoEComm_Op<"cached_dispatch", [
     that dispatch's expert-major row order. This is the gradient of combine:
     the backward pass sends `grad_out` to the experts with the forward's
     layout and multiplies by `recv_weights` locally (DeepEP's cached-handle
-    dispatch). `wire<...>` as for `moecomm.dispatch`.
+    dispatch). `wire<...>` as for `moecomm.dispatch`. With the dispatch's
+    `align(N)`, the padding rows of the result are zeros.
 
     Verifier errors: x's hidden size differs from the dispatch's, a static
     token count differs from the dispatch's, wire dtype mismatches x.
@@ -213,7 +235,9 @@ def MoEComm_LayoutOp : MoEComm_Op<"layout", [
     `auto` is resolved before this level), exchanging only routing metadata.
     Results: the `handle` used by every later staged op of this dispatch and
     its combine, `recv_weights` (`tensor<? x f32>`, expert-major) and
-    `tokens_per_expert` (`tensor<(E/W) x i64>`).
+    `tokens_per_expert` (`tensor<(E/W) x i64>`). `capacity` and `align` are
+    the dispatch's (`align`: padded expert segments, see `moecomm.dispatch`;
+    the dispatch unpack writes the padding rows).
 
     Number of exchange stages (the same rule as the runtime): 0 when W = 1;
     1 (`global`) for per_expert and flat; for hierarchical 1 (`intra_node`)
@@ -224,13 +248,14 @@ def MoEComm_LayoutOp : MoEComm_Op<"layout", [
                        RankedTensorOf<[F32]>:$topk_weights,
                        MoEComm_TopologyAttr:$topology,
                        MoEComm_StrategyAttr:$strategy,
-                       OptionalAttr<I64Attr>:$capacity);
+                       OptionalAttr<I64Attr>:$capacity,
+                       OptionalAttr<I64Attr>:$align);
   let results = (outs MoEComm_HandleType:$handle,
                       RankedTensorOf<[F32]>:$recv_weights,
                       RankedTensorOf<[I64]>:$tokens_per_expert);
   let assemblyFormat = [{
     $topk_idx `,` $topk_weights `topology` `` $topology `strategy` `` $strategy
-    (`capacity` `(` $capacity^ `)`)? attr-dict
+    (`capacity` `(` $capacity^ `)`)? (`align` `(` $align^ `)`)? attr-dict
     `:` type($topk_idx) `,` type($topk_weights)
   }];
   let hasVerifier = 1;
@@ -240,6 +265,30 @@ def MoEComm_LayoutOp : MoEComm_Op<"layout", [
     /// Scope of exchange stage `stage` of `direction`.
     Scope getStageScope(Direction direction, int64_t stage);
   }];
+}
+
+def MoEComm_ExpertOffsetsOp : MoEComm_Op<"expert_offsets", [
+    Pure, InferTypeOpAdaptor]> {
+  let summary = "where each local expert's rows start in a dispatch's recv";
+  let description = [{
+    The result is `tensor<(E/W + 1) x i64>`: local expert e's segment of the
+    `recv` of the dispatch (or layout) that made `handle` is rows
+    `[offsets[e], offsets[e+1])`, its `tokens_per_expert[e]` real rows first,
+    then the padding of `align(N)`; `offsets[0] = 0`, `offsets[E/W]` is the
+    number of rows of `recv`, and every entry is a multiple of N. This is
+    the group-offset array of a grouped GEMM (e.g. the `m_indices` /
+    `offs` argument of DeepGEMM's and PyTorch's grouped matmuls). Without
+    `align` the offsets are the prefix sums of `tokens_per_expert`. Lowered
+    to `moecommLayoutExpertOffsets` (local, no communication).
+
+    ```mlir
+    %offs = moecomm.expert_offsets %h
+        : !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
+    ```
+  }];
+  let arguments = (ins MoEComm_HandleType:$handle);
+  let results = (outs RankedTensorOf<[I64]>:$offsets);
+  let assemblyFormat = "$handle attr-dict `:` qualified(type($handle))";
 }
 
 def MoEComm_PermuteOp : MoEComm_Op<"permute", [
