@@ -2,6 +2,10 @@
 dispatch, combine and the layout's handle against the oracle (oracle.py),
 for every strategy, f32 and bf16 (uint16 bits), the FP8 wire, and errors."""
 
+import os
+import subprocess
+import sys
+
 import numpy
 import pytest
 
@@ -149,3 +153,12 @@ def test_bad_arguments_are_named_before_the_runtime_is_called():
 def test_thread_group_arguments_are_checked_by_the_runtime():
     with pytest.raises(moecomm.InvalidArgumentError, match="ranksPerNode|ranks_per_node|divis"):
         moecomm.ThreadGroup(4, 3)
+
+
+def test_a_missing_library_is_a_clear_import_error():
+    env = dict(os.environ, MOECOMM_RUNTIME_LIBRARY="/nonexistent/libmoecomm_runtime.so")
+    result = subprocess.run([sys.executable, "-c", "import moecomm"], env=env,
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert ("ImportError: moecomm: MOECOMM_RUNTIME_LIBRARY=/nonexistent/libmoecomm_runtime.so: "
+            "/nonexistent/libmoecomm_runtime.so does not exist") in result.stderr

@@ -50,7 +50,7 @@ class Combine(torch.autograd.Function):
     def backward(ctx, grad_out):
         grad_y = ctx.buffer.cached_dispatch(grad_out.contiguous(), ctx.handle)
         if ctx.weighted:
-            weights = ctx.handle.recv_weights.unsqueeze(1)
+            weights = torch.as_tensor(ctx.handle.recv_weights).unsqueeze(1)
             grad_y = (grad_y.float() * weights).to(grad_y.dtype)
         return grad_y, None, None, None
 
