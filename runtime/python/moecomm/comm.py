@@ -22,7 +22,17 @@ _BACKENDS = {
 }
 
 
-class Communicator:
+class _ClosedOnExit:
+    """A context manager whose exit calls close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Communicator(_ClosedOnExit):
     """One rank's communicator. `rank`, `size` (W), `ranks_per_node` (G) and
     `backend` ("threads" or "mpi") are fixed at creation. close() destroys it
     (local); use it as a context manager to close it on exit."""
@@ -55,14 +65,8 @@ class Communicator:
             handle, self._handle = self._handle, None
             check(lib.moecommCommDestroy(handle))
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-
-class ThreadGroup:
+class ThreadGroup(_ClosedOnExit):
     """The shared state of `nranks` threads acting as ranks, `ranks_per_node`
     per node (moecommThreadGroupCreate; InvalidArgumentError when nranks < 1,
     ranks_per_node < 1 or nranks % ranks_per_node != 0). Each rank's thread
@@ -85,12 +89,6 @@ class ThreadGroup:
         if self._group is not None:
             group, self._group = self._group, None
             check(lib.moecommThreadGroupDestroy(group))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def run_threads(nranks, ranks_per_node, fn):
