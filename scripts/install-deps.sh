@@ -11,7 +11,7 @@ PACKAGES=(
   libgtest-dev googletest
   libxtensor-dev python3-numpy
   gnuplot-nox
-  python3-torch
+  python3-torch python3-cffi python3-pytest python3-mpi4py
   iproute2
 )
 

@@ -54,6 +54,13 @@ if(MPIEXEC)
          ${MPIEXEC} -n 1 ${build_mpi}/consumer-runtime-mpi)
 endif()
 
+# The installed Python package (docs/python.md) finds the installed runtime
+# library and moecomm.h by itself: only PYTHONPATH is set.
+expect(0 "rank 3: received [0-9]+ rows[^\n]*verified"
+       ${CMAKE_COMMAND} -E env --unset=MOECOMM_RUNTIME_LIBRARY
+       PYTHONPATH=${prefix}/${LIBDIR}/python3/dist-packages PYTHONDONTWRITEBYTECODE=1
+       ${PYTHON} ${PYTHON_EXAMPLE})
+
 # The installed programs start; moecomm-run exits 0 when its (tiny, default)
 # run verified.
 expect(0 "LLVM version 22" ${prefix}/bin/moecomm-opt --version)
