@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /** Registers `moecomm-pipeline` (moecomm/Pipelines/Pipeline.h: collective
- *  level -> LLVM dialect; options ranks, ranks-per-node, experts, strategy,
+ *  level -> LLVM dialect; options ranks, ranks-per-node, experts, align, strategy,
  *  wire-dtype, chunks, capacity, preset, expert-gemm, tokens-per-rank) with
  *  the global pass registry, so pipeline strings can name it. Calling it
  *  again does nothing. The pipeline's passes need no registration of their
