@@ -41,8 +41,9 @@ extern "C" {
 #endif
 
 /** Registers `moecomm-pipeline` (moecomm/Pipelines/Pipeline.h: collective
- *  level -> LLVM dialect; options ranks, ranks-per-node, experts, align, strategy,
- *  wire-dtype, chunks, capacity, preset, expert-gemm, tokens-per-rank) with
+ *  level -> LLVM dialect; options ranks, ranks-per-node, experts, align,
+ *  strategy, wire-dtype, chunks, capacity, preset, expert-gemm,
+ *  tokens-per-rank) with
  *  the global pass registry, so pipeline strings can name it. Calling it
  *  again does nothing. The pipeline's passes need no registration of their
  *  own to run in it, nor the dialects they create (each pass loads its
