@@ -1,10 +1,9 @@
 //===- ConfigureCollectives.cpp - retarget and override collectives -------===//
 //
 // moecomm-configure-collectives: the wire-dtype, capacity and align
-// overrides, and
-// the retarget of every topology and handle type to other ranks / ranks per
-// node with the re-inferred types carried through function signatures (see
-// Passes.td).
+// overrides, and the retarget of every topology and handle type to other
+// ranks / ranks per node / experts with the re-inferred types carried through
+// function signatures (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
