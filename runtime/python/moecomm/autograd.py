@@ -11,9 +11,9 @@ DESIGN.md §3: unweighted combine is the adjoint of dispatch):
   grad_out, scaled row by row by the handle's recv_weights (weighted), as
   the compiler's training step does (moecomm.cached_dispatch).
 
-The routing weights are constants of the layout here: they get no gradient.
-A model that trains its router combines unweighted and applies the weights
-to y itself (then torch differentiates that product). Every rank must run
+The routing weights are constants of the layout here: they get no gradient
+(training a router through this API is not supported yet: nothing moves the
+[T][K] weights to the received rows differentiably). Every rank must run
 its backward in the same order as every other rank, as for the forward
 (collectives). The scaling of bf16 gradients is computed in f32 and rounded
 once to bf16.

@@ -39,9 +39,13 @@ _STRATEGY_NAMES = {value: name for name, value in STRATEGIES.items()}
 WIRE_DTYPES = {None: None, "fp8_e4m3": lib.moecommFloat8E4M3}
 
 
-def _wire_type(wire_dtype, x):
+def _check_wire(wire_dtype):
     if wire_dtype not in WIRE_DTYPES:
         raise ValueError(f"wire_dtype must be None or 'fp8_e4m3', got {wire_dtype!r}")
+
+
+def _wire_type(wire_dtype, x):
+    _check_wire(wire_dtype)
     return rows.row_type(x) if wire_dtype is None else WIRE_DTYPES[wire_dtype]
 
 
@@ -109,9 +113,9 @@ class Buffer:
         cost-model hints (0 = 7168; None = bf16 rows)."""
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        _check_wire(wire_dtype)
         desc = ffi.new("moecommLayoutDesc_t *")
-        desc.idxType = rows.index_type("topk_idx", topk_idx)
-        desc.topkIdx = rows.checked("topk_idx", topk_idx, (topk_idx.dtype,), 2)
+        desc.idxType, desc.topkIdx = rows.indices("topk_idx", topk_idx)
         desc.numTokens, desc.topk = topk_idx.shape
         if topk_weights is not None:
             weight_types = (numpy.dtype(numpy.float32),) if isinstance(
@@ -132,8 +136,7 @@ class Buffer:
         """Collective: a new layout from the routing, then x's rows to their
         experts. Returns (recv [R][H], handle); see layout() for the routing
         arguments and cached_dispatch() for x, wire_dtype and out."""
-        if wire_dtype not in WIRE_DTYPES:
-            raise ValueError(f"wire_dtype must be None or 'fp8_e4m3', got {wire_dtype!r}")
+        _check_wire(wire_dtype)
         hidden = x.shape[-1] if hasattr(x, "shape") and len(x.shape) == 2 else 0
         handle = self.layout(topk_idx, topk_weights, num_experts, strategy=strategy,
                              capacity=capacity, hidden=hidden, wire_dtype=wire_dtype)

@@ -82,20 +82,15 @@ def rows(name, array, hidden=None, num_rows=None):
     return block
 
 
-def index_type(name, array):
-    checked(name, array, _INDEX_TYPES, 2)
-    return _INDEX_TYPES[array.dtype]
+def indices(name, array):
+    """(moecommDataType_t, data pointer) of an index array [rows][K] of
+    int32 or int64, checked once."""
+    data = checked(name, array, _INDEX_TYPES, 2)
+    return _INDEX_TYPES[array.dtype], data
 
 
-def new_like(like, shape, dtype=None):
-    """An uninitialized array of `like`'s kind (NumPy or torch) and dtype
-    (unless given; for torch a torch dtype, for NumPy a NumPy one)."""
+def new_like(like, shape):
+    """An uninitialized array of `like`'s kind (NumPy or torch) and dtype."""
     if is_torch(like):
-        return torch.empty(shape, dtype=like.dtype if dtype is None else dtype)
-    return numpy.empty(shape, dtype=like.dtype if dtype is None else dtype)
-
-
-def pointer(array):
-    """The data pointer of an array made by new_like (already checked)."""
-    address = array.data_ptr() if is_torch(array) else array.__array_interface__["data"][0]
-    return ffi.cast("void *", address)
+        return torch.empty(shape, dtype=like.dtype)
+    return numpy.empty(shape, dtype=like.dtype)
