@@ -94,16 +94,8 @@ template <typename F> moecommResult_t onCommLocal(moecommComm_t comm, F body) {
 
 /// Calls without a communicator: failures go to the thread's last error.
 template <typename F> moecommResult_t noComm(F body) {
-  try {
-    Status st = body();
-    if (!st.ok())
-      return failNoComm(st);
-    return moecommSuccess;
-  } catch (const std::bad_alloc &) {
-    return failNoComm(systemError("out of memory"));
-  } catch (...) {
-    return failNoComm(internalError("unknown exception"));
-  }
+  Status st = guarded(body);
+  return st.ok() ? moecommSuccess : failNoComm(st);
 }
 
 } // namespace moecomm

@@ -31,8 +31,8 @@ namespace moecomm {
 ///   out[i] = sum_{j in [offsets[i], offsets[i+1])} c_j * in[src[j]]
 /// with c_j = coefs[j] when coefs is non-empty and the caller asks for
 /// weights, else 1. An empty segment makes a zero row. Sums run in f32, in
-/// j order, from +0. Dispatch maps have exactly one term per row and no
-/// coefficients (a gather).
+/// j order, from +0. Dispatch maps have at most one term per row and no
+/// coefficients (a gather; an empty row is an align padding row, zero).
 struct RowMap {
   std::vector<int64_t> offsets{0}; ///< [rows + 1]
   std::vector<int64_t> src;        ///< [terms] input row indices
