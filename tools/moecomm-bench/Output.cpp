@@ -706,6 +706,7 @@ json::Value toJson(const BenchReport &report) {
       {"format", "moecomm-bench-v1"},
       {"command", report.command},
       {"backend", report.backend},
+      {"align", report.align},
       {"baseline",
        json::Object{{"kind", report.baselineKind},
                     {"what", report.baselineKind == "none"

@@ -27,6 +27,7 @@ struct BenchReport {
   std::string command;      ///< argv joined
   std::string backend;      ///< count | threads | mpi
   std::string baselineKind; ///< MPI_Alltoallv | moecommAllToAll | none
+  int64_t align = 1;        ///< --align: expert segment alignment, rows
   std::vector<LinkPreset> presets;
   size_t autoPreset = 0; ///< index into presets
   std::vector<Cell> cells;

@@ -612,6 +612,7 @@ int main(int argc, char **argv) {
   BenchReport rep;
   rep.command = command;
   rep.backend = setup.backend;
+  rep.align = alignOpt;
   rep.baselineKind = setup.backend == "mpi"       ? "MPI_Alltoallv"
                      : setup.backend == "threads" ? "moecommAllToAll"
                                                   : "none";
