@@ -6,8 +6,9 @@ moecomm-aot).
 Every diagnostic MLIR emits goes to a handler on the compilation's context
 (mlirContextAttachDiagnosticHandler), never to stderr: errors and their notes
 become the CompileError of the step that failed; warnings and remarks (e.g.
-"@moe_layer is not chunked", an expected remark with chunks > 1) go to the
-logger "moecomm.compile" (WARNING and INFO). Calls are serialized by a
+"moecomm-schedule-overlap: not chunked: ...", expected with chunks > 1 for a
+layer that returns tokens_per_expert) go to the logger "moecomm.compile"
+(WARNING and INFO). Calls are serialized by a
 process-wide lock: compile() may be called from any thread, one compilation
 runs at a time.
 """
