@@ -60,6 +60,13 @@ expect(0 "rank 3: received [0-9]+ rows[^\n]*verified"
        ${CMAKE_COMMAND} -E env --unset=MOECOMM_RUNTIME_LIBRARY
        PYTHONPATH=${prefix}/${LIBDIR}/python3/dist-packages PYTHONDONTWRITEBYTECODE=1
        ${PYTHON} ${PYTHON_EXAMPLE})
+# Its compile() finds the installed libMoEComm-C.so and toolchain.py as well;
+# the shared library it links runs in the installed moecomm-run.
+expect(0 "shared library: [^\n]*libmixtral.so\n.*verified +yes"
+       ${CMAKE_COMMAND} -E env --unset=MOECOMM_RUNTIME_LIBRARY --unset=MOECOMM_C_LIBRARY
+       PYTHONPATH=${prefix}/${LIBDIR}/python3/dist-packages PYTHONDONTWRITEBYTECODE=1
+       MOECOMM_RUN=${prefix}/bin/moecomm-run
+       ${PYTHON} ${PYTHON_COMPILE_EXAMPLE} ${WORK_DIR}/compile-example)
 
 # The installed programs start; moecomm-run exits 0 when its (tiny, default)
 # run verified.

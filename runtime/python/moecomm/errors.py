@@ -8,6 +8,7 @@ expert id 300 out of range [-1, 8)`. Collective errors are agreed by the
 runtime, so every rank raises the same exception with the same message.
 Arguments the Python layer rejects before calling the runtime (wrong type,
 dtype, shape, contiguity) raise TypeError / ValueError naming the argument.
+moecomm.compile's failures raise CompileError, which has no result code.
 """
 
 from .native import ffi, lib
@@ -43,6 +44,21 @@ class UnsupportedError(Error):
 
 class InternalError(Error):
     """moecommInternalError: a bug in moecomm; the message says where."""
+
+
+class CompileError(Exception):
+    """moecomm.compile failed. `step` says which step (e.g. "cannot parse
+    the module", "bad pipeline options", "moecomm-pipeline failed", "llc
+    failed", "cannot write lib.so") and `messages` is the list of what the
+    step reported, one string each: MLIR's diagnostics as
+    `<source_name>:LINE:COL: error: ...` (with their notes), the pipeline
+    parser's message, a tool's first error line, an OS error. str() is the
+    step, a colon and the messages, one per line."""
+
+    def __init__(self, step, messages):
+        self.step = step
+        self.messages = list(messages)
+        super().__init__(f"{step}: " + "\n".join(self.messages) if self.messages else step)
 
 
 _BY_CODE = {

@@ -23,11 +23,15 @@ from pathlib import Path
 
 import cffi
 
-_HERE = Path(__file__).resolve().parent
+# The package folder; compile()'s library lookup (capi.py) starts here too.
+PACKAGE_DIR = Path(__file__).resolve().parent
 _LIBRARY_NAME = "libmoecomm_runtime.so"
 
 
-def _first_existing(kind, env_var, env_to_path, candidates):
+def find_file(what, env_var, env_to_path, candidates):
+    """The file named by the environment variable `env_var` (through
+    env_to_path), else the first of `candidates` that exists. ImportError
+    saying `what` was not found and where it looked."""
     env = os.environ.get(env_var)
     if env:
         path = env_to_path(Path(env))
@@ -39,16 +43,16 @@ def _first_existing(kind, env_var, env_to_path, candidates):
             return path
     tried = ", ".join(str(p) for p in candidates)
     raise ImportError(
-        f"moecomm: the runtime's {kind} was not found (set {env_var}; tried {tried})"
+        f"moecomm: {what} was not found (set {env_var}; tried {tried})"
     )
 
 
 def _library_path():
-    return _first_existing(
-        "shared library",
+    return find_file(
+        "the runtime's shared library",
         "MOECOMM_RUNTIME_LIBRARY",
         lambda path: path,
-        [_HERE / _LIBRARY_NAME, _HERE.parents[2] / _LIBRARY_NAME],
+        [PACKAGE_DIR / _LIBRARY_NAME, PACKAGE_DIR.parents[2] / _LIBRARY_NAME],
     )
 
 
@@ -57,11 +61,11 @@ def _header_path():
     # (<prefix>/<libdir>/python3/dist-packages/moecomm), runtime/include in
     # the source tree (runtime/python/moecomm).
     header = Path("moecomm") / "moecomm.h"
-    return _first_existing(
-        "header moecomm/moecomm.h",
+    return find_file(
+        "the runtime's header moecomm/moecomm.h",
         "MOECOMM_INCLUDE_DIR",
         lambda path: path / header,
-        [folder / "include" / header for folder in _HERE.parents],
+        [folder / "include" / header for folder in PACKAGE_DIR.parents],
     )
 
 
