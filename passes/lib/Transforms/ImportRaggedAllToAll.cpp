@@ -269,7 +269,14 @@ public:
     auto offsetsA2a = AllToAllOp::create(b, sizes.getResult(1), ones, topology);
 
     // 4. On the receiver: check the counts and offsets, write each source's
-    // rows into the output at its sender's offset.
+    // rows into the output at its sender's offset. A failed exchange
+    // (recorded by the runtime, moecomm_compiled.h) leaves its results
+    // empty: nothing is read beyond them.
+    Value received = i64(tensor::DimOp::create(b, rowsA2a.getRecv(), 0));
+    check(cmp(arith::CmpIPredicate::eq,
+              i64(tensor::DimOp::create(b, offsetsA2a.getRecv(), 0)),
+              i64Constant(ranks)),
+          "the output offsets did not arrive (the exchange failed)");
     auto scatter = scf::ForOp::create(
         b, c0, w, c1, ValueRange{c0, output},
         [&](OpBuilder &nested, Location loc, Value i, ValueRange iter) {
@@ -277,6 +284,11 @@ public:
           b.setInsertionPoint(nested.getInsertionBlock(),
                               nested.getInsertionPoint());
           Value count = element(rowsA2a.getRecvCounts(), i);
+          check(andAll({cmp(arith::CmpIPredicate::sge, count, i64Constant(0)),
+                        cmp(arith::CmpIPredicate::sle, count,
+                            arith::SubIOp::create(b, received, i64(iter[0])))}),
+                "the rows from rank j exceed those received (the exchange "
+                "failed)");
           check(cmp(arith::CmpIPredicate::eq, count, element(recvSizes, i)),
                 "recv_sizes[j] must equal the rows rank j sent here "
                 "(its send_sizes entry for this rank)");

@@ -46,11 +46,16 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
     gave. Topology: `ranks` = W, `ranks_per_node` = the option (default: W,
     one node).
 
-    Runtime checks (`cf.assert`: the process stops with the message, before
-    any out-of-bounds access): `input_offsets[j] >= 0`, `send_sizes[j] >=
-    0` and `input_offsets[j] + send_sizes[j] <= N` on the sender;
+    Runtime checks (`cf.assert`, which the LLVM lowering makes a `puts` of
+    "ragged_all_to_all at FILE:LINE:COL: ..." and an abort, before any
+    out-of-bounds access): `input_offsets[j] >= 0`, `send_sizes[j] >= 0`
+    and `input_offsets[j] + send_sizes[j] <= N` on the sender;
     `recv_sizes[j]` equal to the rows that arrived from j, and
-    `output_offsets` (as received) in `[0, M - rows]`, on the receiver.
+    `output_offsets` (as received) in `[0, M - rows]`, on the receiver; and
+    that the exchanges delivered what their counts say (a runtime error
+    leaves their results empty, moecomm_compiled.h). Where ranks write
+    overlapping output rows (XLA leaves it undefined) the later source rank
+    wins.
 
     Errors (a diagnostic naming the attribute or operand; nothing is
     converted): `api_version` other than 4; `backend_config` not a
