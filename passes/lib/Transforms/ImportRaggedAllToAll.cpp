@@ -22,19 +22,15 @@
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "llvm/Support/FormatVariadic.h"
 
+using namespace mlir;
+using namespace mlir::moecomm;
+
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_MOECOMMIMPORTRAGGEDALLTOALL
 #include "moecomm/Transforms/Passes.h.inc"
 } // namespace mlir::moecomm
 
-using namespace mlir;
-using namespace mlir::moecomm;
-
 namespace {
-
-/// What JAX calls the op and its target (XLA's custom-call registry name).
-constexpr StringLiteral kCustomCall = "stablehlo.custom_call";
-constexpr StringLiteral kTarget = "ragged_all_to_all";
 
 /// The attributes of `op`: its attribute dictionary and, when it was written
 /// with properties (`<{...}>`, as StableHLO prints its inherent attributes in
@@ -47,6 +43,10 @@ NamedAttrList allAttributes(Operation *op) {
       attrs.set(attr.getName(), attr.getValue());
   return attrs;
 }
+
+/// What JAX calls the op and its target (XLA's custom-call registry name).
+constexpr StringLiteral kCustomCall = "stablehlo.custom_call";
+constexpr StringLiteral kTarget = "ragged_all_to_all";
 
 /// Checks the custom call against what this import supports and sets `w` to
 /// its group size; fails after one diagnostic naming the attribute or
@@ -200,7 +200,7 @@ public:
     Value outputOffsets = op->getOperand(4), recvSizes = op->getOperand(5);
     auto rowsType = cast<RankedTensorType>(operand.getType());
     int64_t h = rowsType.getDimSize(1);
-    Value c0 = index(0), c1 = index(1), w = index(ranks);
+    Value c0 = index(0), c1 = index(1);
     Value n = i64(tensor::DimOp::create(b, operand, 0));
     Value m = i64(tensor::DimOp::create(b, output, 0));
 
@@ -208,12 +208,8 @@ public:
     // and put output_offsets[j]'s bits in row j of a [W, 2] f32 tensor.
     Value offsetRows =
         tensor::EmptyOp::create(b, ArrayRef<int64_t>{ranks, 2}, b.getF32Type());
-    auto sizes = scf::ForOp::create(
-        b, c0, w, c1, ValueRange{c0, offsetRows},
-        [&](OpBuilder &nested, Location loc, Value j, ValueRange iter) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
+    scf::ForOp sizes =
+        forEachRank(ValueRange{c0, offsetRows}, [&](Value j, ValueRange iter) {
           Value start = element(inputOffsets, j), size = element(sendSizes, j);
           Value zero = i64Constant(0);
           Value ok = andAll({cmp(arith::CmpIPredicate::sge, start, zero),
@@ -235,27 +231,23 @@ public:
           rowsOut = tensor::InsertOp::create(
               b, arith::BitcastOp::create(b, b.getF32Type(), high), rowsOut,
               ValueRange{j, c1});
-          Value total = arith::AddIOp::create(b, iter[0], indexOf(size));
-          scf::YieldOp::create(b, ValueRange{total, rowsOut});
+          return SmallVector<Value>{
+              arith::AddIOp::create(b, iter[0], indexOf(size)), rowsOut};
         });
 
     // 2. Gather the segments into destination order.
     Value send0 = tensor::EmptyOp::create(
         b, ArrayRef<int64_t>{ShapedType::kDynamic, h},
         rowsType.getElementType(), ValueRange{sizes.getResult(0)});
-    auto gather = scf::ForOp::create(
-        b, c0, w, c1, ValueRange{c0, send0},
-        [&](OpBuilder &nested, Location loc, Value j, ValueRange iter) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          Value start = indexOf(element(inputOffsets, j));
-          Value size = indexOf(element(sendSizes, j));
-          Value segment = slice(operand, start, size, h);
-          Value send = insert(segment, iter[1], iter[0], size, h);
-          scf::YieldOp::create(
-              b, ValueRange{arith::AddIOp::create(b, iter[0], size), send});
-        });
+    scf::ForOp gather = forEachRank(ValueRange{c0, send0}, [&](Value j,
+                                                               ValueRange
+                                                                   iter) {
+      Value start = indexOf(element(inputOffsets, j));
+      Value size = indexOf(element(sendSizes, j));
+      Value segment = slice(operand, start, size, h);
+      Value send = insert(segment, iter[1], iter[0], size, h);
+      return SmallVector<Value>{arith::AddIOp::create(b, iter[0], size), send};
+    });
 
     // 3. The rows, then each sender's output offset for this rank (one row
     // per peer, bit for bit).
@@ -277,46 +269,56 @@ public:
               i64(tensor::DimOp::create(b, offsetsA2a.getRecv(), 0)),
               i64Constant(ranks)),
           "the output offsets did not arrive (the exchange failed)");
-    auto scatter = scf::ForOp::create(
-        b, c0, w, c1, ValueRange{c0, output},
-        [&](OpBuilder &nested, Location loc, Value i, ValueRange iter) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          Value count = element(rowsA2a.getRecvCounts(), i);
-          check(andAll({cmp(arith::CmpIPredicate::sge, count, i64Constant(0)),
-                        cmp(arith::CmpIPredicate::sle, count,
-                            arith::SubIOp::create(b, received, i64(iter[0])))}),
-                "the rows from rank j exceed those received (the exchange "
-                "failed)");
-          check(cmp(arith::CmpIPredicate::eq, count, element(recvSizes, i)),
-                "recv_sizes[j] must equal the rows rank j sent here "
-                "(its send_sizes entry for this rank)");
-          auto word = [&](int64_t col) {
-            Value f = tensor::ExtractOp::create(b, offsetsA2a.getRecv(),
-                                                ValueRange{i, index(col)});
-            return arith::ExtUIOp::create(
-                b, b.getI64Type(),
-                arith::BitcastOp::create(b, b.getI32Type(), f));
-          };
-          Value offset = arith::OrIOp::create(
-              b, word(0), arith::ShLIOp::create(b, word(1), i64Constant(32)));
-          check(andAll({cmp(arith::CmpIPredicate::sge, offset, i64Constant(0)),
-                        cmp(arith::CmpIPredicate::sle, offset,
-                            arith::SubIOp::create(b, m, count))}),
-                "output_offsets[j] (given by rank j for this rank) + the rows "
-                "from j must lie in the output's rows, >= 0");
-          Value size = indexOf(count);
-          Value segment = slice(rowsA2a.getRecv(), iter[0], size, h);
-          Value out = insert(segment, iter[1], indexOf(offset), size, h);
-          scf::YieldOp::create(
-              b, ValueRange{arith::AddIOp::create(b, iter[0], size), out});
-        });
+    scf::ForOp scatter = forEachRank(ValueRange{c0, output}, [&](Value i,
+                                                                 ValueRange
+                                                                     iter) {
+      Value count = element(rowsA2a.getRecvCounts(), i);
+      check(andAll({cmp(arith::CmpIPredicate::sge, count, i64Constant(0)),
+                    cmp(arith::CmpIPredicate::sle, count,
+                        arith::SubIOp::create(b, received, i64(iter[0])))}),
+            "the rows from rank j exceed those received (the exchange "
+            "failed)");
+      check(cmp(arith::CmpIPredicate::eq, count, element(recvSizes, i)),
+            "recv_sizes[j] must equal the rows rank j sent here "
+            "(its send_sizes entry for this rank)");
+      auto word = [&](int64_t col) {
+        Value f = tensor::ExtractOp::create(b, offsetsA2a.getRecv(),
+                                            ValueRange{i, index(col)});
+        return arith::ExtUIOp::create(
+            b, b.getI64Type(), arith::BitcastOp::create(b, b.getI32Type(), f));
+      };
+      Value offset = arith::OrIOp::create(
+          b, word(0), arith::ShLIOp::create(b, word(1), i64Constant(32)));
+      check(andAll({cmp(arith::CmpIPredicate::sge, offset, i64Constant(0)),
+                    cmp(arith::CmpIPredicate::sle, offset,
+                        arith::SubIOp::create(b, m, count))}),
+            "output_offsets[j] (given by rank j for this rank) + the rows "
+            "from j must lie in the output's rows, >= 0");
+      Value size = indexOf(count);
+      Value segment = slice(rowsA2a.getRecv(), iter[0], size, h);
+      Value out = insert(segment, iter[1], indexOf(offset), size, h);
+      return SmallVector<Value>{arith::AddIOp::create(b, iter[0], size), out};
+    });
     op->getResult(0).replaceAllUsesWith(scatter.getResult(1));
     op->erase();
   }
 
 private:
+  /// scf.for over the ranks j in [0, W) carrying `init`; `body` builds one
+  /// iteration with `b` and returns the values carried to the next.
+  scf::ForOp
+  forEachRank(ValueRange init,
+              function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    return scf::ForOp::create(
+        b, index(0), index(ranks), index(1), init,
+        [&](OpBuilder &nested, Location, Value j, ValueRange iter) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, body(j, iter));
+        });
+  }
+
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
   Value i64Constant(int64_t v) {
     return arith::ConstantIntOp::create(b, b.getI64Type(), v);
