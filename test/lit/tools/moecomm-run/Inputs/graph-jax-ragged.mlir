@@ -300,7 +300,12 @@ func.func private @ragged_moe(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: 
     scf.yield %recvFill, %recvWFill : tensor<?x16xbf16>, tensor<?x1xf32>
   }
   %recv = "stablehlo.custom_call"(%spread#0, %recvInit#0, %inOffBad, %given#0, %outoff, %recvSizesBad) {call_target_name = "ragged_all_to_all", api_version = 4 : i32, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}} : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x16xbf16>
-  %recvW = "stablehlo.custom_call"(%spread#1, %recvInit#1, %dest#2, %given#0, %outoff, %given#1) {call_target_name = "ragged_all_to_all", api_version = 4 : i32, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}} : (tensor<?x1xf32>, tensor<?x1xf32>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x1xf32>
+  // The weights' exchange takes i32 offsets and sizes (JAX allows either).
+  %inOff32 = arith.trunci %dest#2 : tensor<4xi64> to tensor<4xi32>
+  %sendSizes32 = arith.trunci %given#0 : tensor<4xi64> to tensor<4xi32>
+  %outOff32 = arith.trunci %outoff : tensor<4xi64> to tensor<4xi32>
+  %recvSizes32 = arith.trunci %given#1 : tensor<4xi64> to tensor<4xi32>
+  %recvW = "stablehlo.custom_call"(%spread#1, %recvInit#1, %inOff32, %sendSizes32, %outOff32, %recvSizes32) {call_target_name = "ragged_all_to_all", api_version = 4 : i32, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}} : (tensor<?x1xf32>, tensor<?x1xf32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) -> tensor<?x1xf32>
 
   // 9. Expert-major order (moecomm.dispatch's recv: by local expert, then
   // source rank, then source token): source i's segment holds its rows by
