@@ -27,8 +27,11 @@
 // - @bad_recv_sizes: recv_sizes[0] one more than rank 0 sends (a clear
 //   failure of the import's runtime check).
 // - @bad_input_offsets: input_offsets[3] past the operand's rows (likewise).
+// The entries have C interfaces for an ahead-of-time library (moecomm-run
+// --aot; test/python/test_compile.py compiles one with moecomm.compile).
 func.func @moe_layer(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>)
-    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>) {
+    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+    attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %false = arith.constant false
   %c0_i64 = arith.constant 0 : i64
@@ -37,7 +40,8 @@ func.func @moe_layer(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x
 }
 
 func.func @moe_layer_rules(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>)
-    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>) {
+    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+    attributes {llvm.emit_c_interface} {
   %c2 = arith.constant 2 : index
   %true = arith.constant true
   %c0_i64 = arith.constant 0 : i64
@@ -46,7 +50,8 @@ func.func @moe_layer_rules(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: ten
 }
 
 func.func @bad_recv_sizes(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>)
-    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>) {
+    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+    attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %false = arith.constant false
   %c0_i64 = arith.constant 0 : i64
@@ -56,7 +61,8 @@ func.func @bad_recv_sizes(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tens
 }
 
 func.func @bad_input_offsets(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>)
-    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>) {
+    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+    attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %false = arith.constant false
   %c0_i64 = arith.constant 0 : i64
