@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/AllExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -27,7 +28,7 @@ void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
                   math::MathDialect, tensor::TensorDialect,
                   memref::MemRefDialect, bufferization::BufferizationDialect,
                   scf::SCFDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
-                  shard::ShardDialect>();
+                  shard::ShardDialect, cf::ControlFlowDialect>();
   registerConvertMoECommToRuntimeInterfaces(registry);
   func::registerAllExtensions(registry);
 }

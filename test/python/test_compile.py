@@ -76,6 +76,22 @@ def test_shared_library_runs_under_moecomm_run(tmp_path):
     assert "was built from a graph whose @moe_layer has type" in other.stderr
 
 
+def test_imported_jax_layer_runs_under_moecomm_run(tmp_path):
+    # A JAX-style layer whose ragged all-to-alls moecomm-opt imported
+    # (docs/pipeline.md): its runtime checks are cf.assert.
+    inputs = SOURCE / "test" / "lit" / "tools" / "moecomm-run" / "Inputs"
+    imported = tmp_path / "imported.mlir"
+    subprocess.run([os.environ["MOECOMM_OPT"], str(inputs / "graph-jax-ragged.mlir"),
+                    "--moecomm-import-ragged-all-to-all", "-o", str(imported)], check=True)
+    library = tmp_path / "libjax.so"
+    moecomm.compile(imported.read_text(), "ranks=4", output="shared", path=library)
+    for entry in ("moe_layer", "moe_layer_rules"):
+        run = moecomm_run(imported, "--aot", library, "--entry", entry,
+                          "--routing", inputs / "routing-jax-ragged.json")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "verified                yes" in run.stdout
+
+
 def test_remarks_go_to_the_logger(caplog, capfd):
     with caplog.at_level(logging.INFO, logger="moecomm.compile"):
         moecomm.compile(TEXT, PIPELINE + " chunks=2")

@@ -1,4 +1,5 @@
-//===- moecomm-opt.cpp - moecomm's mlir-opt ---------------------------------===//
+//===- moecomm-opt.cpp - moecomm's mlir-opt
+//---------------------------------===//
 //
 // Parses, verifies, transforms and prints IR with the moecomm dialect, its
 // passes and pipeline, and the upstream dialects and passes they work with.
@@ -6,13 +7,26 @@
 // bounded like the other tools' inputs (1 GiB; an unreadable, too large or
 // endless input is one line "moecomm-opt: error: ..." and exit status 2).
 //
+// Unregistered operations: JAX's ragged all-to-all arrives as
+// `stablehlo.custom_call @ragged_all_to_all` (generic form), and moecomm has
+// no StableHLO dialect; moecomm-import-ragged-all-to-all converts it. So the
+// input is parsed with unregistered dialects allowed, and before any pass an
+// error rejects every other unregistered operation (and opaque attribute or
+// type of an unregistered dialect). --allow-unregistered-dialect keeps
+// mlir-opt's meaning: everything is accepted.
+//
 //===----------------------------------------------------------------------===//
 
 #include "MoECommVersion.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "moecomm/InitAllDialects.h"
 #include "moecomm/InitAllPasses.h"
+#include "moecomm/Transforms/Passes.h"
 #include "moecomm/Workload/ToolIO.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -62,6 +76,67 @@ std::unique_ptr<llvm::MemoryBuffer> readBoundedInput(llvm::StringRef path) {
       std::move(*text), path == "-" ? std::string("<stdin>") : path.str());
 }
 
+/// The error for the first unregistered operation, or opaque attribute or
+/// type (of a dialect not registered), other than JAX's ragged all-to-all.
+struct OnlyRaggedAllToAllUnregisteredPass
+    : public mlir::PassWrapper<OnlyRaggedAllToAllUnregisteredPass,
+                               mlir::OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(
+      OnlyRaggedAllToAllUnregisteredPass)
+  llvm::StringRef getArgument() const override {
+    return "moecomm-opt-only-ragged-all-to-all-unregistered";
+  }
+  void runOnOperation() override {
+    auto opaque = [](mlir::Operation *op) {
+      auto stop = [](bool opaque) {
+        return opaque ? mlir::WalkResult::interrupt()
+                      : mlir::WalkResult::advance();
+      };
+      mlir::AttrTypeWalker walker;
+      walker.addWalk([&](mlir::Attribute a) {
+        return stop(llvm::isa<mlir::OpaqueAttr>(a));
+      });
+      walker.addWalk(
+          [&](mlir::Type t) { return stop(llvm::isa<mlir::OpaqueType>(t)); });
+      if (walker.walk(op->getAttrDictionary()).wasInterrupted())
+        return true;
+      if (mlir::Attribute props = op->getPropertiesAsAttribute())
+        if (walker.walk(props).wasInterrupted())
+          return true;
+      for (mlir::Type t : op->getResultTypes())
+        if (walker.walk(t).wasInterrupted())
+          return true;
+      for (mlir::Region &region : op->getRegions())
+        for (mlir::Block &block : region)
+          for (mlir::Type t : block.getArgumentTypes())
+            if (walker.walk(t).wasInterrupted())
+              return true;
+      return false;
+    };
+    mlir::WalkResult result = getOperation()->walk([&](mlir::Operation *op) {
+      if (!op->isRegistered() && !mlir::moecomm::isJaxRaggedAllToAll(op)) {
+        op->emitError() << "unregistered operation '" << op->getName()
+                        << "': moecomm-opt accepts only JAX's "
+                           "\"stablehlo.custom_call\" with call_target_name = "
+                           "\"ragged_all_to_all\" (see "
+                           "--moecomm-import-ragged-all-to-all), or any with "
+                           "--allow-unregistered-dialect";
+        return mlir::WalkResult::interrupt();
+      }
+      if (opaque(op)) {
+        op->emitError() << "an attribute or type of an unregistered "
+                           "dialect: moecomm-opt accepts only JAX's "
+                           "ragged all-to-all unregistered, or any with "
+                           "--allow-unregistered-dialect";
+        return mlir::WalkResult::interrupt();
+      }
+      return mlir::WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -76,6 +151,17 @@ int main(int argc, char **argv) {
       registry);
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
+
+  // Unregistered operations: see the file comment. The pass goes before the
+  // pipeline the command line asked for.
+  if (!config.shouldAllowUnregisteredDialects()) {
+    config.allowUnregisteredDialects(true);
+    mlir::MlirOptMainConfig requested = config;
+    config.setPassPipelineSetupFn([requested](mlir::PassManager &pm) {
+      pm.addPass(std::make_unique<OnlyRaggedAllToAllUnregisteredPass>());
+      return requested.setupPassPipeline(pm);
+    });
+  }
 
   // --show-dialects and --list-passes read no input: MlirOptMain handles them.
   if (config.shouldShowDialects() || config.shouldListPasses())

@@ -38,6 +38,12 @@ enum class WireDtypeOption { keep, f32, bf16, fp8_e4m3 };
 /// after it, so fp8_e4m3 is the name printed).
 llvm::cl::ValuesClass wireDtypeOptionValues();
 
+/// Whether `op` is JAX's `stablehlo.custom_call @ragged_all_to_all` (the
+/// op moecomm-import-ragged-all-to-all converts; an unregistered op, its
+/// target in its attributes or properties), whatever its other attributes.
+/// moecomm-opt parses it, and no other unregistered op, with this.
+bool isJaxRaggedAllToAll(Operation *op);
+
 #define GEN_PASS_DECL
 #include "moecomm/Transforms/Passes.h.inc"
 

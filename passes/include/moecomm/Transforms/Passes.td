@@ -10,6 +10,80 @@
 
 include "mlir/Pass/PassBase.td"
 
+def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::mlir::ModuleOp"> {
+  let summary = "Convert JAX's stablehlo.custom_call @ragged_all_to_all to moecomm.all_to_all";
+  let description = [{
+    The way in from JAX (`jax.lax.ragged_all_to_all`, e.g. MaxText's sparse
+    MoE path): JAX lowers it to `stablehlo.custom_call @ragged_all_to_all`
+    (`jax/_src/lax/parallel.py`), which XLA runs as its RaggedAllToAll HLO.
+    moecomm has no StableHLO dialect; `moecomm-opt` parses this one op in
+    MLIR's generic form, unregistered (see docs/pipeline.md, "Importing
+    JAX's ragged all-to-all"):
+
+    ```mlir
+    %r = "stablehlo.custom_call"(%operand, %output, %input_offsets,
+        %send_sizes, %output_offsets, %recv_sizes) {
+        call_target_name = "ragged_all_to_all", api_version = 4 : i32,
+        backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}}
+        : (tensor<NxHxbf16>, tensor<MxHxbf16>, tensor<4xi64>, tensor<4xi64>,
+           tensor<4xi64>, tensor<4xi64>) -> tensor<MxHxbf16>
+    ```
+
+    XLA's semantics, on every rank of the group (W ranks): for each peer j,
+    the rows `operand[input_offsets[j] : input_offsets[j] + send_sizes[j]]`
+    go to rank j, which writes them into its output at row
+    `output_offsets[j]` (the sender's view of the receiver's output);
+    `recv_sizes[j]` rows arrive from rank j. The result is `output` with the
+    rows received written in place; rows nobody writes keep their values.
+    Offsets may leave gaps and be in any order; sizes may be 0.
+
+    Each op becomes: a gather of the W send segments into destination
+    order (scf.for + tensor slices), one `moecomm.all_to_all` of the rows
+    with `send_sizes` as counts (the op a later `moecomm-raise-dispatch`
+    consumes), a second `moecomm.all_to_all` of one row per peer carrying
+    the bits of `output_offsets[j]` (an i64 as two f32 bit patterns), and a
+    scatter of each source's rows into `output` at the offset its sender
+    gave. Topology: `ranks` = W, `ranks_per_node` = the option (default: W,
+    one node).
+
+    Runtime checks (`cf.assert`, which the LLVM lowering makes a `puts` of
+    "ragged_all_to_all at FILE:LINE:COL: ..." and an abort, before any
+    out-of-bounds access): `input_offsets[j] >= 0`, `send_sizes[j] >= 0`
+    and `input_offsets[j] + send_sizes[j] <= N` on the sender;
+    `recv_sizes[j]` equal to the rows that arrived from j, and
+    `output_offsets` (as received) in `[0, M - rows]`, on the receiver; and
+    that the exchanges delivered what their counts say (a runtime error
+    leaves their results empty, moecomm_compiled.h). Where ranks write
+    overlapping output rows (XLA leaves it undefined) the later source rank
+    wins.
+
+    Errors (a diagnostic naming the attribute or operand; nothing is
+    converted): `api_version` other than 4; `backend_config` not a
+    dictionary, or with an entry other than `replica_groups` and
+    `channel_id` (an integer: JAX adds it under SPMD; it names the
+    collective and changes nothing here); `replica_groups` other than one
+    group `[[0, 1, ..., W-1]]` (dense i64) whose size is the offset and
+    size operands' static length; an attribute other than those and
+    `call_target_name`, `has_side_effect`, an empty
+    `called_computations`/`output_operand_aliases`; operand or output not
+    a 2-D tensor of bf16 or f32 (the element type `moecomm.all_to_all`
+    moves), of different element types or row widths, or a result type
+    other than the output's; offsets and sizes not 1-D i32/i64 tensors of W
+    elements; `ranks-per-node` that does not divide W. Other
+    `stablehlo.custom_call` targets are left alone.
+  }];
+  let options = [
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
+           "ranks per node of the imported group, dividing its size W "
+           "(default 0: W, one node)">
+  ];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir::ModuleOp"> {
   let summary = "Retarget collectives to other ranks and override their wire dtype, capacity and align";
   let description = [{

@@ -1,0 +1,421 @@
+//===- ImportRaggedAllToAll.cpp - JAX's ragged all-to-all -> moecomm
+//-------===//
+//
+// `moecomm-import-ragged-all-to-all` (Passes.td): JAX's
+// `stablehlo.custom_call @ragged_all_to_all` (jax/_src/lax/parallel.py,
+// `_ragged_all_to_all_lowering`), parsed unregistered by moecomm-opt, becomes
+// a gather into destination order, moecomm.all_to_all of the rows and of the
+// output offsets, and a scatter into the output, with XLA's RaggedAllToAll
+// semantics (offsets are the sender's view of the receiver's output).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/OptionErrors.h"
+#include "moecomm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::moecomm;
+
+namespace mlir::moecomm {
+#define GEN_PASS_DEF_MOECOMMIMPORTRAGGEDALLTOALL
+#include "moecomm/Transforms/Passes.h.inc"
+} // namespace mlir::moecomm
+
+namespace {
+
+/// The attributes of `op`: its attribute dictionary and, when it was written
+/// with properties (`<{...}>`, as StableHLO prints its inherent attributes in
+/// the generic form), those: an unregistered op keeps them as a dictionary.
+NamedAttrList allAttributes(Operation *op) {
+  NamedAttrList attrs(op->getAttrDictionary());
+  if (auto props =
+          dyn_cast_if_present<DictionaryAttr>(op->getPropertiesAsAttribute()))
+    for (NamedAttribute attr : props)
+      attrs.set(attr.getName(), attr.getValue());
+  return attrs;
+}
+
+/// What JAX calls the op and its target (XLA's custom-call registry name).
+constexpr StringLiteral kCustomCall = "stablehlo.custom_call";
+constexpr StringLiteral kTarget = "ragged_all_to_all";
+
+/// Checks the custom call against what this import supports and sets `w` to
+/// its group size; fails after one diagnostic naming the attribute or
+/// operand.
+LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
+  auto fail = [&]() { return op->emitError() << kTarget << ": "; };
+  NamedAttrList attrs = allAttributes(op);
+  DenseIntElementsAttr groups;
+  bool sawVersion = false;
+  for (NamedAttribute attr : attrs) {
+    StringRef name = attr.getName().getValue();
+    Attribute value = attr.getValue();
+    if (name == "call_target_name")
+      continue;
+    if (name == "api_version") {
+      auto version = dyn_cast<IntegerAttr>(value);
+      if (!version || version.getType().isIndex() || version.getInt() != 4)
+        return fail() << "api_version must be 4 : i32 (the typed-FFI form JAX "
+                         "emits), got "
+                      << value;
+      sawVersion = true;
+      continue;
+    }
+    if (name == "has_side_effect" && isa<BoolAttr>(value))
+      continue;
+    if ((name == "called_computations" || name == "output_operand_aliases") &&
+        isa<ArrayAttr>(value) && cast<ArrayAttr>(value).empty())
+      continue;
+    if (name == "backend_config") {
+      auto config = dyn_cast<DictionaryAttr>(value);
+      if (!config)
+        return fail() << "backend_config must be a dictionary {replica_groups "
+                         "= dense<[[0, ..., W-1]]> : tensor<1xWxi64>}, got "
+                      << value;
+      for (NamedAttribute entry : config) {
+        StringRef key = entry.getName().getValue();
+        if (key == "replica_groups") {
+          groups = dyn_cast<DenseIntElementsAttr>(entry.getValue());
+          if (!groups)
+            return fail() << "backend_config's replica_groups must be dense "
+                             "integer elements, got "
+                          << entry.getValue();
+          continue;
+        }
+        // JAX adds channel_id under SPMD: it names the collective for XLA's
+        // scheduling and changes no data.
+        if (key == "channel_id" && isa<IntegerAttr>(entry.getValue()))
+          continue;
+        return fail() << "backend_config entry '" << key << "' ("
+                      << entry.getValue() << ") is not supported";
+      }
+      if (!groups)
+        return fail() << "backend_config has no replica_groups";
+      continue;
+    }
+    return fail() << "attribute '" << name << "' (" << value
+                  << ") is not supported";
+  }
+  if (!sawVersion)
+    return fail() << "api_version is missing (JAX emits 4 : i32)";
+  if (!groups)
+    return fail() << "backend_config is missing (it gives replica_groups)";
+
+  // One group of every rank, in rank order: the expert-parallel group.
+  ArrayRef<int64_t> shape = groups.getType().getShape();
+  w = shape.size() == 2 ? shape[1] : 0;
+  bool iota = shape.size() == 2 && shape[0] == 1 && w >= 1 &&
+              groups.getElementType().isInteger(64);
+  if (iota) {
+    int64_t expect = 0;
+    for (const APInt &v : groups.getValues<APInt>())
+      iota = iota && v.getSExtValue() == expect++;
+  }
+  if (!iota)
+    return fail() << "replica_groups must be one group of all ranks in order, "
+                     "dense<[[0, 1, ..., W-1]]> : tensor<1xWxi64> (the "
+                     "expert-parallel group), got "
+                  << groups;
+
+  if (op->getNumOperands() != 6 || op->getNumResults() != 1)
+    return fail() << "expected 6 operands (operand, output, input_offsets, "
+                     "send_sizes, output_offsets, recv_sizes) and 1 result, "
+                     "got "
+                  << op->getNumOperands() << " and " << op->getNumResults();
+  static constexpr StringLiteral names[] = {"operand",        "output",
+                                            "input_offsets",  "send_sizes",
+                                            "output_offsets", "recv_sizes"};
+  auto operandType = [&](unsigned i) {
+    return dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+  };
+  for (unsigned i = 0; i < 2; ++i) {
+    RankedTensorType t = operandType(i);
+    if (!t || t.getRank() != 2 ||
+        (!t.getElementType().isF32() && !t.getElementType().isBF16()))
+      return fail() << names[i]
+                    << " must be a 2-D tensor of bf16 or f32 rows (what "
+                       "moecomm.all_to_all moves), got "
+                    << op->getOperand(i).getType();
+  }
+  RankedTensorType rows = operandType(0), output = operandType(1);
+  if (rows.getElementType() != output.getElementType() ||
+      rows.getDimSize(1) != output.getDimSize(1) ||
+      ShapedType::isDynamic(rows.getDimSize(1)))
+    return fail() << "operand " << rows << " and output " << output
+                  << " must have the same element type and the same static "
+                     "row width";
+  if (op->getResult(0).getType() != output)
+    return fail() << "the result type " << op->getResult(0).getType()
+                  << " must be the output's, " << output;
+  for (unsigned i = 2; i < 6; ++i) {
+    RankedTensorType t = operandType(i);
+    if (!t || t.getRank() != 1 || t.getDimSize(0) != w ||
+        (!t.getElementType().isInteger(32) &&
+         !t.getElementType().isInteger(64)))
+      return fail() << names[i] << " must be tensor<" << w << "xi32> or tensor<"
+                    << w << "xi64> (one entry per rank of the group), got "
+                    << op->getOperand(i).getType();
+  }
+  return success();
+}
+
+} // namespace
+
+bool mlir::moecomm::isJaxRaggedAllToAll(Operation *op) {
+  if (op->getName().getStringRef() != kCustomCall)
+    return false;
+  auto target = dyn_cast_if_present<StringAttr>(
+      allAttributes(op).get("call_target_name"));
+  return target && target.getValue() == kTarget;
+}
+
+namespace {
+
+/// Emits the conversion of one checked custom call.
+class Importer {
+public:
+  Importer(Operation *op, int64_t ranks, int64_t ranksPerNode)
+      : op(op), b(op->getLoc(), op), ranks(ranks),
+        topology(TopologyAttr::get(op->getContext(), ranks, ranksPerNode,
+                                   /*experts=*/0)) {
+    if (auto file = dyn_cast<FileLineColLoc>(op->getLoc()))
+      where = llvm::formatv("{0}:{1}:{2}", file.getFilename().getValue(),
+                            file.getLine(), file.getColumn());
+    else
+      llvm::raw_string_ostream(where) << op->getLoc();
+  }
+
+  void run() {
+    Value operand = op->getOperand(0), output = op->getOperand(1);
+    Value inputOffsets = op->getOperand(2), sendSizes = op->getOperand(3);
+    Value outputOffsets = op->getOperand(4), recvSizes = op->getOperand(5);
+    auto rowsType = cast<RankedTensorType>(operand.getType());
+    int64_t h = rowsType.getDimSize(1);
+    Value c0 = index(0), c1 = index(1);
+    Value n = i64(tensor::DimOp::create(b, operand, 0));
+    Value m = i64(tensor::DimOp::create(b, output, 0));
+
+    // 1. On the sender: check each segment lies in `operand`, count the rows
+    // and put output_offsets[j]'s bits in row j of a [W, 2] f32 tensor.
+    Value offsetRows =
+        tensor::EmptyOp::create(b, ArrayRef<int64_t>{ranks, 2}, b.getF32Type());
+    scf::ForOp sizes =
+        forEachRank(ValueRange{c0, offsetRows}, [&](Value j, ValueRange iter) {
+          Value start = element(inputOffsets, j), size = element(sendSizes, j);
+          Value zero = i64Constant(0);
+          Value ok = andAll({cmp(arith::CmpIPredicate::sge, start, zero),
+                             cmp(arith::CmpIPredicate::sge, size, zero),
+                             cmp(arith::CmpIPredicate::sle, size, n),
+                             cmp(arith::CmpIPredicate::sle, start,
+                                 arith::SubIOp::create(b, n, size))});
+          check(ok, "input_offsets[j] + send_sizes[j] must lie in the "
+                    "operand's rows, both >= 0");
+          Value bits = element(outputOffsets, j);
+          Value low = arith::TruncIOp::create(b, b.getI32Type(), bits);
+          Value high = arith::TruncIOp::create(
+              b, b.getI32Type(),
+              arith::ShRUIOp::create(b, bits, i64Constant(32)));
+          Value rowsOut = iter[1];
+          rowsOut = tensor::InsertOp::create(
+              b, arith::BitcastOp::create(b, b.getF32Type(), low), rowsOut,
+              ValueRange{j, c0});
+          rowsOut = tensor::InsertOp::create(
+              b, arith::BitcastOp::create(b, b.getF32Type(), high), rowsOut,
+              ValueRange{j, c1});
+          return SmallVector<Value>{
+              arith::AddIOp::create(b, iter[0], indexOf(size)), rowsOut};
+        });
+
+    // 2. Gather the segments into destination order.
+    Value send0 = tensor::EmptyOp::create(
+        b, ArrayRef<int64_t>{ShapedType::kDynamic, h},
+        rowsType.getElementType(), ValueRange{sizes.getResult(0)});
+    scf::ForOp gather = forEachRank(ValueRange{c0, send0}, [&](Value j,
+                                                               ValueRange
+                                                                   iter) {
+      Value start = indexOf(element(inputOffsets, j));
+      Value size = indexOf(element(sendSizes, j));
+      Value segment = slice(operand, start, size, h);
+      Value send = insert(segment, iter[1], iter[0], size, h);
+      return SmallVector<Value>{arith::AddIOp::create(b, iter[0], size), send};
+    });
+
+    // 3. The rows, then each sender's output offset for this rank (one row
+    // per peer, bit for bit).
+    auto rowsA2a =
+        AllToAllOp::create(b, gather.getResult(1), sendSizes, topology);
+    int64_t one = 1;
+    Value ones = arith::ConstantOp::create(
+        b, cast<TypedAttr>(DenseElementsAttr::get(
+               RankedTensorType::get({ranks}, b.getI64Type()),
+               llvm::ArrayRef(one))));
+    auto offsetsA2a = AllToAllOp::create(b, sizes.getResult(1), ones, topology);
+
+    // 4. On the receiver: check the counts and offsets, write each source's
+    // rows into the output at its sender's offset. A failed exchange
+    // (recorded by the runtime, moecomm_compiled.h) leaves its results
+    // empty: nothing is read beyond them.
+    Value received = i64(tensor::DimOp::create(b, rowsA2a.getRecv(), 0));
+    check(cmp(arith::CmpIPredicate::eq,
+              i64(tensor::DimOp::create(b, offsetsA2a.getRecv(), 0)),
+              i64Constant(ranks)),
+          "the output offsets did not arrive (the exchange failed)");
+    scf::ForOp scatter = forEachRank(ValueRange{c0, output}, [&](Value i,
+                                                                 ValueRange
+                                                                     iter) {
+      Value count = element(rowsA2a.getRecvCounts(), i);
+      check(andAll({cmp(arith::CmpIPredicate::sge, count, i64Constant(0)),
+                    cmp(arith::CmpIPredicate::sle, count,
+                        arith::SubIOp::create(b, received, i64(iter[0])))}),
+            "the rows from rank j exceed those received (the exchange "
+            "failed)");
+      check(cmp(arith::CmpIPredicate::eq, count, element(recvSizes, i)),
+            "recv_sizes[j] must equal the rows rank j sent here "
+            "(its send_sizes entry for this rank)");
+      auto word = [&](int64_t col) {
+        Value f = tensor::ExtractOp::create(b, offsetsA2a.getRecv(),
+                                            ValueRange{i, index(col)});
+        return arith::ExtUIOp::create(
+            b, b.getI64Type(), arith::BitcastOp::create(b, b.getI32Type(), f));
+      };
+      Value offset = arith::OrIOp::create(
+          b, word(0), arith::ShLIOp::create(b, word(1), i64Constant(32)));
+      check(andAll({cmp(arith::CmpIPredicate::sge, offset, i64Constant(0)),
+                    cmp(arith::CmpIPredicate::sle, offset,
+                        arith::SubIOp::create(b, m, count))}),
+            "output_offsets[j] (given by rank j for this rank) + the rows "
+            "from j must lie in the output's rows, >= 0");
+      Value size = indexOf(count);
+      Value segment = slice(rowsA2a.getRecv(), iter[0], size, h);
+      Value out = insert(segment, iter[1], indexOf(offset), size, h);
+      return SmallVector<Value>{arith::AddIOp::create(b, iter[0], size), out};
+    });
+    op->getResult(0).replaceAllUsesWith(scatter.getResult(1));
+    op->erase();
+  }
+
+private:
+  /// scf.for over the ranks j in [0, W) carrying `init`; `body` builds one
+  /// iteration with `b` and returns the values carried to the next.
+  scf::ForOp
+  forEachRank(ValueRange init,
+              function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    return scf::ForOp::create(
+        b, index(0), index(ranks), index(1), init,
+        [&](OpBuilder &nested, Location, Value j, ValueRange iter) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, body(j, iter));
+        });
+  }
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value i64Constant(int64_t v) {
+    return arith::ConstantIntOp::create(b, b.getI64Type(), v);
+  }
+  Value i64(Value indexValue) {
+    return arith::IndexCastOp::create(b, b.getI64Type(), indexValue);
+  }
+  Value indexOf(Value i64Value) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), i64Value);
+  }
+  /// t[j] of a 1-D i32/i64 tensor, as i64.
+  Value element(Value t, Value j) {
+    Value v = tensor::ExtractOp::create(b, t, j);
+    return v.getType().isInteger(64)
+               ? v
+               : arith::ExtSIOp::create(b, b.getI64Type(), v).getResult();
+  }
+  Value cmp(arith::CmpIPredicate p, Value lhs, Value rhs) {
+    return arith::CmpIOp::create(b, p, lhs, rhs);
+  }
+  Value andAll(ArrayRef<Value> conditions) {
+    Value all = conditions.front();
+    for (Value c : conditions.drop_front())
+      all = arith::AndIOp::create(b, all, c);
+    return all;
+  }
+  /// Stops the program with `what` (and the op's location) unless `ok`.
+  void check(Value ok, StringRef what) {
+    cf::AssertOp::create(
+        b, ok, llvm::formatv("{0} at {1}: {2}", kTarget, where, what).str());
+  }
+  /// rows[start : start + size] of a [?, h] tensor.
+  Value slice(Value rows, Value start, Value size, int64_t h) {
+    auto type = cast<RankedTensorType>(rows.getType());
+    return tensor::ExtractSliceOp::create(
+        b,
+        RankedTensorType::get({ShapedType::kDynamic, h}, type.getElementType()),
+        rows, ArrayRef<OpFoldResult>{start, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{size, b.getIndexAttr(h)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+  /// `into` with rows [at : at + size] replaced by `segment`.
+  Value insert(Value segment, Value into, Value at, Value size, int64_t h) {
+    return tensor::InsertSliceOp::create(
+        b, segment, into, ArrayRef<OpFoldResult>{at, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{size, b.getIndexAttr(h)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+
+  Operation *op;
+  ImplicitLocOpBuilder b;
+  int64_t ranks;
+  TopologyAttr topology;
+  std::string where;
+};
+
+struct ImportRaggedAllToAllPass
+    : public WithOptionErrors<
+          mlir::moecomm::impl::MoECommImportRaggedAllToAllBase<
+              ImportRaggedAllToAllPass>> {
+  using WithOptionErrors::WithOptionErrors;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    if (ranksPerNode < 0)
+      return emitOptionError(context, getArgument())
+             << "ranks-per-node must be >= 0 (0: the group's size, one "
+                "node), got "
+             << static_cast<int64_t>(ranksPerNode);
+    return success();
+  }
+
+  void runOnOperation() override {
+    SmallVector<std::pair<Operation *, int64_t>> calls;
+    bool ok = true;
+    getOperation().walk([&](Operation *op) {
+      if (!isJaxRaggedAllToAll(op))
+        return;
+      int64_t ranks = 0;
+      if (failed(checkRaggedAllToAll(op, ranks))) {
+        ok = false;
+        return;
+      }
+      if (ranksPerNode > 0 && ranks % ranksPerNode) {
+        op->emitError() << kTarget << ": ranks-per-node="
+                        << static_cast<int64_t>(ranksPerNode)
+                        << " does not divide the group's " << ranks << " ranks";
+        ok = false;
+        return;
+      }
+      calls.push_back({op, ranks});
+    });
+    // Nothing is converted when any call is refused.
+    if (!ok)
+      return signalPassFailure();
+    for (auto [op, ranks] : calls)
+      Importer(op, ranks, ranksPerNode > 0 ? ranksPerNode : ranks).run();
+  }
+};
+
+} // namespace
