@@ -23,6 +23,8 @@ llvm_config.with_environment("PATH", config.moecomm_tools_dir, append_path=True)
 
 config.substitutions.append(("%moecomm_src", config.moecomm_src_root))
 config.substitutions.append(("%moecomm_lib", config.moecomm_lib_dir))
+# The build tree (docs tests run commands written as `build/...`).
+config.substitutions.append(("%moecomm_obj", config.moecomm_obj_root))
 # MLIR's runner libraries (printMemrefF32) for graphs run with mlir-runner.
 config.substitutions.append(("%llvm_lib", config.llvm_lib_dir))
 config.substitutions.append(("%python", config.python_executable))
