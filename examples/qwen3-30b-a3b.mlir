@@ -95,7 +95,7 @@ func.func @ffn_layer(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>, %topk_
   // Where local expert e's segment of recv starts (the group offsets
   // of a grouped GEMM): with align(N) (moecomm-run --align, the
   // pipeline's align=) a multiple of N, the real rows first, then
-  // padding rows that combine never reads.
+  // padding rows that combine never reads. Cast like %counts.
   %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128>
   %starts = tensor.cast %offsets : tensor<9xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
@@ -175,7 +175,7 @@ func.func @ffn_training_step(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>
   // Where local expert e's segment of recv starts (the group offsets
   // of a grouped GEMM): with align(N) (moecomm-run --align, the
   // pipeline's align=) a multiple of N, the real rows first, then
-  // padding rows that combine never reads.
+  // padding rows that combine never reads. Cast like %counts.
   %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128>
   %starts = tensor.cast %offsets : tensor<9xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,

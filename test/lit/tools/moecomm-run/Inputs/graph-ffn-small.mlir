@@ -29,7 +29,7 @@ func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_we
   // Where local expert e's segment of recv starts (the group offsets
   // of a grouped GEMM): with align(N) (moecomm-run --align, the
   // pipeline's align=) a multiple of N, the real rows first, then
-  // padding rows that combine never reads.
+  // padding rows that combine never reads. Cast like %counts.
   %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
   %starts = tensor.cast %offsets : tensor<3xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
@@ -109,7 +109,7 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
   // Where local expert e's segment of recv starts (the group offsets
   // of a grouped GEMM): with align(N) (moecomm-run --align, the
   // pipeline's align=) a multiple of N, the real rows first, then
-  // padding rows that combine never reads.
+  // padding rows that combine never reads. Cast like %counts.
   %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
   %starts = tensor.cast %offsets : tensor<3xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
@@ -265,7 +265,7 @@ func.func @ffn_wrong_gate(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %to
   // Where local expert e's segment of recv starts (the group offsets
   // of a grouped GEMM): with align(N) (moecomm-run --align, the
   // pipeline's align=) a multiple of N, the real rows first, then
-  // padding rows that combine never reads.
+  // padding rows that combine never reads. Cast like %counts.
   %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
   %starts = tensor.cast %offsets : tensor<3xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
