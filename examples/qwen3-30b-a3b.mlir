@@ -10,13 +10,17 @@
 // each local expert's SwiGLU FFN (intermediate size 768, f32 weights taken as
 // arguments, which moecomm-run generates from a seed) on its segment of the
 // dispatched rows, verified against the reference's experts within a
-// derived tolerance (docs/moecomm-run.md, "Expert FFNs").
+// derived tolerance (docs/moecomm-run.md, "Expert FFNs"). The segments start
+// at moecomm.expert_offsets (a grouped GEMM's group offsets), so the FFNs
+// run on padded segments too (align(N): moecomm-run --align, the pipeline's
+// align=).
 //
 //   moecomm-opt --moecomm-pipeline="ranks=16 ranks-per-node=8" examples/qwen3-30b-a3b.mlir
 //   moecomm-run examples/qwen3-30b-a3b.mlir --config qwen3-30b-a3b --ranks 16 --ranks-per-node 8 --routing-dist uniform
 //   moecomm-run examples/qwen3-30b-a3b.mlir --entry training_step --config qwen3-30b-a3b --ranks 16 --ranks-per-node 8 --chunks 2
 //   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_layer --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2
 //   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_training_step --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2
+//   moecomm-run examples/qwen3-30b-a3b.mlir --entry ffn_training_step --config qwen3-30b-a3b --ranks 4 --ranks-per-node 2 --align 16 --chunks 2
 
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -88,13 +92,22 @@ func.func @ffn_layer(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>, %topk_
   // Dynamic, so that a ranks= retarget (another E/W) keeps the loop valid.
   %counts = tensor.cast %tokens_per_expert : tensor<8xi64> to tensor<?xi64>
   %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  // Where local expert e's segment of recv starts (the group offsets
+  // of a grouped GEMM): with align(N) (moecomm-run --align, the
+  // pipeline's align=) a multiple of N, the real rows first, then
+  // padding rows that combine never reads. Cast like %counts.
+  %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128>
+  %starts = tensor.cast %offsets : tensor<9xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
-  // rows [off_e, off_e + tokens_per_expert[e]) (expert-major).
+  // rows [offsets[e], offsets[e] + tokens_per_expert[e]) (expert-major);
+  // y's padding rows stay unwritten.
   %y_rows = tensor.dim %recv, %c0 : tensor<?x2048xbf16>
   %y_init = tensor.empty(%y_rows) : tensor<?x2048xbf16>
-  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init, %off = %c0) -> (tensor<?x2048xbf16>, index) {
+  %y = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init) -> (tensor<?x2048xbf16>) {
     %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
     %cnt = arith.index_cast %cnt64 : i64 to index
+    %off64 = tensor.extract %starts[%e] : tensor<?xi64>
+    %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 2048] [1, 1] : tensor<?x2048xbf16> to tensor<?x2048xbf16>
     %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 2048, 768] [1, 1, 1] : tensor<?x2048x768xf32> to tensor<2048x768xf32>
     %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 2048, 768] [1, 1, 1] : tensor<?x2048x768xf32> to tensor<2048x768xf32>
@@ -132,10 +145,9 @@ func.func @ffn_layer(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>, %topk_
       linalg.yield %v : bf16
     } -> tensor<?x2048xbf16>
     %acc2 = tensor.insert_slice %yb into %acc[%off, 0] [%cnt, 2048] [1, 1] : tensor<?x2048xbf16> into tensor<?x2048xbf16>
-    %off2 = arith.addi %off, %cnt : index
-    scf.yield %acc2, %off2 : tensor<?x2048xbf16>, index
+    scf.yield %acc2 : tensor<?x2048xbf16>
   }
-  %out = moecomm.combine %y#0, %handle weighted
+  %out = moecomm.combine %y, %handle weighted
       : tensor<?x2048xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128> -> tensor<?x2048xbf16>
   return %out : tensor<?x2048xbf16>
 }
@@ -160,13 +172,22 @@ func.func @ffn_training_step(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>
   // Dynamic, so that a ranks= retarget (another E/W) keeps the loop valid.
   %counts = tensor.cast %tokens_per_expert : tensor<8xi64> to tensor<?xi64>
   %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  // Where local expert e's segment of recv starts (the group offsets
+  // of a grouped GEMM): with align(N) (moecomm-run --align, the
+  // pipeline's align=) a multiple of N, the real rows first, then
+  // padding rows that combine never reads. Cast like %counts.
+  %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128>
+  %starts = tensor.cast %offsets : tensor<9xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
-  // rows [off_e, off_e + tokens_per_expert[e]) (expert-major).
+  // rows [offsets[e], offsets[e] + tokens_per_expert[e]) (expert-major);
+  // y's padding rows stay unwritten.
   %y_rows = tensor.dim %recv, %c0 : tensor<?x2048xbf16>
   %y_init = tensor.empty(%y_rows) : tensor<?x2048xbf16>
-  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init, %off = %c0) -> (tensor<?x2048xbf16>, index) {
+  %y = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init) -> (tensor<?x2048xbf16>) {
     %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
     %cnt = arith.index_cast %cnt64 : i64 to index
+    %off64 = tensor.extract %starts[%e] : tensor<?xi64>
+    %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 2048] [1, 1] : tensor<?x2048xbf16> to tensor<?x2048xbf16>
     %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 2048, 768] [1, 1, 1] : tensor<?x2048x768xf32> to tensor<2048x768xf32>
     %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 2048, 768] [1, 1, 1] : tensor<?x2048x768xf32> to tensor<2048x768xf32>
@@ -204,10 +225,9 @@ func.func @ffn_training_step(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>
       linalg.yield %v : bf16
     } -> tensor<?x2048xbf16>
     %acc2 = tensor.insert_slice %yb into %acc[%off, 0] [%cnt, 2048] [1, 1] : tensor<?x2048xbf16> into tensor<?x2048xbf16>
-    %off2 = arith.addi %off, %cnt : index
-    scf.yield %acc2, %off2 : tensor<?x2048xbf16>, index
+    scf.yield %acc2 : tensor<?x2048xbf16>
   }
-  %out = moecomm.combine %y#0, %handle weighted
+  %out = moecomm.combine %y, %handle weighted
       : tensor<?x2048xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128> -> tensor<?x2048xbf16>
   %grad_recv = moecomm.cached_dispatch %grad_out, %handle
       : tensor<?x2048xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128>
@@ -223,9 +243,11 @@ func.func @ffn_training_step(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>
   // Experts backward: local expert e's input gradient on its segment.
   %gx_rows = tensor.dim %grad_y, %c0 : tensor<?x2048xbf16>
   %gx_init = tensor.empty(%gx_rows) : tensor<?x2048xbf16>
-  %gx:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %gx_init, %off = %c0) -> (tensor<?x2048xbf16>, index) {
+  %gx = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %gx_init) -> (tensor<?x2048xbf16>) {
     %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
     %cnt = arith.index_cast %cnt64 : i64 to index
+    %off64 = tensor.extract %starts[%e] : tensor<?xi64>
+    %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 2048] [1, 1] : tensor<?x2048xbf16> to tensor<?x2048xbf16>
     %gseg = tensor.extract_slice %grad_y[%off, 0] [%cnt, 2048] [1, 1] : tensor<?x2048xbf16> to tensor<?x2048xbf16>
     %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 2048, 768] [1, 1, 1] : tensor<?x2048x768xf32> to tensor<2048x768xf32>
@@ -286,10 +308,9 @@ func.func @ffn_training_step(%x: tensor<?x2048xbf16>, %topk_idx: tensor<?x8xi32>
       linalg.yield %v : bf16
     } -> tensor<?x2048xbf16>
     %acc2 = tensor.insert_slice %gb into %acc[%off, 0] [%cnt, 2048] [1, 1] : tensor<?x2048xbf16> into tensor<?x2048xbf16>
-    %off2 = arith.addi %off, %cnt : index
-    scf.yield %acc2, %off2 : tensor<?x2048xbf16>, index
+    scf.yield %acc2 : tensor<?x2048xbf16>
   }
-  %grad_x = moecomm.combine %gx#0, %handle
+  %grad_x = moecomm.combine %gx, %handle
       : tensor<?x2048xbf16>, !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 128> -> tensor<?x2048xbf16>
   return %out, %grad_x : tensor<?x2048xbf16>, tensor<?x2048xbf16>
 }

@@ -132,7 +132,7 @@ def test_topology_the_graph_cannot_take(capfd):
     error = compile_error(capfd, TEXT, "ranks=3 ranks-per-node=2")
     assert error.step == "moecomm-pipeline failed"
     assert error.messages[0].startswith(
-        "<module_text>:33:55: error: cannot retarget 8 ranks x 8 per node to 3 ranks x 2 "
+        "<module_text>:36:55: error: cannot retarget 8 ranks x 8 per node to 3 ranks x 2 "
         "per node: ranks (3) must be a multiple of ranks_per_node (2)")
 
 

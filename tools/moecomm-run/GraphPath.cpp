@@ -808,8 +808,10 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
         p.capacity ? formatv("capacity {0}", p.capacity).str()
                    : std::string("no capacity")));
   }
-  if (graph->dispatches > 0 && stats.layouts >= graph->dispatches)
-    observedChunks.store(stats.layouts / graph->dispatches);
+  if (graph->dispatches > 0 && stats.layouts >= graph->dispatches) {
+    out.chunks = stats.layouts / graph->dispatches;
+    observedChunks.store(out.chunks);
+  }
   if (Error e = runtimeError(moecommCommGetTraffic(comm, 0, &out.traffic), comm,
                              "moecommCommGetTraffic"))
     return e;

@@ -40,8 +40,11 @@ struct StageInfo {
 struct LayerResult {
   int rank = 0;
   int64_t hidden = 0;
-  /// R: rows received by dispatch.
+  /// R: rows received by dispatch (over all of its chunks' layouts).
   int64_t recvRows = 0;
+  /// Token chunks the dispatch ran in, a layout each (a compiled graph's
+  /// overlap schedule; 1 otherwise).
+  int chunks = 1;
   /// Whether recv, sources, recvWeights and tokensPerExpert were produced
   /// (a compiled graph may return only its combine output).
   bool dispatchObserved = true;

@@ -4,7 +4,9 @@
 
 #include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -25,6 +27,34 @@ double absError(double a, double b) {
 }
 
 constexpr size_t kMaxFailures = 4;
+
+/// Rows rank r receives when the layer runs as `chunks` token chunks with a
+/// layout each (moecomm-schedule-overlap): chunk c of rank s's T tokens is
+/// [c q + min(c, m), (c + 1) q + min(c + 1, m)) with q = T / chunks and
+/// m = T % chunks, and every chunk's layout pads each local expert's segment
+/// to a multiple of align rows. No capacity: the pass keeps a layer with one
+/// whole.
+int64_t chunkedRecvRows(const RoutingProblem &p, int r, int chunks) {
+  const int64_t L = p.localExperts(), first = r * L, K = p.topk;
+  int64_t rows = 0;
+  std::vector<int64_t> perExpert(L);
+  for (int64_t c = 0; c < chunks; ++c) {
+    std::fill(perExpert.begin(), perExpert.end(), 0);
+    for (int s = 0; s < p.ranks; ++s) {
+      const int64_t q = p.numTokens[s] / chunks, m = p.numTokens[s] % chunks;
+      const std::vector<int64_t> &ids = p.topkIdx[s];
+      for (int64_t t = c * q + std::min(c, m),
+                   end = (c + 1) * q + std::min(c + 1, m);
+           t < end; ++t)
+        for (int64_t k = 0; k < K; ++k)
+          if (ids[t * K + k] >= first && ids[t * K + k] < first + L)
+            ++perExpert[ids[t * K + k] - first];
+    }
+    for (int64_t n : perExpert)
+      rows += static_cast<int64_t>(alignTo(n, p.align));
+  }
+  return rows;
+}
 
 } // namespace
 
@@ -243,9 +273,13 @@ RankCheck verifyRank(const RoutingProblem &p, const ReferenceResult &ref,
   // 1. dispatch: row count, sources, weights, bits (rows only when the
   // path observes them).
   if (!res.dispatchObserved) {
-    if (res.recvRows != R)
+    // Chunked, every chunk's layout pads its own segments.
+    const int64_t rows = res.chunks > 1 && p.align > 1
+                             ? chunkedRecvRows(p, r, res.chunks)
+                             : R;
+    if (res.recvRows != rows)
       c.fail(formatv("rank {0}: received {1} rows, expected {2}", r,
-                     res.recvRows, R));
+                     res.recvRows, rows));
   } else if (res.recvRows != R ||
              static_cast<int64_t>(res.recv.size()) != R * H ||
              static_cast<int64_t>(res.sources.size()) != 2 * R ||

@@ -3,7 +3,9 @@
 //
 // Every result is checked against moecomm::ref (runtime/include/moecomm/
 // Reference.h), the single-process oracle, with DESIGN.md §5's oracles:
-//   1. dispatch rows bitwise (expert-major), sources and routing weights;
+//   1. dispatch rows bitwise (expert-major), sources and routing weights
+//      (of a layer run in token chunks, the row count: each chunk's layout
+//      pads its own expert segments);
 //   2. tokens_per_expert and capacity drops;
 //   3. the weighted combine of identity experts: bit-exact for per_expert
 //      (it reduces in the reference's order), within the combine bound for

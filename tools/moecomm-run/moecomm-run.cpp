@@ -653,16 +653,6 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
       return report(graph.takeError(), printer);
     state.graph = std::move(*graph);
     state.experts = graphExperts(*state.graph);
-    // The expert FFN graphs place expert e at the prefix sum of
-    // tokens_per_expert, which is its segment only without padding.
-    if (state.experts.ffn() && p.align > 1)
-      return report(inputError(formatv(
-                        "--align {0} pads the expert segments, but {1}'s "
-                        "expert FFN places each expert's rows at the prefix "
-                        "sum of tokens_per_expert (read moecomm.expert_offsets "
-                        "instead); run it without --align",
-                        p.align, graphLabel(*state.graph))),
-                    printer);
     // All ranks' experts live in this process under --backend threads; the
     // reference adds one expert's weights.
     if (state.experts.ffn()) {

@@ -10,8 +10,10 @@
 // place rows (tensor.empty sizes, segment offsets and sizes), never enter
 // the arithmetic; a segment loop (Megatron-LM's and MegaBlocks' grouped
 // expert loop over the expert-major rows) gives expert e exactly its
-// segment, rows [off_e, off_e + tokens_per_expert[e]) with off_e the prefix
-// sum, which in every chunk holds that chunk's rows of expert e.
+// segment, rows [off_e, off_e + tokens_per_expert[e]) with off_e read from
+// the layout's moecomm.expert_offsets (a grouped GEMM's group offsets) or,
+// without align(N) padding, the prefix sum, which in every chunk holds that
+// chunk's rows of expert e.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,7 +67,8 @@ SmallVector<Value> usedValues(Operation *op, SmallVector<Value> &captured) {
 class RowWiseChecker {
 public:
   RowWiseChecker(LayoutOp layout, std::string &why)
-      : tokensPerExpert(layout.getTokensPerExpert()), why(why) {
+      : tokensPerExpert(layout.getTokensPerExpert()),
+        align(layout.getAlign().value_or(1)), why(why) {
     kinds[layout.getRecvWeights()] = Kind::Rows;
     received.insert(layout.getRecvWeights());
     kinds[tokensPerExpert] = Kind::PerChunk;
@@ -93,12 +96,17 @@ private:
                       RankedTensorType whole) const;
 
   Value tokensPerExpert;
+  /// The layout's align(N): above 1, the segments are padded and start at
+  /// expert_offsets, not at the prefix sums of tokens_per_expert.
+  uint64_t align;
   /// Values the layer defines (absent: Fixed).
   DenseMap<Value, Kind> kinds;
   /// Rows in the received (expert-major) order and count.
   llvm::DenseSet<Value> received;
   /// tokens_per_expert and tensor.casts of it.
   llvm::DenseSet<Value> counts;
+  /// The layout's expert_offsets (segment starts) and tensor.casts of them.
+  llvm::DenseSet<Value> starts;
   /// Inside a segment loop: its segment offsets and sizes, the rows it
   /// assembles, and the rows its body computed (segments and their results).
   scf::ForOp loop;
@@ -118,6 +126,7 @@ void RowWiseChecker::classifyMoEComm(Operation *op) {
   // Segment offsets of the chunk's own layout: they place rows, hold none.
   if (auto offsets = dyn_cast<ExpertOffsetsOp>(op)) {
     kinds[offsets.getOffsets()] = Kind::PerChunk;
+    starts.insert(offsets.getOffsets());
     return;
   }
   bool receives = false;
@@ -168,9 +177,12 @@ LogicalResult RowWiseChecker::check(Operation *op) {
         llvm::any_of(used, [&](Value v) { return kind(v) == Kind::PerChunk; });
     for (Value result : op->getResults())
       kinds[result] = perChunk ? Kind::PerChunk : Kind::Fixed;
-    if (auto cast = dyn_cast<tensor::CastOp>(op);
-        cast && counts.contains(cast.getSource()))
-      counts.insert(cast.getResult());
+    if (auto cast = dyn_cast<tensor::CastOp>(op)) {
+      if (counts.contains(cast.getSource()))
+        counts.insert(cast.getResult());
+      if (starts.contains(cast.getSource()))
+        starts.insert(cast.getResult());
+    }
     return success();
   }
   if (failed(checkRowOp(op, used, captured)))
@@ -317,14 +329,18 @@ LogicalResult RowWiseChecker::checkSegmentLoop(scf::ForOp forOp) {
   loop = forOp;
   Block *body = forOp.getBody();
   Value expert = forOp.getInductionVar();
-  // Segment sizes: index casts of tokens_per_expert[e].
+  // Segment sizes: index casts of tokens_per_expert[e]; segment offsets:
+  // index casts of expert_offsets[e].
   for (Operation &op : *body)
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
       if (auto extract = op.getOperand(0).getDefiningOp<tensor::ExtractOp>();
           extract && extract->getBlock() == body &&
-          counts.contains(extract.getTensor()) &&
-          llvm::equal(extract.getIndices(), ArrayRef<Value>{expert}))
-        sizes.insert(op.getResult(0));
+          llvm::equal(extract.getIndices(), ArrayRef<Value>{expert})) {
+        if (counts.contains(extract.getTensor()))
+          sizes.insert(op.getResult(0));
+        else if (starts.contains(extract.getTensor()))
+          offsets.insert(op.getResult(0));
+      }
   auto yield = cast<scf::YieldOp>(body->getTerminator());
   // Records loop-carried value #i (and the loop's result) as `carried`, or
   // says what it is not.
@@ -338,6 +354,7 @@ LogicalResult RowWiseChecker::checkSegmentLoop(scf::ForOp forOp) {
     return success();
   };
   // Loop-carried indices: segment offsets, 0 then plus the segment's size.
+  // That prefix sum is the segment's start only without padding.
   for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
     if (!arg.getType().isIndex())
       continue;
@@ -350,6 +367,12 @@ LogicalResult RowWiseChecker::checkSegmentLoop(scf::ForOp forOp) {
                      "the segment offset (0, then plus the expert's "
                      "tokens_per_expert in every iteration)")))
       return failure();
+    if (align > 1)
+      return fail(forOp, "carries an index (#" + Twine(i) +
+                             ") that is the prefix sum of tokens_per_expert, "
+                             "but align(" + Twine(align) +
+                             ") pads the segments (read their offsets from "
+                             "'moecomm.expert_offsets')");
     offsets.insert(arg);
   }
   // Loop-carried tensors: the received rows assembled from the segments, a

@@ -5,8 +5,9 @@
 // every received row a result that depends on that row, its expert and
 // values that are the same in every chunk (weights, constants), never on
 // which other rows came with it. This is the check of that property,
-// including the per-expert loop over the segments of tokens_per_expert
-// (the pass's description in Passes.td states the rules).
+// including the per-expert loop over the segments (sized by
+// tokens_per_expert, starting at moecomm.expert_offsets or, unpadded, at
+// the prefix sums; the pass's description in Passes.td states the rules).
 //
 //===----------------------------------------------------------------------===//
 

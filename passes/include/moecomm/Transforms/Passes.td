@@ -345,7 +345,9 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     For every staged MoE layer (a `moecomm.layout` with its dispatch
     exchanges, the expert computation, and its combine) whose expert
     computation is row-wise (below), splits the token dimension into
-    `chunks` chunks, each with its own layout, exchanges and combine; turns
+    `chunks` chunks (of T tokens, chunk c starts at c q + min(c, m) with
+    q = T / chunks, m = T % chunks: the first m chunks get one token more),
+    each with its own layout, exchanges and combine; turns
     every exchange into `moecomm.exchange_start`/`moecomm.exchange_wait`; and
     orders the chunks as a software pipeline so chunk i's exchange is in
     flight while chunk i-1's expert computation runs (Comet; Megatron-LM's
@@ -361,8 +363,9 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
     one of: rows (a tensor whose leading dimension is the chunk's rows: the
     received rows, `recv_weights`, and what row-wise ops make of them);
     per-chunk (holding no rows but different in every chunk:
-    `tokens_per_expert`, row counts from `tensor.dim`, segment offsets and
-    sizes, and values computed from them); fixed (values from outside the
+    `tokens_per_expert`, `moecomm.expert_offsets`, row counts from
+    `tensor.dim`, segment offsets and sizes, and values computed from
+    them); fixed (values from outside the
     layer such as weights and constants, a segment loop's expert index, and
     values computed from those). The rules:
 
@@ -389,9 +392,14 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
       `scf.for` from 0 to the size of `tokens_per_expert` (`tensor.dim` of
       it or of a `tensor.cast` of it, or that size as a constant), step 1,
       where: the segment size is `arith.index_cast` of `tensor.extract` of
-      `tokens_per_expert` (or its cast) at the induction variable; every
-      loop-carried index is a segment offset (0, then plus the segment size
-      in every iteration), so it is off_e; every loop-carried tensor is
+      `tokens_per_expert` (or its cast) at the induction variable; a
+      segment offset is `arith.index_cast` of `tensor.extract` of the
+      layout's `moecomm.expert_offsets` (or its cast) at the induction
+      variable (a grouped GEMM's group offsets: off_e with or without
+      `align(N)` padding); every loop-carried index is a segment offset (0,
+      then plus the segment size in every iteration), so it is off_e, which
+      holds only without padding (under a layout's `align(N)`, N > 1, a
+      loop-carried index keeps the layer whole); every loop-carried tensor is
       assembled rows: initialised to a `tensor.empty` of the received row
       count (`tensor.dim` 0 of received rows), read by nothing in the body
       but the one `tensor.insert_slice` of the iteration's result at
@@ -401,8 +409,10 @@ def MoECommScheduleOverlap : Pass<"moecomm-schedule-overlap", "::mlir::func::Fun
       that same segment; everything else in the body follows the rules
       above, with the segments as its rows and the expert index as a fixed
       value (it selects the expert's weights). Since the segment of expert e
-      in every chunk holds exactly that chunk's rows of expert e, each row
-      goes through the same arithmetic chunked or not.
+      in every chunk holds exactly that chunk's rows of expert e (each
+      chunk's clone reads its own layout's `expert_offsets`, padded to the
+      same `align(N)`), each row goes through the same arithmetic chunked or
+      not.
 
     Legality of the schedule comes from SSA use-def chains and memory
     effects: dependent ops are never reordered, and no collective moves

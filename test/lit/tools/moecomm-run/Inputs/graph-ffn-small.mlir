@@ -26,13 +26,22 @@ func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_we
   // Dynamic, so that a ranks= retarget (another E/W) keeps the loop valid.
   %counts = tensor.cast %tokens_per_expert : tensor<2xi64> to tensor<?xi64>
   %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  // Where local expert e's segment of recv starts (the group offsets
+  // of a grouped GEMM): with align(N) (moecomm-run --align, the
+  // pipeline's align=) a multiple of N, the real rows first, then
+  // padding rows that combine never reads. Cast like %counts.
+  %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  %starts = tensor.cast %offsets : tensor<3xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
-  // rows [off_e, off_e + tokens_per_expert[e]) (expert-major).
+  // rows [offsets[e], offsets[e] + tokens_per_expert[e]) (expert-major);
+  // y's padding rows stay unwritten.
   %y_rows = tensor.dim %recv, %c0 : tensor<?x16xbf16>
   %y_init = tensor.empty(%y_rows) : tensor<?x16xbf16>
-  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init, %off = %c0) -> (tensor<?x16xbf16>, index) {
+  %y = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init) -> (tensor<?x16xbf16>) {
     %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
     %cnt = arith.index_cast %cnt64 : i64 to index
+    %off64 = tensor.extract %starts[%e] : tensor<?xi64>
+    %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
     %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
     %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
@@ -70,10 +79,9 @@ func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_we
       linalg.yield %v : bf16
     } -> tensor<?x16xbf16>
     %acc2 = tensor.insert_slice %yb into %acc[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> into tensor<?x16xbf16>
-    %off2 = arith.addi %off, %cnt : index
-    scf.yield %acc2, %off2 : tensor<?x16xbf16>, index
+    scf.yield %acc2 : tensor<?x16xbf16>
   }
-  %out = moecomm.combine %y#0, %handle weighted
+  %out = moecomm.combine %y, %handle weighted
       : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
   return %out : tensor<?x16xbf16>
 }
@@ -98,13 +106,22 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
   // Dynamic, so that a ranks= retarget (another E/W) keeps the loop valid.
   %counts = tensor.cast %tokens_per_expert : tensor<2xi64> to tensor<?xi64>
   %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  // Where local expert e's segment of recv starts (the group offsets
+  // of a grouped GEMM): with align(N) (moecomm-run --align, the
+  // pipeline's align=) a multiple of N, the real rows first, then
+  // padding rows that combine never reads. Cast like %counts.
+  %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  %starts = tensor.cast %offsets : tensor<3xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
-  // rows [off_e, off_e + tokens_per_expert[e]) (expert-major).
+  // rows [offsets[e], offsets[e] + tokens_per_expert[e]) (expert-major);
+  // y's padding rows stay unwritten.
   %y_rows = tensor.dim %recv, %c0 : tensor<?x16xbf16>
   %y_init = tensor.empty(%y_rows) : tensor<?x16xbf16>
-  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init, %off = %c0) -> (tensor<?x16xbf16>, index) {
+  %y = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init) -> (tensor<?x16xbf16>) {
     %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
     %cnt = arith.index_cast %cnt64 : i64 to index
+    %off64 = tensor.extract %starts[%e] : tensor<?xi64>
+    %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
     %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
     %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
@@ -142,10 +159,9 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
       linalg.yield %v : bf16
     } -> tensor<?x16xbf16>
     %acc2 = tensor.insert_slice %yb into %acc[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> into tensor<?x16xbf16>
-    %off2 = arith.addi %off, %cnt : index
-    scf.yield %acc2, %off2 : tensor<?x16xbf16>, index
+    scf.yield %acc2 : tensor<?x16xbf16>
   }
-  %out = moecomm.combine %y#0, %handle weighted
+  %out = moecomm.combine %y, %handle weighted
       : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
   %grad_recv = moecomm.cached_dispatch %grad_out, %handle
       : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
@@ -161,9 +177,11 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
   // Experts backward: local expert e's input gradient on its segment.
   %gx_rows = tensor.dim %grad_y, %c0 : tensor<?x16xbf16>
   %gx_init = tensor.empty(%gx_rows) : tensor<?x16xbf16>
-  %gx:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %gx_init, %off = %c0) -> (tensor<?x16xbf16>, index) {
+  %gx = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %gx_init) -> (tensor<?x16xbf16>) {
     %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
     %cnt = arith.index_cast %cnt64 : i64 to index
+    %off64 = tensor.extract %starts[%e] : tensor<?xi64>
+    %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
     %gseg = tensor.extract_slice %grad_y[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
     %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
@@ -224,10 +242,9 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
       linalg.yield %v : bf16
     } -> tensor<?x16xbf16>
     %acc2 = tensor.insert_slice %gb into %acc[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> into tensor<?x16xbf16>
-    %off2 = arith.addi %off, %cnt : index
-    scf.yield %acc2, %off2 : tensor<?x16xbf16>, index
+    scf.yield %acc2 : tensor<?x16xbf16>
   }
-  %grad_x = moecomm.combine %gx#0, %handle
+  %grad_x = moecomm.combine %gx, %handle
       : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
   return %out, %grad_x : tensor<?x16xbf16>, tensor<?x16xbf16>
 }
@@ -245,13 +262,22 @@ func.func @ffn_wrong_gate(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %to
   // Dynamic, so that a ranks= retarget (another E/W) keeps the loop valid.
   %counts = tensor.cast %tokens_per_expert : tensor<2xi64> to tensor<?xi64>
   %n = tensor.dim %counts, %c0 : tensor<?xi64>
+  // Where local expert e's segment of recv starts (the group offsets
+  // of a grouped GEMM): with align(N) (moecomm-run --align, the
+  // pipeline's align=) a multiple of N, the real rows first, then
+  // padding rows that combine never reads. Cast like %counts.
+  %offsets = moecomm.expert_offsets %handle : !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4>
+  %starts = tensor.cast %offsets : tensor<3xi64> to tensor<?xi64>
   // Experts: local expert e's SwiGLU FFN on its segment of recv,
-  // rows [off_e, off_e + tokens_per_expert[e]) (expert-major).
+  // rows [offsets[e], offsets[e] + tokens_per_expert[e]) (expert-major);
+  // y's padding rows stay unwritten.
   %y_rows = tensor.dim %recv, %c0 : tensor<?x16xbf16>
   %y_init = tensor.empty(%y_rows) : tensor<?x16xbf16>
-  %y:2 = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init, %off = %c0) -> (tensor<?x16xbf16>, index) {
+  %y = scf.for %e = %c0 to %n step %c1 iter_args(%acc = %y_init) -> (tensor<?x16xbf16>) {
     %cnt64 = tensor.extract %counts[%e] : tensor<?xi64>
     %cnt = arith.index_cast %cnt64 : i64 to index
+    %off64 = tensor.extract %starts[%e] : tensor<?xi64>
+    %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
     %wg = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
     %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
@@ -289,10 +315,9 @@ func.func @ffn_wrong_gate(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %to
       linalg.yield %v : bf16
     } -> tensor<?x16xbf16>
     %acc2 = tensor.insert_slice %yb into %acc[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> into tensor<?x16xbf16>
-    %off2 = arith.addi %off, %cnt : index
-    scf.yield %acc2, %off2 : tensor<?x16xbf16>, index
+    scf.yield %acc2 : tensor<?x16xbf16>
   }
-  %out = moecomm.combine %y#0, %handle weighted
+  %out = moecomm.combine %y, %handle weighted
       : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
   return %out : tensor<?x16xbf16>
 }
