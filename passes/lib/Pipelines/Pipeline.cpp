@@ -23,6 +23,9 @@ using namespace mlir::moecomm;
 
 void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
                                          const PipelineOptions &options) {
+  // JAX's ragged all-to-all is converted by its own pass, run first by hand
+  // (it takes no pipeline option): say so before any pass trips on it.
+  pm.addPass(createMoECommRequireImported());
   MoECommSplitHierarchicalOptions split;
   split.strategy = options.strategy;
   split.ranksPerNode = options.ranksPerNode;

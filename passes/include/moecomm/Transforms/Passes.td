@@ -493,4 +493,18 @@ def MoECommBufferDeallocation : Pass<"moecomm-buffer-deallocation", "::mlir::Mod
                            "::mlir::scf::SCFDialect"];
 }
 
+def MoECommRequireImported : Pass<"moecomm-require-imported"> {
+  let summary = "Refuse JAX's ragged all-to-all that was not imported";
+  let description = [{
+    The first pass of `moecomm-pipeline` (and so of `moecomm-aot`,
+    `moecomm.compile` and the C API's pipeline): a
+    `stablehlo.custom_call @ragged_all_to_all` (see
+    `moecomm-import-ragged-all-to-all`) left in the input is one error at
+    the call, "stablehlo.custom_call @ragged_all_to_all must be imported
+    first: run --moecomm-import-ragged-all-to-all", instead of a later
+    pass's message about an unregistered op (bufferization's "op was not
+    bufferized"). Changes nothing.
+  }];
+}
+
 #endif // MOECOMM_TRANSFORMS_PASSES_TD
