@@ -451,6 +451,20 @@ struct ImportRaggedAllToAllPass
     getOperation().walk([&](Operation *op) {
       if (!isJaxRaggedAllToAll(op))
         return;
+      // moecomm-pipeline bufferizes the functions of its module only (One-Shot
+      // Module Bufferize): the conversion's loops in a nested module's
+      // function would stay on tensors and fail to lower.
+      if (auto inner = op->getParentOfType<ModuleOp>();
+          inner != getOperation()) {
+        InFlightDiagnostic diag = op->emitError()
+                                  << kTarget << ": the call is in a nested module";
+        if (std::optional<StringRef> name = inner.getSymName())
+          diag << " @" << *name;
+        diag << ": moecomm-pipeline compiles only the functions of the "
+                "top-level module";
+        ok = false;
+        return;
+      }
       int64_t ranks = 0;
       if (failed(checkRaggedAllToAll(op, ranks))) {
         ok = false;

@@ -252,3 +252,16 @@ func.func @version_i64(%x: tensor<8x16xbf16>, %o: tensor<6x16xbf16>, %a: tensor<
   %r = "stablehlo.custom_call"(%x, %o, %a, %b, %c, %d) {call_target_name = "ragged_all_to_all", api_version = 4 : i64, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}} : (tensor<8x16xbf16>, tensor<6x16xbf16>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<6x16xbf16>
   return %r : tensor<6x16xbf16>
 }
+
+// -----
+
+// moecomm-pipeline bufferizes only the top-level module's functions.
+module {
+  module @inner {
+    func.func @nested(%x: tensor<8x16xbf16>, %o: tensor<6x16xbf16>, %a: tensor<4xi64>) -> tensor<6x16xbf16> {
+      // expected-error @+1 {{ragged_all_to_all: the call is in a nested module @inner: moecomm-pipeline compiles only the functions of the top-level module}}
+      %r = "stablehlo.custom_call"(%x, %o, %a, %a, %a, %a) {call_target_name = "ragged_all_to_all", api_version = 4 : i32, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}} : (tensor<8x16xbf16>, tensor<6x16xbf16>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<6x16xbf16>
+      return %r : tensor<6x16xbf16>
+    }
+  }
+}
