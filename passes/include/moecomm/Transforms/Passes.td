@@ -58,7 +58,7 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
     wins.
 
     Errors (a diagnostic naming the attribute or operand; nothing is
-    converted): `api_version` other than 4; `backend_config` not a
+    converted): `api_version` other than `4 : i32`; `backend_config` not a
     dictionary, or with an entry other than `replica_groups` and
     `channel_id` (an integer: JAX adds it under SPMD; it names the
     collective and changes nothing here); `replica_groups` other than one
@@ -69,8 +69,13 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
     a 2-D tensor of bf16 or f32 (the element type `moecomm.all_to_all`
     moves), of different element types or row widths, or a result type
     other than the output's; offsets and sizes not 1-D i32/i64 tensors of W
-    elements; `ranks-per-node` that does not divide W. Other
-    `stablehlo.custom_call` targets are left alone.
+    elements; `ranks-per-node` that does not divide W; a call outside a
+    region with SSA dominance (a module's top level) or in a nested module,
+    ending its block, or with regions or successors; properties that are
+    not a dictionary or repeat an attribute; W above the topology
+    attribute's limit; zero-width rows; signed/unsigned offsets or sizes;
+    a tensor encoding. Other `stablehlo.custom_call` targets are left
+    alone.
   }];
   let options = [
     Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
