@@ -145,13 +145,13 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
   ArrayRef<int64_t> shape = groups.getType().getShape();
   w = shape.size() == 2 ? shape[1] : 0;
   bool iota = shape.size() == 2 && shape[0] == 1 && w >= 1 &&
-              groups.getElementType().isInteger(64);
+              groups.getElementType().isSignlessInteger(64);
   // The group becomes the all-to-alls' topology: its limits are the
   // attribute's (checked before reading up to W values).
   if (iota && failed(TopologyAttr::verify(
                   [&]() {
-                    return fail() << "replica_groups' group of " << w
-                                  << " ranks: ";
+                    return fail()
+                           << "replica_groups' group of " << w << " ranks: ";
                   },
                   w, /*ranksPerNode=*/w, /*experts=*/0)))
     return failure();
@@ -177,7 +177,8 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
   // An encoding (sparsity, layout) changes what the tensor's elements mean;
   // the conversion reads them as plain dense rows.
   for (unsigned i = 0; i < 7; ++i) {
-    Type type = i < 6 ? op->getOperand(i).getType() : op->getResult(0).getType();
+    Type type =
+        i < 6 ? op->getOperand(i).getType() : op->getResult(0).getType();
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (tensor && tensor.getEncoding())
       return fail() << (i < 6 ? StringRef(names[i]) : StringRef("the result"))
@@ -456,8 +457,8 @@ struct ImportRaggedAllToAllPass
       // function would stay on tensors and fail to lower.
       if (auto inner = op->getParentOfType<ModuleOp>();
           inner != getOperation()) {
-        InFlightDiagnostic diag = op->emitError()
-                                  << kTarget << ": the call is in a nested module";
+        InFlightDiagnostic diag =
+            op->emitError() << kTarget << ": the call is in a nested module";
         if (std::optional<StringRef> name = inner.getSymName())
           diag << " @" << *name;
         diag << ": moecomm-pipeline compiles only the functions of the "

@@ -265,3 +265,11 @@ module {
     }
   }
 }
+
+// -----
+
+func.func @unsigned_groups(%x: tensor<8x16xbf16>, %o: tensor<6x16xbf16>, %a: tensor<4xi64>, %b: tensor<4xi64>, %c: tensor<4xi64>, %d: tensor<4xi64>) -> tensor<6x16xbf16> {
+  // expected-error @+1 {{ragged_all_to_all: replica_groups must be one group of all ranks in order, dense<[[0, 1, ..., W-1]]> : tensor<1xWxi64> (the expert-parallel group), got dense<[[0, 1, 2, 3]]> : tensor<1x4xui64>}}
+  %r = "stablehlo.custom_call"(%x, %o, %a, %b, %c, %d) {call_target_name = "ragged_all_to_all", api_version = 4 : i32, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xui64>}} : (tensor<8x16xbf16>, tensor<6x16xbf16>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<6x16xbf16>
+  return %r : tensor<6x16xbf16>
+}
