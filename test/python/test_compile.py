@@ -78,7 +78,7 @@ def test_shared_library_runs_under_moecomm_run(tmp_path):
 
 def test_imported_jax_layer_runs_under_moecomm_run(tmp_path):
     # A JAX-style layer whose ragged all-to-alls moecomm-opt imported
-    # (docs/pipeline.md): its runtime checks are cf.assert.
+    # (docs/pipeline.md): its runtime checks call the runtime.
     inputs = SOURCE / "test" / "lit" / "tools" / "moecomm-run" / "Inputs"
     imported = tmp_path / "imported.mlir"
     subprocess.run([os.environ["MOECOMM_OPT"], str(inputs / "graph-jax-ragged.mlir"),
