@@ -656,6 +656,8 @@ bool GraphPath::observesDispatch() const {
 
 int GraphPath::chunks() const { return observedChunks.load(); }
 
+bool GraphPath::usesLayouts() const { return graph->dispatches > 0; }
+
 Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
                               int rank, LayerResult &out) {
   using Clock = std::chrono::steady_clock;
