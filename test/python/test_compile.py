@@ -78,13 +78,15 @@ def test_shared_library_runs_under_moecomm_run(tmp_path):
 
 def test_imported_jax_layer_runs_under_moecomm_run(tmp_path):
     # A JAX-style layer whose ragged all-to-alls moecomm-opt imported
-    # (docs/pipeline.md): its runtime checks are cf.assert.
+    # (docs/pipeline.md): its runtime checks call the runtime.
     inputs = SOURCE / "test" / "lit" / "tools" / "moecomm-run" / "Inputs"
     imported = tmp_path / "imported.mlir"
     subprocess.run([os.environ["MOECOMM_OPT"], str(inputs / "graph-jax-ragged.mlir"),
                     "--moecomm-import-ragged-all-to-all", "-o", str(imported)], check=True)
     library = tmp_path / "libjax.so"
-    moecomm.compile(imported.read_text(), "ranks=4", output="shared", path=library)
+    # Its routing is 2 nodes x 2 ranks.
+    moecomm.compile(imported.read_text(), "ranks=4 ranks-per-node=2", output="shared",
+                    path=library)
     for entry in ("moe_layer", "moe_layer_rules"):
         run = moecomm_run(imported, "--aot", library, "--entry", entry,
                           "--routing", inputs / "routing-jax-ragged.json")

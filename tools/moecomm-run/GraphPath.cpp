@@ -26,7 +26,6 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -467,11 +466,6 @@ public:
 
 Expected<std::shared_ptr<CompiledGraph>>
 compileGraph(const GraphOptions &options, RoutingProblem &problem) {
-  // A graph's failed cf.assert (the runtime checks of an imported ragged
-  // all-to-all, moecomm-import-ragged-all-to-all) prints its message with
-  // puts and aborts: line-buffered, stdio's stdout has written it by then.
-  // (The report goes through llvm::outs(), which has its own buffer.)
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   mlir::DialectRegistry registry;
   mlir::moecomm::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
@@ -661,6 +655,8 @@ bool GraphPath::observesDispatch() const {
 }
 
 int GraphPath::chunks() const { return observedChunks.load(); }
+
+bool GraphPath::usesLayouts() const { return graph->dispatches > 0; }
 
 Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
                               int rank, LayerResult &out) {

@@ -743,7 +743,9 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   info.chunks = path.chunks();
   info.observesDispatch = path.observesDispatch();
   info.experts = state.experts;
-  RunReport result = analyzeRun(p, state.reference, *run, path.passes());
+  info.layouts = path.usesLayouts();
+  RunReport result =
+      analyzeRun(p, state.reference, *run, path.passes(), info.layouts);
   if (bo.trace) {
     TimelineOutput to;
     to.jsonPath = timelineFile;

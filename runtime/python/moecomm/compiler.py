@@ -30,7 +30,7 @@ OUTPUTS = ("llvm", "mlir", "shared")
 # moecomm::registerAllDialects, as in moecomm-opt); each pass loads the
 # dialects it creates.
 _DIALECTS = ("moecomm", "func", "arith", "math", "tensor", "memref", "bufferization",
-             "scf", "linalg", "llvm", "shard", "cf")
+             "scf", "linalg", "llvm", "shard")
 _SEVERITIES = {0: "error", 1: "warning", 2: "note", 3: "remark"}
 _LOG_LEVELS = {"warning": logging.WARNING, "remark": logging.INFO}
 # mlirModuleCreateParse names its buffer "-"; locations in it are reported

@@ -46,16 +46,22 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
     gave. Topology: `ranks` = W, `ranks_per_node` = the option (default: W,
     one node).
 
-    Runtime checks (`cf.assert`, which the LLVM lowering makes a `puts` of
-    "ragged_all_to_all at FILE:LINE:COL: ..." and an abort, before any
-    out-of-bounds access): `input_offsets[j] >= 0`, `send_sizes[j] >= 0`
-    and `input_offsets[j] + send_sizes[j] <= N` on the sender;
-    `recv_sizes[j]` equal to the rows that arrived from j, and
-    `output_offsets` (as received) in `[0, M - rows]`, on the receiver; and
-    that the exchanges delivered what their counts say (a runtime error
-    leaves their results empty, moecomm_compiled.h). Where ranks write
-    overlapping output rows (XLA leaves it undefined) the later source rank
-    wins.
+    Runtime checks (calls of the runtime's `moecomm_rt_check`,
+    moecomm_compiled.h): `input_offsets[j] >= 0`, `send_sizes[j] >= 0` and
+    `input_offsets[j] + send_sizes[j] <= N` on the sender; `recv_sizes[j]`
+    equal to the rows that arrived from j, and `output_offsets` (as
+    received) in `[0, M - rows]`, on the receiver; and that the exchange
+    delivered what its counts say. A failed check records
+    moecommInvalidArgument on its rank, "ragged_all_to_all at
+    FILE:LINE:COL: rank R: <the check> (j = ...: <the values>)", which the
+    host reads with moecommCompiledStatus / moecommCompiledLastError; the
+    code then reads and writes no row out of bounds (a failed sender check
+    gathers nothing, a failed receiver check writes no more rows), and the
+    rank's next collective call shares the error, so its peers stop there
+    instead of waiting for it. A failed exchange (recorded by the runtime
+    on every rank) leaves its results empty: the output is then returned as
+    it is. Where ranks write overlapping output rows (XLA leaves it
+    undefined) the later source rank wins.
 
     Errors (a diagnostic naming the attribute or operand; nothing is
     converted): `api_version` other than 4; `backend_config` not a
@@ -79,7 +85,8 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
