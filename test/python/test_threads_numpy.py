@@ -90,6 +90,30 @@ def test_fp8_wire_same_bits_for_every_strategy():
         assert (error > 0).any()  # FP8 did travel
 
 
+@pytest.mark.parametrize("wire, block", [("fp8_e4m3_ue8m0", "MOECOMM_FP8_BLOCK"),
+                                         ("mxfp8", "MOECOMM_MXFP8_BLOCK")])
+def test_e8m0_wires_same_bits_for_every_strategy(wire, block):
+    def rank(comm, idx, weights, x):
+        buffer = moecomm.Buffer(comm)
+        return [buffer.dispatch(x, idx, weights, EXPERTS, strategy=s, wire_dtype=wire)[0]
+                for s in ("per_expert", "flat", "hierarchical")]
+
+    routing, results = run(rank)
+    pairs = [(idx, w) for idx, w, _ in routing]
+    xs = [x for _, _, x in routing]
+    for r, per_strategy in enumerate(results):
+        exact = oracle.dispatch(pairs, xs, EXPERTS, r)[0]
+        assert all(got.tobytes() == per_strategy[0].tobytes() for got in per_strategy)
+        # Power-of-two scales of at most 2^9 / 448 times amax / 448 (mxfp8's
+        # floor rule; elements up to 512 * scale saturate to 448 * scale,
+        # 1/8 off): within 1/8 of each value, or its scale's subnormal step.
+        blocks = exact.reshape(exact.shape[0], -1, getattr(moecomm.native.lib, block))
+        scale = numpy.abs(blocks).max(axis=2, keepdims=True) / 448 * 2
+        error = numpy.abs(per_strategy[0] - exact).reshape(blocks.shape)
+        assert (error <= 2.0 ** -3 * numpy.abs(blocks) + scale * 2.0 ** -9).all()
+        assert (error > 0).any()  # FP8 did travel
+
+
 def test_runtime_error_is_raised_on_every_rank_with_its_message():
     def rank(comm, idx, weights, x):
         if comm.rank == 2:
@@ -138,7 +162,7 @@ def test_bad_arguments_are_named_before_the_runtime_is_called():
             (ValueError, r"topk_weights has shape \(4, 1\)",
              lambda: buffer.layout(idx, numpy.ones((4, 1), numpy.float32), 2)),
             (ValueError, "strategy must be one of", lambda: buffer.layout(idx, None, 2, strategy="x")),
-            (ValueError, "wire_dtype must be None or 'fp8_e4m3'",
+            (ValueError, "wire_dtype must be None, 'fp8_e4m3', 'fp8_e4m3_ue8m0' or 'mxfp8'",
              lambda: buffer.cached_dispatch(x, handle, wire_dtype="fp16")),
             (TypeError, "out has dtype uint16, expected x's dtype float32",
              lambda: buffer.cached_dispatch(x, handle, out=numpy.empty((8, 8), numpy.uint16))),

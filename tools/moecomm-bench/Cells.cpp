@@ -24,7 +24,7 @@ std::string Cell::label() const {
 double payloadTolerance(workload::PayloadType dtype, int topk) {
   // The worst strategy's combine bound (two-stage hierarchical); FP8 adds
   // one rounding (the dequantized row to bf16) and e4m3's half-ulp 2^-4.
-  if (dtype == workload::PayloadType::FP8)
+  if (workload::isFp8(dtype))
     return ref::combineBound(moecommBfloat16, topk,
                              ref::kMaxCombineRoundings + 1)
                .relative +
