@@ -307,25 +307,30 @@ TEST(Fp8Formats, Bf16InputsAndErrors) {
                          moecommBfloat16);
     xb[i] = f32ToBf16(xf[i]);
   }
-  for (moecommDataType_t type :
-       {moecommFloat8E4M3UE8M0, moecommMxfp8}) {
+  for (moecommDataType_t type : {moecommFloat8E4M3UE8M0, moecommMxfp8}) {
     const int64_t sb = fp8ScaleRowBytes(type, H);
-    std::vector<uint8_t> qf(rows * H), qb(rows * H), sf(rows * sb),
-        sbf(rows * sb);
+    // Codes then scales of all rows, quantized from `data` of type `in`.
+    auto quantize = [&](void *data, moecommDataType_t in) {
+      std::vector<uint8_t> bytes(rows * (H + sb));
+      moecommRows_t from{data, nullptr, rows, H, in};
+      moecommRows_t to{bytes.data(), bytes.data() + rows * H, rows, H, type};
+      EXPECT_EQ(moecommQuantizeFp8(&from, &to), moecommSuccess) << (int)in;
+      return bytes;
+    };
+    const std::vector<uint8_t> fromF32 = quantize(xf.data(), moecommFloat32);
+    EXPECT_EQ(quantize(xb.data(), moecommBfloat16), fromF32);
+    // Row r's codes and scales are the oracle's for row r alone.
+    for (int64_t r = 0; r < rows; ++r) {
+      Quantized want = oracleQuantize(
+          type, std::vector<float>(xf.begin() + r * H, xf.begin() + (r + 1) * H));
+      EXPECT_TRUE(std::equal(want.q.begin(), want.q.end(),
+                             fromF32.begin() + r * H)) << r;
+      EXPECT_TRUE(std::equal(want.scales.begin(), want.scales.end(),
+                             fromF32.begin() + rows * H + r * sb)) << r;
+    }
+    std::vector<uint8_t> q(rows * H);
+    moecommRows_t noScales{q.data(), nullptr, rows, H, type};
     moecommRows_t inF{xf.data(), nullptr, rows, H, moecommFloat32};
-    moecommRows_t inB{xb.data(), nullptr, rows, H, moecommBfloat16};
-    moecommRows_t outF{qf.data(), sf.data(), rows, H, type};
-    moecommRows_t outB{qb.data(), sbf.data(), rows, H, type};
-    ASSERT_EQ(moecommQuantizeFp8(&inF, &outF), moecommSuccess);
-    ASSERT_EQ(moecommQuantizeFp8(&inB, &outB), moecommSuccess);
-    EXPECT_EQ(qf, qb);
-    EXPECT_EQ(sf, sbf);
-    // Row 1's scales follow row 0's.
-    Quantized row1 = oracleQuantize(
-        type, std::vector<float>(xf.begin() + H, xf.end()));
-    EXPECT_EQ(std::vector<uint8_t>(sf.begin() + sb, sf.end()), row1.scales);
-    EXPECT_EQ(std::vector<uint8_t>(qf.begin() + H, qf.end()), row1.q);
-    moecommRows_t noScales{qf.data(), nullptr, rows, H, type};
     EXPECT_EQ(moecommQuantizeFp8(&inF, &noScales), moecommInvalidArgument);
     EXPECT_EQ(moecommDequantizeFp8(&noScales, &inF), moecommInvalidArgument);
   }

@@ -56,18 +56,10 @@ moecommDataType_t hostType(PayloadType type) {
 }
 
 moecommDataType_t wireType(PayloadType type) {
-  switch (type) {
-  case PayloadType::FP8:
-    return moecommFloat8E4M3;
-  case PayloadType::FP8UE8M0:
-    return moecommFloat8E4M3UE8M0;
-  case PayloadType::MXFP8:
-    return moecommMxfp8;
-  case PayloadType::BF16:
-  case PayloadType::F32:
-    break;
-  }
-  return hostType(type);
+  return type == PayloadType::FP8        ? moecommFloat8E4M3
+         : type == PayloadType::FP8UE8M0 ? moecommFloat8E4M3UE8M0
+         : type == PayloadType::MXFP8    ? moecommMxfp8
+                                         : hostType(type);
 }
 
 int64_t RoutingProblem::totalTokens() const {
