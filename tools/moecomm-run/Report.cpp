@@ -192,6 +192,10 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
       p.topk, p.hidden, dtype);
   if (p.dtype == PayloadType::FP8)
     os << " (bf16 in/out, fp8 e4m3 + 1x128 scales on the wire)";
+  else if (p.dtype == PayloadType::FP8UE8M0)
+    os << " (bf16 in/out, fp8 e4m3 + 1x128 E8M0 scales on the wire)";
+  else if (p.dtype == PayloadType::MXFP8)
+    os << " (bf16 in/out, fp8 e4m3 + 1x32 E8M0 scales on the wire)";
   os << "\n";
   int64_t minT = p.numTokens.empty() ? 0 : *llvm::min_element(p.numTokens);
   int64_t maxT = p.numTokens.empty() ? 0 : *llvm::max_element(p.numTokens);

@@ -48,7 +48,8 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<WireDtypeOption> wireDtype{
       *this, "wire-dtype",
       llvm::cl::desc("override every dispatch's wire dtype: f32, bf16, "
-                     "fp8_e4m3 or fp8 (default empty: keep the IR's)"),
+                     "fp8_e4m3 (or fp8), fp8_e4m3_ue8m0 or mxfp8 (default "
+                     "empty: keep the IR's)"),
       llvm::cl::init(WireDtypeOption::keep), wireDtypeOptionValues()};
   Option<int64_t> chunks{*this, "chunks",
                          llvm::cl::desc("token chunks per MoE layer for the "

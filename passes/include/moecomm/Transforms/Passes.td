@@ -140,8 +140,8 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
            "scaled down or up (0: keep the IR's)">,
     Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
            /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
-           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
-           "(default empty: keep the IR's)",
+           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 (or fp8), "
+           "fp8_e4m3_ue8m0 or mxfp8 (default empty: keep the IR's)",
            "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">,
@@ -294,8 +294,8 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
            "the IR's)">,
     Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
            /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
-           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
-           "(default empty: keep the IR's)",
+           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 (or fp8), "
+           "fp8_e4m3_ue8m0 or mxfp8 (default empty: keep the IR's)",
            "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">,
