@@ -23,6 +23,9 @@ using namespace mlir::moecomm;
 
 void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
                                          const PipelineOptions &options) {
+  // First: module attributes the translation to LLVM IR would crash on fail
+  // here, with an error, before any lowering.
+  pm.addPass(createMoECommCheckLLVMModuleAttributes());
   MoECommSplitHierarchicalOptions split;
   split.strategy = options.strategy;
   split.ranksPerNode = options.ranksPerNode;
@@ -95,6 +98,12 @@ void mlir::moecomm::registerMoECommPipeline() {
       "--mlir-to-llvmir)",
       [](OpPassManager &pm, StringRef optionsStr,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        // MLIR's option parser skips an option without a name and keeps the
+        // last of a repeated one.
+        if (std::string problem =
+                checkOptionNames("moecomm-pipeline", optionsStr);
+            !problem.empty())
+          return errorHandler(problem);
         PipelineOptions options;
         std::string message;
         llvm::raw_string_ostream os(message);

@@ -90,7 +90,8 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                 llvm::cl::init(4096)};
 };
 
-/// Builds `moecomm-pipeline`: configure collectives (ranks, wire dtype,
+/// Builds `moecomm-pipeline`: check the module attributes the translation to
+/// LLVM IR reads (moecomm-check-llvm-module-attributes), configure collectives (ranks, wire dtype,
 /// capacity, align), split, fuse-quant, fuse-permute, schedule-overlap
 /// (`chunks`), convert-moecomm-to-runtime, buffer deallocation, the expert
 /// GEMMs' lowering (`expert-gemm`), and the upstream conversions to the LLVM

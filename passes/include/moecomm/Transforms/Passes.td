@@ -500,4 +500,26 @@ def MoECommBufferDeallocation : Pass<"moecomm-buffer-deallocation", "::mlir::Mod
                            "::mlir::scf::SCFDialect"];
 }
 
+def MoECommCheckLLVMModuleAttributes : Pass<"moecomm-check-llvm-module-attributes", "::mlir::ModuleOp"> {
+  let summary = "Refuse module attributes the translation to LLVM IR would crash on";
+  let description = [{
+    The first pass of `moecomm-pipeline`: MLIR's translation to LLVM IR
+    (`mlir/lib/Target/LLVMIR/ModuleTranslation.cpp`, `prepareLLVMModule`
+    and `createDependentLibrariesMetadata`) casts these attributes of the
+    module without checking their kind, so a wrong one aborts or crashes
+    the process (`moecomm-aot`, `moecomm-run`, `moecomm.compile`, the C
+    API) instead of reporting an error:
+
+    - `llvm.target_triple`: must be a string;
+    - `llvm.dependent_libraries`: must be an array of strings.
+
+    `llvm.data_layout`, cast the same way, is checked by the LLVM dialect's
+    verifier when the module is parsed (a string LLVM parses as a data
+    layout). The translation itself reports a wrong `llvm.module_asm`, and
+    ignores `llvm.ident` and `llvm.commandline` that are not strings. Each bad
+    attribute is one error at the module's location naming the attribute,
+    before any lowering; the IR is not changed.
+  }];
+}
+
 #endif // MOECOMM_TRANSFORMS_PASSES_TD
