@@ -5,7 +5,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/AllExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -28,7 +27,7 @@ void mlir::moecomm::registerAllDialects(DialectRegistry &registry) {
                   math::MathDialect, tensor::TensorDialect,
                   memref::MemRefDialect, bufferization::BufferizationDialect,
                   scf::SCFDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
-                  shard::ShardDialect, cf::ControlFlowDialect>();
+                  shard::ShardDialect>();
   registerConvertMoECommToRuntimeInterfaces(registry);
   func::registerAllExtensions(registry);
 }

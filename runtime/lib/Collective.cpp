@@ -77,8 +77,7 @@ Status checkStaged(const Comm &comm, const CollectiveDesc &d,
   if (st.ok() && !isFloatData(in->type))
     st = invalidArgument(
         cat(inName, " must be f32 or bf16, got type ", (int)in->type));
-  if (st.ok() && dispatch && d.wireType != in->type &&
-      d.wireType != moecommFloat8E4M3)
+  if (st.ok() && dispatch && d.wireType != in->type && !isFp8(d.wireType))
     st = invalidArgument(
         cat("wire type ", (int)d.wireType, " is neither x's type nor FP8"));
   if (st.ok())

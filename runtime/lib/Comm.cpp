@@ -194,13 +194,10 @@ RowBuffer RowBuffer::make(Comm &comm, int64_t n, int64_t hidden,
   // every stage's rows before they start (checkStageBlocks in Collective.cpp).
   int64_t dataBytes = n * hidden * elementSize(type);
   int64_t padded = (dataBytes + 63) / 64 * 64;
-  int64_t scaleBytes =
-      type == moecommFloat8E4M3 ? n * fp8ScaleRowBytes(hidden) : 0;
+  int64_t scaleBytes = n * fp8ScaleRowBytes(type, hidden);
   b.mem = comm.acquire(padded + scaleBytes);
   b.rows.data = b.mem.data();
-  b.rows.scales = type == moecommFloat8E4M3
-                      ? reinterpret_cast<float *>(b.mem.data() + padded)
-                      : nullptr;
+  b.rows.scales = isFp8(type) ? b.mem.data() + padded : nullptr;
   b.rows.rows = n;
   b.rows.hidden = hidden;
   b.rows.type = type;

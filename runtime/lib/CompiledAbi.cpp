@@ -15,8 +15,10 @@
 #include "moecomm/Model/Sizes.h"
 #include "moecomm/moecomm_compiled.h"
 
+#include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -679,6 +681,29 @@ void *_mlir_ciface_moecomm_rt_exchange_start_f8(
     moecommMemRef2D *recvScales) {
   return exchange(true, layout, direction, stage, send, sendScales, recv,
                   recvScales, moecommFloat8E4M3);
+}
+
+void moecomm_rt_check(int32_t ok, const char *where, const char *what,
+                      int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+  if (ok || stopped())
+    return;
+  std::string message = where;
+  int rank = 0;
+  if (boundComm && moecommCommRank(boundComm, &rank) == moecommSuccess)
+    message += ": rank " + std::to_string(rank);
+  message += ": ";
+  const int64_t values[] = {v0, v1, v2, v3};
+  size_t next = 0;
+  for (std::string_view rest = what; !rest.empty();) {
+    size_t hole = rest.find("{}");
+    message += rest.substr(0, hole);
+    if (hole == std::string_view::npos)
+      break;
+    message += next < std::size(values) ? std::to_string(values[next++])
+                                        : std::string("{}");
+    rest.remove_prefix(hole + 2);
+  }
+  fail(moecommInvalidArgument, message);
 }
 
 int64_t _mlir_ciface_moecomm_rt_all_to_all_counts_i32(

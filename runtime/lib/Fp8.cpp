@@ -58,43 +58,105 @@ const float *fp8Table() {
   return table.v;
 }
 
+uint8_t e8m0ScaleOf(moecommDataType_t type, float amax) {
+  int e = 0; // amax == 0: scale 1
+  if (std::isinf(amax))
+    e = 127;
+  else if (amax > 0.0f && type == moecommMxfp8)
+    e = std::ilogb(amax) - 8; // floor(log2(amax)), subnormals included
+  else if (amax > 0.0f) {
+    // The smallest e with 448 * 2^e >= amax: 448 < 2^9 puts it in
+    // (ilogb(amax) - 9, ilogb(amax) - 6]; 448 * 2^e is exact in double.
+    e = std::ilogb(amax) - 8;
+    while (std::ldexp(448.0, e) < (double)amax)
+      ++e;
+  }
+  return (uint8_t)(std::clamp(e, -127, 127) + 127);
+}
+
+float e8m0Decode(uint8_t byte) {
+  return byte == 255 ? std::nanf("") : std::ldexp(1.0f, (int)byte - 127);
+}
+
 namespace {
+
+/// Quantizes one row under `type`'s scale rule (Fp8.h); `load(h)` is
+/// element h in f32.
 template <typename Load>
-void quantizeRow(Load load, int64_t hidden, uint8_t *q, float *scales) {
-  for (int64_t b0 = 0, blk = 0; b0 < hidden; b0 += kFp8BlockSize, ++blk) {
-    int64_t b1 = std::min<int64_t>(hidden, b0 + kFp8BlockSize);
+void quantizeRow(moecommDataType_t type, Load load, int64_t hidden,
+                 uint8_t *q, void *scales) {
+  const int64_t block = fp8BlockSize(type);
+  for (int64_t b0 = 0, blk = 0; b0 < hidden; b0 += block, ++blk) {
+    int64_t b1 = std::min<int64_t>(hidden, b0 + block);
     float amax = 0.0f;
     for (int64_t h = b0; h < b1; ++h)
       amax = std::max(amax, std::fabs(load(h)));
-    float scale = amax == 0.0f ? 1.0f : amax / kFp8Max;
-    scales[blk] = scale;
+    float scale;
+    if (hasE8M0Scales(type)) {
+      uint8_t byte = e8m0ScaleOf(type, amax);
+      static_cast<uint8_t *>(scales)[blk] = byte;
+      scale = e8m0Decode(byte);
+    } else {
+      scale = amax == 0.0f ? 1.0f : amax / kFp8Max;
+      static_cast<float *>(scales)[blk] = scale;
+    }
     for (int64_t h = b0; h < b1; ++h)
       q[h] = fp8Encode(load(h) / scale);
   }
 }
+
+/// The f32 scale of block `blk` of a row's scales.
+float scaleAt(moecommDataType_t type, const void *scales, int64_t blk) {
+  return hasE8M0Scales(type)
+             ? e8m0Decode(static_cast<const uint8_t *>(scales)[blk])
+             : static_cast<const float *>(scales)[blk];
+}
+
+/// out(h, x) for each element x = decode(q[h]) * scale of its block.
+template <typename Store>
+void dequantizeRow(moecommDataType_t type, const uint8_t *q,
+                   const void *scales, int64_t hidden, Store store) {
+  const float *table = fp8Table();
+  const int64_t block = fp8BlockSize(type);
+  for (int64_t b0 = 0, blk = 0; b0 < hidden; b0 += block, ++blk) {
+    const float scale = scaleAt(type, scales, blk);
+    for (int64_t h = b0, b1 = std::min<int64_t>(hidden, b0 + block); h < b1;
+         ++h)
+      store(h, table[q[h]] * scale);
+  }
+}
+
 } // namespace
 
-void fp8QuantizeRow(const float *x, int64_t hidden, uint8_t *q, float *scales) {
-  quantizeRow([x](int64_t h) { return x[h]; }, hidden, q, scales);
+void fp8QuantizeRow(moecommDataType_t type, const float *x, int64_t hidden,
+                    uint8_t *q, void *scales) {
+  quantizeRow(type, [x](int64_t h) { return x[h]; }, hidden, q, scales);
 }
 
-void fp8QuantizeRowBf16(const uint16_t *x, int64_t hidden, uint8_t *q,
-                        float *scales) {
-  quantizeRow([x](int64_t h) { return bf16ToF32(x[h]); }, hidden, q, scales);
+void fp8QuantizeRowBf16(moecommDataType_t type, const uint16_t *x,
+                        int64_t hidden, uint8_t *q, void *scales) {
+  quantizeRow(type, [x](int64_t h) { return bf16ToF32(x[h]); }, hidden, q,
+              scales);
 }
 
-void fp8DequantizeRow(const uint8_t *q, const float *scales, int64_t hidden,
-                      float *out) {
-  const float *table = fp8Table();
-  for (int64_t h = 0; h < hidden; ++h)
-    out[h] = table[q[h]] * scales[h / kFp8BlockSize];
+void fp8DequantizeRow(moecommDataType_t type, const uint8_t *q,
+                      const void *scales, int64_t hidden, float *out) {
+  dequantizeRow(type, q, scales, hidden,
+                [out](int64_t h, float v) { out[h] = v; });
 }
 
-void fp8DequantizeRowBf16(const uint8_t *q, const float *scales, int64_t hidden,
-                          uint16_t *out) {
-  const float *table = fp8Table();
-  for (int64_t h = 0; h < hidden; ++h)
-    out[h] = f32ToBf16(table[q[h]] * scales[h / kFp8BlockSize]);
+void fp8DequantizeRowBf16(moecommDataType_t type, const uint8_t *q,
+                          const void *scales, int64_t hidden, uint16_t *out) {
+  dequantizeRow(type, q, scales, hidden,
+                [out](int64_t h, float v) { out[h] = f32ToBf16(v); });
+}
+
+void fp8FillUnitScales(moecommDataType_t type, int64_t hidden, void *scales) {
+  const int64_t nb = fp8Blocks(type, hidden);
+  if (hasE8M0Scales(type))
+    std::fill_n(static_cast<uint8_t *>(scales), nb, (uint8_t)127);
+  else
+    std::fill_n(static_cast<float *>(scales), nb, 1.0f);
 }
 
 } // namespace moecomm

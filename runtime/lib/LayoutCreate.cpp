@@ -22,7 +22,7 @@ namespace moecomm {
 namespace {
 
 bool isWireType(moecommDataType_t t) {
-  return t == moecommFloat32 || t == moecommBfloat16 || t == moecommFloat8E4M3;
+  return t == moecommFloat32 || t == moecommBfloat16 || isFp8(t);
 }
 
 /// Sends records[m] to each member of `stage`'s group and receives
@@ -194,7 +194,7 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
     }
     int64_t H = desc->hidden > 0 ? desc->hidden : 7168;
     moecommDataType_t dataType =
-        desc->wireType == moecommFloat8E4M3 ? moecommBfloat16 : desc->wireType;
+        isFp8(desc->wireType) ? moecommBfloat16 : desc->wireType;
     strategy = chooseStrategy(rs, wireRowBytes(desc->wireType, H),
                               wireRowBytes(dataType, H), comm.linkModel);
   }

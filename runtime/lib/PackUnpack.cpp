@@ -55,7 +55,7 @@ Status packRows(Comm &comm, const moecommLayout *layout,
   moecommRows_t o = *out;
   if (direction == moecommDirectionDispatch) {
     if (!(out->type == in->type ||
-          (isFloatData(in->type) && out->type == moecommFloat8E4M3)))
+          (isFloatData(in->type) && isFp8(out->type))))
       return onRank(
           comm.rank(),
           invalidArgument(cat("dispatch pack cannot convert "

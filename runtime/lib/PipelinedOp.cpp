@@ -85,7 +85,8 @@ moecommRows_t rowsView(const moecommRows_t &rows, int64_t begin, int64_t n) {
     v.data = static_cast<uint8_t *>(rows.data) +
              begin * rows.hidden * elementSize(rows.type);
   if (rows.scales)
-    v.scales = rows.scales + begin * fp8Blocks(rows.hidden);
+    v.scales = static_cast<uint8_t *>(rows.scales) +
+               begin * fp8ScaleRowBytes(rows.type, rows.hidden);
   return v;
 }
 

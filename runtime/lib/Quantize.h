@@ -12,8 +12,8 @@
 
 namespace moecomm {
 
-/// in: [rows][hidden] f32 or bf16; out: the same shape in FP8 E4M3 with its
-/// [rows][fp8Blocks(hidden)] f32 scales. InvalidArgument for NULL or
+/// in: [rows][hidden] f32 or bf16; out: the same shape in an FP8 wire type
+/// (out's type) with its [rows][fp8Blocks(type, hidden)] scales. InvalidArgument for NULL or
 /// malformed blocks, shapes that differ or other types.
 Status quantizeRows(const moecommRows_t *in, const moecommRows_t *out);
 

@@ -33,8 +33,8 @@ Exchange rowExchange(moecommScope_t scope, const moecommRows_t &send,
     ex.parts.push_back(std::move(p));
   };
   addPart(send.data, recv.data, send.hidden * elementSize(send.type));
-  if (send.type == moecommFloat8E4M3)
-    addPart(send.scales, recv.scales, fp8ScaleRowBytes(send.hidden));
+  if (isFp8(send.type))
+    addPart(send.scales, recv.scales, fp8ScaleRowBytes(send.type, send.hidden));
   return ex;
 }
 

@@ -21,6 +21,8 @@ int64_t elementSize(moecommDataType_t type) {
   case moecommBfloat16:
     return 2;
   case moecommFloat8E4M3:
+  case moecommFloat8E4M3UE8M0:
+  case moecommMxfp8:
     return 1;
   case moecommInt64:
     return 8;
@@ -54,7 +56,7 @@ Status checkRows(const moecommRows_t *rows, const char *what,
   if (rows->rows > 0 && rows->hidden > 0) {
     if (!rows->data)
       return invalidArgument(cat(what, " has NULL data"));
-    if (rows->type == moecommFloat8E4M3 && !rows->scales)
+    if (isFp8(rows->type) && !rows->scales)
       return invalidArgument(cat(what, " is FP8 but has NULL scales"));
   }
   return Status::success();
@@ -67,7 +69,7 @@ RowSource RowSource::of(const moecommRows_t &rows) {
   s.rows = rows.rows;
   s.rowBytes = rows.hidden * elementSize(rows.type);
   s.base = static_cast<const uint8_t *>(rows.data);
-  s.scales = rows.scales;
+  s.scales = static_cast<const uint8_t *>(rows.scales);
   return s;
 }
 
@@ -110,11 +112,11 @@ Status gatherRows(const RowMap &map, const RowSource &in, moecommRows_t &out,
   if (Status st = checkMapShapes(map, in, out, range); !st.ok())
     return st;
   const int64_t H = out.hidden;
-  const int64_t nb = fp8Blocks(H);
   const moecommDataType_t ti = in.type, to = out.type;
+  const int64_t sb = fp8ScaleRowBytes(to, H);
   const bool sameType = ti == to;
-  if (!sameType && !(isFloatData(ti) && to == moecommFloat8E4M3) &&
-      !(ti == moecommFloat8E4M3 && isFloatData(to)))
+  if (!sameType && !(isFloatData(ti) && isFp8(to)) &&
+      !(isFp8(ti) && isFloatData(to)))
     return invalidArgument(
         cat("cannot convert rows of type ", (int)ti, " to type ", (int)to));
   const int64_t esi = elementSize(ti), eso = elementSize(to);
@@ -124,30 +126,32 @@ Status gatherRows(const RowMap &map, const RowSource &in, moecommRows_t &out,
     if (e - b > 1)
       return internalError("gather map has a row with several terms");
     uint8_t *o = ob + i * H * eso;
+    void *os = isFp8(to) ? static_cast<uint8_t *>(out.scales) + i * sb
+                         : nullptr;
     if (e == b) {
       std::memset(o, 0, H * eso);
-      if (to == moecommFloat8E4M3)
-        std::fill(out.scales + i * nb, out.scales + (i + 1) * nb, 1.0f);
+      if (isFp8(to))
+        fp8FillUnitScales(to, H, os);
       continue;
     }
     int64_t s = map.src[b];
     const uint8_t *x = in.row(s);
     if (sameType) {
       std::memcpy(o, x, H * esi);
-      if (to == moecommFloat8E4M3)
-        std::memcpy(out.scales + i * nb, in.rowScales(s), nb * 4);
-    } else if (to == moecommFloat8E4M3) {
+      if (isFp8(to))
+        std::memcpy(os, in.rowScales(s), sb);
+    } else if (isFp8(to)) {
       if (ti == moecommFloat32)
-        fp8QuantizeRow(reinterpret_cast<const float *>(x), H, o,
-                       out.scales + i * nb);
+        fp8QuantizeRow(to, reinterpret_cast<const float *>(x), H, o, os);
       else
-        fp8QuantizeRowBf16(reinterpret_cast<const uint16_t *>(x), H, o,
-                           out.scales + i * nb);
+        fp8QuantizeRowBf16(to, reinterpret_cast<const uint16_t *>(x), H, o,
+                           os);
     } else {
       if (to == moecommFloat32)
-        fp8DequantizeRow(x, in.rowScales(s), H, reinterpret_cast<float *>(o));
+        fp8DequantizeRow(ti, x, in.rowScales(s), H,
+                         reinterpret_cast<float *>(o));
       else
-        fp8DequantizeRowBf16(x, in.rowScales(s), H,
+        fp8DequantizeRowBf16(ti, x, in.rowScales(s), H,
                              reinterpret_cast<uint16_t *>(o));
     }
   }

@@ -29,7 +29,7 @@ inline uint16_t f32ToBf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-/// Bytes of one element of `type` (FP8: 1, scales not included); 0 if the
+/// Bytes of one element of `type` (FP8 types: 1, scales not included); 0 if the
 /// type is unknown.
 int64_t elementSize(moecommDataType_t type);
 
@@ -53,15 +53,17 @@ struct RowSource {
   int64_t rows = 0;
   int64_t rowBytes = 0;          ///< hidden * element size
   const uint8_t *base = nullptr; ///< contiguous form
-  const float *scales = nullptr;
-  const uint8_t *const *rowPtrs = nullptr; ///< pointer form, [rows]
-  const float *const *scalePtrs = nullptr; ///< pointer form (FP8), [rows]
+  const uint8_t *scales = nullptr; ///< contiguous form (FP8), as bytes
+  const uint8_t *const *rowPtrs = nullptr;   ///< pointer form, [rows]
+  const uint8_t *const *scalePtrs = nullptr; ///< pointer form (FP8), [rows]
 
   const uint8_t *row(int64_t i) const {
     return rowPtrs ? rowPtrs[i] : base + i * rowBytes;
   }
-  const float *rowScales(int64_t i) const {
-    return scalePtrs ? scalePtrs[i] : scales + i * fp8Blocks(hidden);
+  /// Row i's fp8ScaleRowBytes(type, hidden) bytes of scales.
+  const uint8_t *rowScales(int64_t i) const {
+    return scalePtrs ? scalePtrs[i]
+                     : scales + i * fp8ScaleRowBytes(type, hidden);
   }
   static RowSource of(const moecommRows_t &rows);
 };

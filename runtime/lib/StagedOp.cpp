@@ -101,7 +101,7 @@ private:
   /// Posts the exchange of stage s from `data` / `scales` rows (row-indexed
   /// by `index` when non-null), receiving into a buffer unless stage s is
   /// read in place.
-  Status postRows(size_t s, const uint8_t *data, const float *scales,
+  Status postRows(size_t s, const uint8_t *data, const void *scales,
                   const int64_t *index) {
     const StagePlan &stage = plan_.stages[s];
     const int64_t H = in_.hidden;
@@ -109,7 +109,7 @@ private:
       recv_[s] = RowBuffer::make(comm_, stage.recvRows(), H, stageType_);
     // The exchange only reads its send rows (moecommRows_t has no const
     // form).
-    moecommRows_t send{const_cast<uint8_t *>(data), const_cast<float *>(scales),
+    moecommRows_t send{const_cast<uint8_t *>(data), const_cast<void *>(scales),
                        stage.sendRows(), H, stageType_};
     Exchange ex = rowExchange(stage.scope, send, index, stage.sendCounts,
                               recv_[s].rows, stage.recvCounts);
@@ -137,7 +137,7 @@ private:
                   RowSource &rows) {
     const StagePlan &stage = plan_.stages[s];
     const int me = comm_.transport().memberIndex(stage.scope);
-    const bool fp8 = stageType_ == moecommFloat8E4M3;
+    const bool fp8 = isFp8(stageType_);
     rowPtrs_.clear();
     scalePtrs_.clear();
     for (size_t m = 0; m < stage.group.size(); ++m) {
@@ -152,8 +152,7 @@ private:
       for (int64_t k = 0; k < n; ++k) {
         rowPtrs_.push_back(pe->parts[0].sendRow(me, k));
         if (fp8)
-          scalePtrs_.push_back(
-              reinterpret_cast<const float *>(pe->parts[1].sendRow(me, k)));
+          scalePtrs_.push_back(pe->parts[1].sendRow(me, k));
       }
     }
     rows = RowSource();
@@ -169,7 +168,7 @@ private:
   Status unpack(RowSource in) {
     RowBuffer quantized;
     if (dir_ == moecommDirectionDispatch && plan_.stages.empty() &&
-        stageType_ == moecommFloat8E4M3 && in.type != moecommFloat8E4M3) {
+        isFp8(stageType_) && !isFp8(in.type)) {
       // No exchange (W == 1): still quantize once, so the result does not
       // depend on the topology.
       quantized = RowBuffer::make(comm_, in_.rows, in_.hidden, stageType_);
@@ -244,7 +243,7 @@ private:
   size_t next_ = 0;
   std::vector<RowBuffer> send_, recv_;
   std::vector<const uint8_t *> rowPtrs_;
-  std::vector<const float *> scalePtrs_;
+  std::vector<const uint8_t *> scalePtrs_;
   std::unique_ptr<PendingExchange> pending_;
   /// Stage next_'s members' rows were read in place (the next pack or the
   /// unpack ran); what is left is releasing them.

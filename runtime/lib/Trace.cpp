@@ -26,7 +26,7 @@ moecommTraceDirection_t traceDirection(moecommDirection_t direction) {
 
 moecommTraceKind_t packTraceKind(moecommDataType_t in, moecommDataType_t out,
                                  bool reduces) {
-  if (out == moecommFloat8E4M3 && in != moecommFloat8E4M3)
+  if (isFp8(out) && !isFp8(in))
     return moecommTraceKindQuantize;
   return reduces ? moecommTraceKindReduce : moecommTraceKindPack;
 }

@@ -13,7 +13,9 @@ int64_t wireRowBytes(moecommDataType_t type, int64_t hidden) {
   case moecommBfloat16:
     return saturatingMul(2, hidden);
   case moecommFloat8E4M3:
-    return saturatingAdd(hidden, fp8ScaleRowBytes(hidden));
+  case moecommFloat8E4M3UE8M0:
+  case moecommMxfp8:
+    return saturatingAdd(hidden, fp8ScaleRowBytes(type, hidden));
   case moecommInt64:
     return saturatingMul(8, hidden);
   case moecommDataTypeMinEnum: // not a type

@@ -255,16 +255,45 @@ uint8_t fp8Encode(float v) {
   return sign | best;
 }
 
+bool isFp8Wire(moecommDataType_t type) {
+  return type == moecommFloat8E4M3 || type == moecommFloat8E4M3UE8M0 ||
+         type == moecommMxfp8;
+}
+
+float fp8BlockScale(moecommDataType_t wire, float amax) {
+  if (amax == 0.0f)
+    return 1.0f;
+  if (wire == moecommFloat8E4M3)
+    return amax / 448.0f;
+  int e = 127; // infinite amax
+  if (std::isfinite(amax)) {
+    int exp;
+    // amax = m * 2^exp with m in [0.5, 1).
+    double m = std::frexp((double)amax, &exp);
+    if (wire == moecommMxfp8) {
+      e = (exp - 1) - 8; // floor(log2(amax)) - emax(e4m3)
+    } else {
+      // 2^ceil(log2(amax / 448)): amax / 448 in double is a power of two
+      // exactly when the real quotient is one (amax has 24 bits, 448 = 7 *
+      // 2^6), so frexp's mantissa tells.
+      m = std::frexp((double)amax / 448.0, &exp);
+      e = m == 0.5 ? exp - 1 : exp;
+    }
+  }
+  return std::ldexp(1.0f, std::min(127, std::max(-127, e)));
+}
+
 namespace {
 // dequantize(quantize(row)) then round to dataType.
-void fp8RoundTripRow(const float *in, float *out, int64_t H,
-                     moecommDataType_t dataType) {
-  for (int64_t b0 = 0; b0 < H; b0 += 128) {
-    int64_t b1 = std::min<int64_t>(H, b0 + 128);
+void fp8RoundTripRow(moecommDataType_t wire, const float *in, float *out,
+                     int64_t H, moecommDataType_t dataType) {
+  const int64_t block = wire == moecommMxfp8 ? 32 : 128;
+  for (int64_t b0 = 0; b0 < H; b0 += block) {
+    int64_t b1 = std::min<int64_t>(H, b0 + block);
     float amax = 0.0f;
     for (int64_t h = b0; h < b1; ++h)
       amax = std::max(amax, std::fabs(in[h]));
-    float scale = amax == 0.0f ? 1.0f : amax / 448.0f;
+    float scale = fp8BlockScale(wire, amax);
     for (int64_t h = b0; h < b1; ++h) {
       float q = fp8Decode(fp8Encode(in[h] / scale));
       out[h] = roundTo(q * scale, dataType);
@@ -291,8 +320,8 @@ dispatch(const Problem &p, const std::vector<RankLayout> &l,
       const float *xr = &x[row.srcRank][row.srcToken * H];
       for (int64_t h = 0; h < H; ++h)
         src[h] = roundTo(xr[h], p.dataType);
-      if (p.wireType == moecommFloat8E4M3)
-        fp8RoundTripRow(src.data(), o, H, p.dataType);
+      if (isFp8Wire(p.wireType))
+        fp8RoundTripRow(p.wireType, src.data(), o, H, p.dataType);
       else
         std::copy(src.begin(), src.end(), o);
     }
@@ -394,6 +423,10 @@ int64_t rowBytes(moecommDataType_t type, int64_t hidden) {
     return 2 * hidden;
   case moecommFloat8E4M3:
     return hidden + 4 * ((hidden + 127) / 128);
+  case moecommFloat8E4M3UE8M0:
+    return hidden + (hidden + 127) / 128;
+  case moecommMxfp8:
+    return hidden + (hidden + 31) / 32;
   case moecommInt64:
     return 8 * hidden;
   case moecommDataTypeMinEnum: // not a type

@@ -22,7 +22,6 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Dialect/Arith.h"
-#include "mlir-c/Dialect/ControlFlow.h"
 #include "mlir-c/Dialect/Func.h"
 #include "mlir-c/Dialect/LLVM.h"
 #include "mlir-c/Dialect/Linalg.h"
@@ -120,15 +119,13 @@ int main(int argc, char **argv) {
   MlirStringRef graph = mlirStringRefCreateFromCString(argv[1]);
 
   MlirContext ctx = mlirContextCreate();
-  /* The dialects the examples' graphs are written in, and cf: an imported
-   * ragged all-to-all's checks (moecomm-import-ragged-all-to-all). The
-   * pipeline's passes load the dialects they create themselves. */
+  /* The dialects the examples' graphs (and imported JAX graphs) are written
+   * in. The pipeline's passes load the dialects they create themselves. */
   MlirDialectHandle handles[] = {
       mlirGetDialectHandle__moecomm__(), mlirGetDialectHandle__func__(),
       mlirGetDialectHandle__arith__(),   mlirGetDialectHandle__math__(),
       mlirGetDialectHandle__tensor__(),  mlirGetDialectHandle__linalg__(),
-      mlirGetDialectHandle__scf__(),     mlirGetDialectHandle__llvm__(),
-      mlirGetDialectHandle__cf__()};
+      mlirGetDialectHandle__scf__(),     mlirGetDialectHandle__llvm__()};
   for (size_t i = 0; i < sizeof(handles) / sizeof(handles[0]); ++i)
     mlirDialectHandleRegisterDialect(handles[i], ctx);
   /* builtin and llvm to LLVM IR (and every other dialect that has one). */

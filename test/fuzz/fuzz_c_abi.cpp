@@ -120,7 +120,7 @@ bool makeBlock(Input &in, int64_t wantRows, int64_t wantHidden, int wantType,
     return __builtin_add_overflow(want, (in.u8() % 3) - 1, &v) ? want : v;
   };
   const int64_t rows = near(wantRows), hidden = near(wantHidden);
-  int type = in.chance(8) ? enumValue(in, moecommInt64) : wantType;
+  int type = in.chance(8) ? enumValue(in, moecommMxfp8) : wantType;
   b.rows.rows = rows;
   b.rows.hidden = hidden;
   b.rows.type = static_cast<moecommDataType_t>(type);
@@ -135,7 +135,8 @@ bool makeBlock(Input &in, int64_t wantRows, int64_t wantHidden, int wantType,
   const bool tooLarge = !overflows && bytes > kMaxBlockBytes;
   // Must be rejected: a small buffer, never read if the runtime is right.
   const int64_t words = overflows || tooLarge ? 8 : (bytes + 7) / 8;
-  // ceil(hidden / 128) without forming hidden + 127 (hidden may be huge).
+  // ceil(hidden / 128) f32 words without forming hidden + 127 (hidden may
+  // be huge): enough for the E8M0 formats' ceil(hidden / 32) bytes too.
   const int64_t blocks = overflows || tooLarge
                              ? 2
                              : rows * (hidden / 128 + (hidden % 128 != 0));
@@ -219,7 +220,7 @@ void makeRouting(Input &in, int rank, Routing &r) {
   const int64_t hints[] = {0,  1,          7168, 129, -1, INT64_MAX,
                            INT64_MAX / 8, INT64_MAX / 8 + 1};
   d.hidden = in.pick(hints);
-  d.wireType = static_cast<moecommDataType_t>(enumValue(in, moecommFloat8E4M3));
+  d.wireType = static_cast<moecommDataType_t>(enumValue(in, moecommMxfp8));
   // Segment alignments: 0 (= 1), powers of two up to the bound, and
   // rejected ones (not a power of two, negative, beyond the bound).
   const int64_t aligns[] = {
@@ -378,6 +379,12 @@ private:
   }
 
   int floatType() { return in_.chance(2) ? moecommFloat32 : moecommBfloat16; }
+  /// One of the FP8 wire types.
+  int fp8Type() {
+    const int types[] = {moecommFloat8E4M3, moecommFloat8E4M3UE8M0,
+                         moecommMxfp8};
+    return types[in_.u8() % 3];
+  }
 
   /// Runs a blocking call or starts it and keeps its buffers until waited.
   template <typename Call>
@@ -405,7 +412,7 @@ private:
     if (agreedSkip(!okX || !okRecv))
       return;
     auto wire = static_cast<moecommDataType_t>(
-        in_.chance(2) ? type : enumValue(in_, moecommFloat8E4M3));
+        in_.chance(2) ? type : enumValue(in_, moecommMxfp8));
     const moecommRows_t *xr = &x->rows;
     moecommRows_t *rr = &recv->rows;
     std::vector<std::unique_ptr<Block>> blocks;
@@ -467,7 +474,7 @@ private:
     const int op = in_.u8() % 3;
     const int64_t H = hiddenSize();
     const int type = floatType();
-    const int outType = in_.chance(4) ? moecommFloat8E4M3 : type;
+    const int outType = in_.chance(4) ? fp8Type() : type;
     const int64_t wantA[] = {prevRecv, send, lastRecv};
     const int64_t wantB[] = {send, recv, last};
     Block a, b;
@@ -512,7 +519,7 @@ private:
       return t;
     };
     const int64_t H = hiddenSize();
-    const int type = in_.chance(4) ? moecommFloat8E4M3 : floatType();
+    const int type = in_.chance(4) ? fp8Type() : floatType();
     auto s = std::make_unique<Block>(), r = std::make_unique<Block>();
     const bool okS = makeBlock(in_, total(send), H, type, *s);
     const bool okR = makeBlock(in_, total(recv), H, type, *r);
@@ -535,10 +542,9 @@ private:
     Block a, b;
     const bool quantize = in_.chance(2);
     const int wide = floatType();
-    const bool okA =
-        makeBlock(in_, T, H, quantize ? wide : moecommFloat8E4M3, a);
-    const bool okB =
-        makeBlock(in_, T, H, quantize ? moecommFloat8E4M3 : wide, b);
+    const int narrow = fp8Type();
+    const bool okA = makeBlock(in_, T, H, quantize ? wide : narrow, a);
+    const bool okB = makeBlock(in_, T, H, quantize ? narrow : wide, b);
     const bool nullOut = in_.chance(32);
     if (!okA || !okB) // local calls: no rank waits for this one
       return;

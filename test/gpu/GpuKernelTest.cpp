@@ -139,7 +139,7 @@ void checkGather(const Rows &in, moecommDataType_t outType, const RowMap &map,
                                  want.data.begin() + map.rows() * H * eo);
   EXPECT_TRUE(sameBytes(gotBytes, wantBytes)) << "data";
   if (outType == FP8) {
-    const int64_t nb = fp8Blocks(H);
+    const int64_t nb = fp8Blocks(FP8, H);
     for (int64_t k = 0; k < map.rows() * nb; ++k)
       ASSERT_EQ(std::memcmp(&got.scales[k], &want.scales[k], 4), 0)
           << "scale " << k << ": " << got.scales[k] << " vs " << want.scales[k];

@@ -95,8 +95,10 @@ void exchangeDevice(const std::vector<const DirectionPlan *> &dirs, size_t s,
                    n * rb, cudaMemcpyDeviceToDevice));
     if (type == moecommFloat8E4M3) {
       const int64_t nb = (H + 127) / 128;
-      CUDA_OK(cudaMemcpy(recv[r].rows().scales + ro * nb,
-                         send[q].rows().scales + so * nb, n * nb * 4,
+      CUDA_OK(cudaMemcpy(static_cast<float *>(recv[r].rows().scales) + ro * nb,
+                         static_cast<const float *>(send[q].rows().scales) +
+                             so * nb,
+                         n * nb * 4,
                          cudaMemcpyDeviceToDevice));
     }
   });

@@ -78,13 +78,15 @@ def test_shared_library_runs_under_moecomm_run(tmp_path):
 
 def test_imported_jax_layer_runs_under_moecomm_run(tmp_path):
     # A JAX-style layer whose ragged all-to-alls moecomm-opt imported
-    # (docs/pipeline.md): its runtime checks are cf.assert.
+    # (docs/pipeline.md): its runtime checks call the runtime.
     inputs = SOURCE / "test" / "lit" / "tools" / "moecomm-run" / "Inputs"
     imported = tmp_path / "imported.mlir"
     subprocess.run([os.environ["MOECOMM_OPT"], str(inputs / "graph-jax-ragged.mlir"),
                     "--moecomm-import-ragged-all-to-all", "-o", str(imported)], check=True)
     library = tmp_path / "libjax.so"
-    moecomm.compile(imported.read_text(), "ranks=4", output="shared", path=library)
+    # Its routing is 2 nodes x 2 ranks.
+    moecomm.compile(imported.read_text(), "ranks=4 ranks-per-node=2", output="shared",
+                    path=library)
     for entry in ("moe_layer", "moe_layer_rules"):
         run = moecomm_run(imported, "--aot", library, "--entry", entry,
                           "--routing", inputs / "routing-jax-ragged.json")
@@ -121,11 +123,60 @@ def test_bad_ir(capfd):
     ("strategy=best", "for the --strategy option: Cannot find option named 'best'!"),
     ("bogus=1", "moecomm-pipeline: no such option bogus"),
     ("ranks=4} canonicalize{", "moecomm-pipeline's options contain no braces"),
+    # MLIR's option parser would skip a nameless option and keep the last of
+    # a repeated one: both are refused.
+    ("=", "moecomm-pipeline: an option without a name; options are NAME=VALUE"),
+    ("=4", "moecomm-pipeline: an option without a name; options are NAME=VALUE"),
+    (" = ", "moecomm-pipeline: an option without a name; options are NAME=VALUE"),
+    ("==", "moecomm-pipeline: an option without a name; options are NAME=VALUE"),
+    ("ranks=4 ranks=8", "moecomm-pipeline: option ranks given twice"),
+    ("ranks=4\nchunks=2", "moecomm-pipeline's options are on one line"),
 ])
 def test_bad_pipeline_options(capfd, options, message):
     error = compile_error(capfd, TEXT, options)
     assert error.step == "bad pipeline options"
     assert message in error.messages[0]
+
+
+def test_control_characters_in_pipeline_options(capfd):
+    """A tab or newline would end up in a value, and the option parser's
+    message about it would span lines (messages)."""
+    error = compile_error(capfd, TEXT, "ranks=4\tchunks=2")
+    assert error.messages == [
+        "'ranks=4\\tchunks=2': moecomm-pipeline's options are on one line, separated by "
+        "spaces, without control characters"]
+
+
+def with_module_attributes(attributes):
+    """The graph as an explicit module with `attributes` (its attribute
+    aliases stay before it)."""
+    body = TEXT.index("\nfunc.func")
+    return f"{TEXT[:body]}\nmodule attributes {{{attributes}}} {{{TEXT[body:]}}}\n"
+
+
+def test_module_attributes_the_translation_would_crash_on(capfd):
+    """MLIR's translation casts llvm.target_triple & co. unchecked (a crash
+    of this process); moecomm-pipeline's first pass refuses them."""
+    for attribute, message in [
+            ("llvm.target_triple = 5 : i32",
+             "module attribute 'llvm.target_triple' must be a string (the target triple), "
+             "got 5 : i32"),
+            ("llvm.dependent_libraries = [1]",
+             "module attribute 'llvm.dependent_libraries' must be an array of strings"),
+    ]:
+        for output in ("llvm", "mlir"):
+            error = compile_error(capfd, with_module_attributes(attribute), PIPELINE,
+                                  output=output)
+            assert error.step == "moecomm-pipeline failed"
+            assert len(error.messages) == 1
+            assert error.messages[0].startswith(f"<module_text>:34:1: error: {message}")
+    # llvm.data_layout is checked by the LLVM dialect's verifier, at the parse.
+    error = compile_error(capfd, "module attributes {llvm.data_layout = 5} {}")
+    assert error.step == "cannot parse the module"
+    assert "expected 'llvm.data_layout' to be a string" in error.messages[0]
+    ir = moecomm.compile(with_module_attributes('llvm.target_triple = "x86_64-unknown-linux-gnu"'),
+                         PIPELINE)
+    assert 'target triple = "x86_64-unknown-linux-gnu"' in ir
 
 
 def test_topology_the_graph_cannot_take(capfd):
@@ -167,6 +218,71 @@ def test_bad_arguments():
         moecomm.compile(TEXT, PIPELINE, output="shared")
     with pytest.raises(TypeError, match="module_text must be str or bytes, got int"):
         moecomm.compile(3)
+    # open() would take an int as a file descriptor, write to it and close it.
+    for path in (1, True, 2.5):
+        with pytest.raises(TypeError, match="path must be a str, bytes or os.PathLike file "
+                                            f"name, got {type(path).__name__}"):
+            moecomm.compile("module {}", path=path)
+    os.fstat(1)  # still open
+
+
+class CompilingHandler(logging.Handler):
+    """Calls compile() for each record of the logger "moecomm.compile"."""
+
+    def __init__(self):
+        super().__init__()
+        self.errors = []
+
+    def emit(self, record):
+        try:
+            moecomm.compile("module {}")
+        except moecomm.CompileError as error:
+            self.errors.append(error)
+            raise
+
+
+class RaisingHandler(logging.Handler):
+    def emit(self, record):
+        raise RuntimeError(f"handler failed on {record.getMessage()[:20]}")
+
+
+@pytest.fixture
+def compile_logger():
+    """The logger "moecomm.compile" at INFO (the remark of chunks=2 reaches
+    it), a handler to add, and as it was afterwards."""
+    logger = logging.getLogger("moecomm.compile")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    added = []
+    yield lambda handler: (added.append(handler), logger.addHandler(handler))
+    for handler in added:
+        logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_handler_that_compiles_gets_an_error(capfd, compile_logger):
+    """compile() from its own diagnostics raises instead of waiting for
+    ever on the lock its caller holds; the error reaches the outer call."""
+    handler = CompilingHandler()
+    compile_logger(handler)
+    with pytest.raises(moecomm.CompileError) as error:
+        moecomm.compile(TEXT, PIPELINE + " chunks=2")
+    assert error.value.step == "called during a compilation"
+    assert error.value.messages == [
+        "moecomm.compile() cannot be called from its own diagnostics (a handler of the "
+        "logger \"moecomm.compile\"): compile after the call that logged returns"]
+    assert handler.errors and handler.errors[0] is error.value
+    assert capfd.readouterr().err == ""
+    # The lock and the flag were released: compile() works again.
+    logging.getLogger("moecomm.compile").removeHandler(handler)
+    assert "moecomm_rt_wait" in moecomm.compile(TEXT, PIPELINE + " chunks=2")
+
+
+def test_handler_exception_is_raised_after_the_compilation(capfd, compile_logger):
+    compile_logger(RaisingHandler())
+    with pytest.raises(RuntimeError, match="handler failed on <module_text>:"):
+        moecomm.compile(TEXT, PIPELINE + " chunks=2")
+    assert capfd.readouterr().err == ""  # no "Exception ignored from cffi callback"
 
 
 def run_python(code, **env):

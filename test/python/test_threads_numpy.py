@@ -69,10 +69,19 @@ def test_bf16_as_uint16_bits():
         assert (numpy.abs(oracle.bf16_to_f32(out) - ref) <= bound).all()
 
 
-def test_fp8_wire_same_bits_for_every_strategy():
+# Per FP8 wire: its block, the relative error bound of its normal range, and
+# its scale's bound in units of amax / 448. fp8_e4m3: scale amax / 448, e4m3
+# keeps 3 mantissa bits (half an ulp, 2^-4 relative). The E8M0 wires' power-
+# of-two scales are below 2 amax / 448; mxfp8's floor rule saturates
+# elements in [448, 512) x scale to 448 x scale (1/8 off).
+@pytest.mark.parametrize("wire, block, relative, scale_bound", [
+    ("fp8_e4m3", "MOECOMM_FP8_BLOCK", 2.0 ** -4, 1),
+    ("fp8_e4m3_ue8m0", "MOECOMM_FP8_BLOCK", 2.0 ** -4, 2),
+    ("mxfp8", "MOECOMM_MXFP8_BLOCK", 2.0 ** -3, 2)])
+def test_fp8_wire_same_bits_for_every_strategy(wire, block, relative, scale_bound):
     def rank(comm, idx, weights, x):
         buffer = moecomm.Buffer(comm)
-        return [buffer.dispatch(x, idx, weights, EXPERTS, strategy=s, wire_dtype="fp8_e4m3")[0]
+        return [buffer.dispatch(x, idx, weights, EXPERTS, strategy=s, wire_dtype=wire)[0]
                 for s in ("per_expert", "flat", "hierarchical")]
 
     routing, results = run(rank)
@@ -81,12 +90,12 @@ def test_fp8_wire_same_bits_for_every_strategy():
     for r, per_strategy in enumerate(results):
         exact = oracle.dispatch(pairs, xs, EXPERTS, r)[0]
         assert all(got.tobytes() == per_strategy[0].tobytes() for got in per_strategy)
-        # e4m3 keeps 3 mantissa bits: at most half an ulp (2^-4 relative) off,
-        # or 2^-10 of a block's scale (amax / 448) in its subnormal range.
-        blocks = exact.reshape(exact.shape[0], -1, moecomm.native.lib.MOECOMM_FP8_BLOCK)
-        scale = numpy.abs(blocks).max(axis=2, keepdims=True) / 448
+        # Within `relative` of each value, or 2^-10 of the block's scale
+        # (2^-9 of amax / 448 for fp8_e4m3) in its subnormal range.
+        blocks = exact.reshape(exact.shape[0], -1, getattr(moecomm.native.lib, block))
+        scale = numpy.abs(blocks).max(axis=2, keepdims=True) / 448 * scale_bound
         error = numpy.abs(per_strategy[0] - exact).reshape(blocks.shape)
-        assert (error <= 2.0 ** -4 * numpy.abs(blocks) + scale * 2.0 ** -9).all()
+        assert (error <= relative * numpy.abs(blocks) + scale * 2.0 ** -9).all()
         assert (error > 0).any()  # FP8 did travel
 
 
@@ -138,7 +147,7 @@ def test_bad_arguments_are_named_before_the_runtime_is_called():
             (ValueError, r"topk_weights has shape \(4, 1\)",
              lambda: buffer.layout(idx, numpy.ones((4, 1), numpy.float32), 2)),
             (ValueError, "strategy must be one of", lambda: buffer.layout(idx, None, 2, strategy="x")),
-            (ValueError, "wire_dtype must be None or 'fp8_e4m3'",
+            (ValueError, "wire_dtype must be None, 'fp8_e4m3', 'fp8_e4m3_ue8m0' or 'mxfp8'",
              lambda: buffer.cached_dispatch(x, handle, wire_dtype="fp16")),
             (TypeError, "out has dtype uint16, expected x's dtype float32",
              lambda: buffer.cached_dispatch(x, handle, out=numpy.empty((8, 8), numpy.uint16))),

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <utility>
@@ -24,8 +25,8 @@ namespace {
 
 /// The oracle matrix's cells (T = 0 ranks, all tokens to one expert, all
 /// slots masked, masked slots, capacity drops, H not a multiple of 32 or
-/// 128, the FP8 wire; one rank, one and two stages) aligned to 16 and to 128
-/// rows; H = 7168 left out, to keep the padded rows small.
+/// 128, the FP8 wire types; one rank, one and two stages) aligned to 16 and
+/// to 128 rows; H = 7168 left out, to keep the padded rows small.
 std::vector<CaseSpec> alignedCells() {
   std::vector<CaseSpec> specs;
   for (const CaseSpec &c : matrixCells())
@@ -107,15 +108,30 @@ INSTANTIATE_TEST_SUITE_P(Cells, AlignedSegments,
                            return caseParamName(info.param);
                          });
 
-// A staged dispatch unpacked into FP8 rows hands the scales over: padding
-// rows are zero codes with scale 1 (the buffers start as 0xCD / -7, so an
-// unwritten row shows), real rows are the sender's quantized rows.
-TEST(AlignedSegmentsFp8, UnpackedFp8PaddingHasScaleOne) {
-  CaseSpec spec = seededCell(4, 2, 8, 3, 200, BF16, FP8, RK::UniformMasked, 7);
+// A staged dispatch unpacked into FP8 rows hands the scales over, for each
+// FP8 wire type: padding rows are zero codes with scale 1 (f32 1.0, or E8M0
+// byte 127; the buffers start as 0xCD / -7, so an unwritten row shows), real
+// rows are the sender's quantized rows.
+class AlignedSegmentsFp8 : public ::testing::TestWithParam<moecommDataType_t> {};
+
+TEST_P(AlignedSegmentsFp8, UnpackedFp8PaddingHasScaleOne) {
+  const moecommDataType_t wire = GetParam();
+  CaseSpec spec = seededCell(4, 2, 8, 3, 200, BF16, wire, RK::UniformMasked, 7);
   spec.align = 16;
   const Expected exp = computeExpected(makeProblem(spec));
   const ref::Problem &p = exp.problem;
-  const int64_t H = p.hidden, nb = (H + 127) / 128;
+  const int64_t H = p.hidden;
+  // One row's scale bytes for scale 1.
+  std::vector<uint8_t> one;
+  if (wire == moecommFloat8E4M3) {
+    const float f = 1.0f;
+    for (int64_t b = 0; b < (H + 127) / 128; ++b)
+      one.insert(one.end(), reinterpret_cast<const uint8_t *>(&f),
+                 reinterpret_cast<const uint8_t *>(&f) + 4);
+  } else {
+    one.assign(wire == moecommMxfp8 ? (H + 31) / 32 : (H + 127) / 128, 127);
+  }
+  const int64_t sb = (int64_t)one.size();
   runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
     moecommLayoutDesc_t d = descFor(p, r, moecommHierarchical);
     moecommLayout_t l = nullptr;
@@ -133,18 +149,18 @@ TEST(AlignedSegmentsFp8, UnpackedFp8PaddingHasScaleOne) {
       int64_t sendRows = 0, recvRows = 0;
       moecommLayoutStage(l, moecommDirectionDispatch, st, nullptr, &sendRows,
                          &recvRows);
-      keep.emplace_back(sendRows, H, FP8);
+      keep.emplace_back(sendRows, H, wire);
       EXPECT_EQ(moecommPack(comm, l, moecommDirectionDispatch, st, in, 0,
                             keep.back().view(), nullptr),
                 moecommSuccess);
-      keep.emplace_back(recvRows, H, FP8);
+      keep.emplace_back(recvRows, H, wire);
       EXPECT_EQ(moecommExchange(comm, l, moecommDirectionDispatch, st,
                                 keep[keep.size() - 2].view(),
                                 keep.back().view(), nullptr),
                 moecommSuccess);
       in = keep.back().view();
     }
-    Rows q(info.recvRows, H, FP8);
+    Rows q(info.recvRows, H, wire);
     EXPECT_EQ(moecommUnpack(comm, l, moecommDirectionDispatch, in, 0, q.view(),
                             nullptr),
               moecommSuccess);
@@ -155,12 +171,19 @@ TEST(AlignedSegmentsFp8, UnpackedFp8PaddingHasScaleOne) {
       for (int64_t i = offsets[e] + tpe[e]; i < offsets[e + 1]; ++i) {
         for (int64_t h = 0; h < H; ++h)
           ASSERT_EQ(q.data[i * H + h], 0) << "rank " << r << " row " << i;
-        for (int64_t b = 0; b < nb; ++b)
-          ASSERT_EQ(q.scales[i * nb + b], 1.0f) << "rank " << r << " row " << i;
+        const uint8_t *scales =
+            reinterpret_cast<const uint8_t *>(q.scales.data()) + i * sb;
+        ASSERT_TRUE(std::equal(one.begin(), one.end(), scales))
+            << "rank " << r << " row " << i;
       }
     EXPECT_EQ(moecommLayoutDestroy(l), moecommSuccess);
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(WireTypes, AlignedSegmentsFp8,
+                         ::testing::Values(moecommFloat8E4M3,
+                                           moecommFloat8E4M3UE8M0,
+                                           moecommMxfp8));
 
 // A zero-initialised align is 1: the layout of an older caller's desc.
 TEST(AlignedSegmentsDesc, ZeroMeansOneAndOffsetsNeedAnArray) {

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <thread>
 
 using namespace moecomm;
 using namespace moecomm::test;
@@ -252,6 +253,40 @@ TEST(CompiledAbi, AllToAllCountTotalOverflow) {
       EXPECT_EQ(s.status, moecommSuccess) << s.message;
     }
   });
+}
+
+// moecomm_rt_check (the imported ragged all-to-all's checks): a failed check
+// records its rank's message with the values in place and keeps the first
+// one; the stopped rank's next collective call stops its peer there too.
+TEST(CompiledAbi, CheckRecordsItsMessageAndStopsThePeers) {
+  runOnThreads(2, 1, [&](moecommComm_t comm, int r) {
+    ASSERT_EQ(moecommCompiledBind(comm), moecommSuccess);
+    moecomm_rt_check(1, "op at f.mlir:1:2", "never {}", 5, 0, 0, 0);
+    EXPECT_EQ(seen().status, moecommSuccess) << seen().message;
+    if (r == 1) {
+      moecomm_rt_check(0, "op at f.mlir:1:2", "x[j] (j = {}: {} + {}) {}", 3,
+                       -7, INT64_MAX, 0);
+      moecomm_rt_check(0, "op at f.mlir:3:4", "second", 0, 0, 0, 0);
+      EXPECT_EQ(seen().status, moecommInvalidArgument);
+      EXPECT_EQ(seen().message, "op at f.mlir:1:2: rank 1: x[j] (j = 3: -7 + " +
+                                    std::to_string(INT64_MAX) + ") 0");
+    }
+    int64_t send[2] = {0, 0}, recv[2] = {-1, -1};
+    moecommMemRef1D sendRef = ref1(send, 2), recvRef = ref1(recv, 2);
+    EXPECT_EQ(_mlir_ciface_moecomm_rt_all_to_all_counts_i64(2, 1, &sendRef,
+                                                            &recvRef),
+              0);
+    EXPECT_NE(seen().status, moecommSuccess);
+    if (r == 1)
+      EXPECT_EQ(seen().message.rfind("op at f.mlir:1:2: rank 1: ", 0), 0u)
+          << seen().message;
+  });
+  // Without a bound communicator (a fresh thread): no rank in the message;
+  // a "{}" beyond the four values stays.
+  std::thread([] {
+    moecomm_rt_check(0, "w", "{} {} {} {} {}", 1, 2, 3, 4);
+    EXPECT_EQ(seen().message, "w: 1 2 3 4 {}");
+  }).join();
 }
 
 // Any int32 a graph passes for an enum is checked (moecomm.h's enums).

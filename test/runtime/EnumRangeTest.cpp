@@ -61,7 +61,7 @@ TEST(EnumRange, LayoutDescFields) {
       EXPECT_EQ(l, nullptr);
       EXPECT_NE(std::string(moecommCommGetLastError(comm)), "");
     };
-    for (int v : badValues(moecommInt64 + 1)) {
+    for (int v : badValues(moecommMxfp8 + 1)) {
       Routing a(r);
       a.desc.idxType = as<moecommDataType_t>(v);
       expectRejected(a.desc, "idxType", v);
@@ -131,7 +131,7 @@ TEST(EnumRange, DirectionsAndRowTypes) {
                                  &sendRows, &recvRows),
               moecommInvalidArgument);
 
-    for (int v : badValues(moecommInt64 + 1)) {
+    for (int v : badValues(moecommMxfp8 + 1)) {
       auto t = as<moecommDataType_t>(v);
       EXPECT_EQ(moecommDispatch(comm, l, x.view(), t, recv.view(), nullptr),
                 moecommInvalidArgument)
@@ -199,7 +199,7 @@ TEST(EnumRange, DirectionsAndRowTypes) {
 
 TEST(EnumRange, Fp8Types) {
   Rows f(2, 130, moecommFloat32), q(2, 130, moecommFloat8E4M3);
-  for (int v : badValues(moecommInt64 + 1)) {
+  for (int v : badValues(moecommMxfp8 + 1)) {
     auto t = as<moecommDataType_t>(v);
     moecommRows_t bf = f.rows, bq = q.rows;
     bf.type = t;

@@ -124,11 +124,11 @@ TEST(Fp8, EncodeMatchesAPFloatOnRandomValues) {
 
 // The 1x128 block quantizer, row by row, against APFloat.
 void checkRow(const std::vector<float> &x) {
-  const int64_t H = (int64_t)x.size(), nb = fp8Blocks(H);
+  const int64_t H = (int64_t)x.size(), nb = fp8Blocks(moecommFloat8E4M3, H);
   std::vector<uint8_t> q(H);
   std::vector<float> scales(nb), deq(H);
-  fp8QuantizeRow(x.data(), H, q.data(), scales.data());
-  fp8DequantizeRow(q.data(), scales.data(), H, deq.data());
+  fp8QuantizeRow(moecommFloat8E4M3, x.data(), H, q.data(), scales.data());
+  fp8DequantizeRow(moecommFloat8E4M3, q.data(), scales.data(), H, deq.data());
   for (int64_t b = 0; b < nb; ++b) {
     float amax = 0;
     for (int64_t h = b * 128; h < std::min<int64_t>(H, (b + 1) * 128); ++h)

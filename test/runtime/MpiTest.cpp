@@ -103,6 +103,28 @@ TEST(Mpi, AlignedSegments) {
     }
 }
 
+// The E8M0-scale wire formats (fp8_e4m3_ue8m0, mxfp8) against the oracle:
+// T = 0 ranks, one expert for every token, masked slots, H not a multiple
+// of 32 or 128, one and two stages, and aligned segments (padding rows with
+// scale byte 127).
+TEST(Mpi, E8M0WireFormats) {
+  const int W = worldSize();
+  using RK = RoutingKind;
+  for (moecommDataType_t wire : {moecommFloat8E4M3UE8M0, moecommMxfp8}) {
+    std::vector<CaseSpec> cells = {
+        cell(W, 2, 8 * W, 8, 129, moecommBfloat16, wire, RK::EmptyRanks, 5),
+        cell(W, W / 2, 2 * W, 2, 300, moecommBfloat16, wire, RK::OneExpert,
+             8),
+        cell(W, 1, 4 * W, 3, 40, moecommFloat32, wire, RK::UniformMasked, 6),
+    };
+    for (const CaseSpec &c : cells)
+      runCell(MPI_COMM_WORLD, c);
+    CaseSpec aligned = cells[0];
+    aligned.align = 16;
+    runCell(MPI_COMM_WORLD, aligned);
+  }
+}
+
 TEST(Mpi, SubCommunicators) {
   // Two independent pairs of ranks (W = 2) next to each other.
   MPI_Comm pair;

@@ -27,7 +27,7 @@ void checkRankOnMpi(const Expected &exp, moecommStrategy_t requested, int rank,
   double part[3], sum[3];
   adjointParts(exp, rank, run, part[0], part[1], part[2]);
   MPI_Allreduce(part, sum, 3, MPI_DOUBLE, MPI_SUM, mpiComm);
-  if (exp.problem.wireType != moecommFloat8E4M3) {
+  if (!ref::isFp8Wire(exp.problem.wireType)) {
     double u =
         exp.problem.dataType == moecommBfloat16 ? 1.0 / 256 : 1.0 / 16777216;
     EXPECT_NEAR(sum[0], sum[1],

@@ -114,8 +114,8 @@ RankRun runRankWith(moecommComm_t comm, const Expected &exp,
   {
     RowsT quantized;
     moecommRows_t *in = x.view();
-    if (run.info.numStages == 0 && p.wireType == moecommFloat8E4M3) {
-      quantized = RowsT(T, H, moecommFloat8E4M3);
+    if (run.info.numStages == 0 && ref::isFp8Wire(p.wireType)) {
+      quantized = RowsT(T, H, p.wireType);
       note(space.quantizeFp8(comm, x.view(), quantized.view()), "quantize");
       in = quantized.view();
     }

@@ -103,9 +103,13 @@ TEST(SizeOverflow, HiddenHintTrafficSaturates) {
   EXPECT_EQ(wireRowBytes(moecommFloat32, INT64_MAX), INT64_MAX);
   EXPECT_EQ(wireRowBytes(moecommFloat8E4M3, INT64_MAX), INT64_MAX);
   EXPECT_EQ(wireRowBytes(moecommFloat8E4M3, 129), 129 + 8);
-  // ceil(H / 128) of any int64 H, without forming H + 127.
-  EXPECT_EQ(fp8Blocks(INT64_MAX), INT64_MAX / 128 + 1);
-  EXPECT_EQ(fp8Blocks(128), 1);
+  EXPECT_EQ(wireRowBytes(moecommFloat8E4M3UE8M0, INT64_MAX), INT64_MAX);
+  EXPECT_EQ(wireRowBytes(moecommMxfp8, INT64_MAX), INT64_MAX);
+  // ceil(H / block) of any int64 H, without forming H + block - 1.
+  EXPECT_EQ(fp8Blocks(moecommFloat8E4M3, INT64_MAX), INT64_MAX / 128 + 1);
+  EXPECT_EQ(fp8Blocks(moecommFloat8E4M3, 128), 1);
+  EXPECT_EQ(fp8Blocks(moecommMxfp8, INT64_MAX), INT64_MAX / 32 + 1);
+  EXPECT_EQ(fp8Blocks(moecommMxfp8, 33), 2);
 }
 
 // An empty block still has rows of its hidden size: their byte and FP8

@@ -48,6 +48,10 @@ static const char *typeName(moecommDataType_t t) {
     return "bf16";
   case moecommFloat8E4M3:
     return "fp8";
+  case moecommFloat8E4M3UE8M0:
+    return "fp8ue8m0";
+  case moecommMxfp8:
+    return "mxfp8";
   default:
     return "int";
   }
@@ -100,6 +104,19 @@ std::vector<CaseSpec> matrixCells() {
       seededCell(8, 4, 64, 8, 7168, BF16, BF16, RK::Uniform, 3, 0, true),
       seededCell(8, 2, 16, 2, 300, F32, F32, RK::Uniform, 20, 15, true),
       seededCell(8, 4, 72, 9, 24, BF16, FP8, RK::Skewed, 6),
+      // The E8M0-scale wire formats: one rank (quantized without an
+      // exchange), T = 0 ranks, all tokens to one expert, masked slots, one
+      // and two stages, H below, between and above the 32 / 128 blocks.
+      seededCell(1, 1, 4, 2, 40, BF16, UE8M0, RK::UniformMasked, 5),
+      seededCell(1, 1, 4, 2, 40, F32, MXFP8, RK::Uniform, 5),
+      seededCell(2, 1, 16, 5, 129, BF16, UE8M0, RK::EmptyRanks, 6),
+      seededCell(2, 1, 16, 5, 129, BF16, MXFP8, RK::EmptyRanks, 6),
+      seededCell(4, 2, 16, 3, 300, BF16, UE8M0, RK::OneExpert, 8),
+      seededCell(4, 2, 16, 3, 300, BF16, MXFP8, RK::OneExpert, 8),
+      seededCell(4, 2, 8, 2, 7168, BF16, MXFP8, RK::Skewed, 4),
+      seededCell(8, 2, 32, 4, 7, BF16, UE8M0, RK::UniformMasked, 9),
+      seededCell(8, 4, 32, 4, 33, F32, MXFP8, RK::UniformMasked, 9),
+      seededCell(8, 8, 8, 1, 1, BF16, MXFP8, RK::Uniform, 8),
   };
 }
 
@@ -309,10 +326,14 @@ int64_t elemSize(moecommDataType_t t) {
 
 Rows::Rows(int64_t n, int64_t hidden, moecommDataType_t type) {
   data.assign(std::max<int64_t>(1, n * hidden * elemSize(type)), 0xCD);
-  if (type == moecommFloat8E4M3)
-    scales.assign(std::max<int64_t>(1, n * ((hidden + 127) / 128)), -7.0f);
+  // The scales' bytes (ref::rowBytes: independent of the runtime's sizes),
+  // in f32 words so that fp8_e4m3's scales read as floats.
+  const int64_t scaleBytes =
+      ref::isFp8Wire(type) ? n * (ref::rowBytes(type, hidden) - hidden) : 0;
+  if (ref::isFp8Wire(type))
+    scales.assign(std::max<int64_t>(1, (scaleBytes + 3) / 4), -7.0f);
   rows.data = data.data();
-  rows.scales = type == moecommFloat8E4M3 ? scales.data() : nullptr;
+  rows.scales = ref::isFp8Wire(type) ? scales.data() : nullptr;
   rows.rows = n;
   rows.hidden = hidden;
   rows.type = type;
@@ -323,7 +344,7 @@ Rows &Rows::operator=(Rows &&o) noexcept {
   scales = std::move(o.scales);
   rows = o.rows;
   rows.data = data.data();
-  rows.scales = rows.type == moecommFloat8E4M3 ? scales.data() : nullptr;
+  rows.scales = ref::isFp8Wire(rows.type) ? scales.data() : nullptr;
   return *this;
 }
 
@@ -529,7 +550,7 @@ void checkRank(const Expected &exp, moecommStrategy_t requested, int rank,
                     levels, exp, "identity weighted combine");
   expectWithinBound(run.identityU, exp.identityU[rank], exp.idAbsU[rank],
                     levels, exp, "identity unweighted combine");
-  if (p.wireType != moecommFloat8E4M3) {
+  if (!ref::isFp8Wire(p.wireType)) {
     // ... and against x * sum of kept weights (x * count), independently of
     // the reference's combine.
     auto kept = ref::keptSlots(p, exp.layout);
@@ -559,7 +580,10 @@ void checkRank(const Expected &exp, moecommStrategy_t requested, int rank,
     }
     EXPECT_EQ(bad, 0) << "identity combine differs from x * sum(w)";
   }
-  // Traffic: exactly what countTraffic says, per rank, stage scope and link.
+  // Traffic: exactly what countTraffic says, per rank, stage scope and link,
+  // with the model's row sizes equal to the reference's (per wire format).
+  EXPECT_EQ(wireRowBytes(p.wireType, H), ref::rowBytes(p.wireType, H));
+  EXPECT_EQ(wireRowBytes(p.dataType, H), ref::rowBytes(p.dataType, H));
   StrategyTraffic tr = countTraffic(exp.summary, s, wireRowBytes(p.wireType, H),
                                     wireRowBytes(p.dataType, H));
   for (int dir = 0; dir < 2; ++dir) {

@@ -57,7 +57,9 @@ struct CaseSpec {
 namespace shorthand {
 using RK = RoutingKind;
 constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
-                            FP8 = moecommFloat8E4M3;
+                            FP8 = moecommFloat8E4M3,
+                            UE8M0 = moecommFloat8E4M3UE8M0,
+                            MXFP8 = moecommMxfp8;
 } // namespace shorthand
 
 /// A spec whose seed follows from its shape (W, G, K, H, T), so that the
@@ -114,7 +116,7 @@ Topology topologyOf(const ref::Problem &p);
 /// pointers into p; weights nullptr where a rank has none).
 std::vector<RoutingView> routingViewsOf(const ref::Problem &p);
 
-/// Bytes of one element of `t` in a test's row storage (FP8: 1, scales not
+/// Bytes of one element of `t` in a test's row storage (FP8 types: 1, scales not
 /// included).
 int64_t elemSize(moecommDataType_t t);
 

@@ -54,7 +54,7 @@ TEST_P(ThreadsMatrix, OraclesHold) {
   checkLowerBound(exp, runs[0]);
   // Oracle 4: <dispatch(x), y> == <x, combine(y)> (unweighted), in f64, up
   // to the combine's rounding to the data type.
-  if (exp.problem.wireType != moecommFloat8E4M3) {
+  if (!ref::isFp8Wire(exp.problem.wireType)) {
     double u =
         exp.problem.dataType == moecommBfloat16 ? 1.0 / 256 : 1.0 / 16777216;
     double tol = (4 * u + 3.0 * exp.problem.topk / 16777216) * scale + 1e-20;

@@ -23,12 +23,14 @@ std::string Cell::label() const {
 
 double payloadTolerance(workload::PayloadType dtype, int topk) {
   // The worst strategy's combine bound (two-stage hierarchical); FP8 adds
-  // one rounding (the dequantized row to bf16) and e4m3's half-ulp 2^-4.
-  if (dtype == workload::PayloadType::FP8)
+  // one rounding (the dequantized row to bf16) and e4m3's half-ulp 2^-4, or
+  // for mxfp8 its saturation: elements in [448, 512) x scale become 448 x
+  // scale, up to 2^-3 off (OCP MX v1.0's floor scale rule, Fp8.h).
+  if (workload::isFp8(dtype))
     return ref::combineBound(moecommBfloat16, topk,
                              ref::kMaxCombineRoundings + 1)
                .relative +
-           0x1.0p-4;
+           (dtype == workload::PayloadType::MXFP8 ? 0x1.0p-3 : 0x1.0p-4);
   return ref::combineBound(workload::hostType(dtype), topk,
                            ref::kMaxCombineRoundings)
       .relative;

@@ -222,10 +222,19 @@ void printTable(raw_ostream &os, const BenchReport &report) {
     // The detailed modelled columns use the preset auto chooses with.
     const size_t dp = c0.autoLinkPreset;
     const char *dpName = report.presets[dp].name;
+    // The wire column: 4 wide, wider for the group's longer dtype names
+    // (fp8_e4m3_ue8m0).
+    size_t wireWidth = 4;
+    for (const Cell *c : cells)
+      wireWidth =
+          std::max(wireWidth, workload::payloadTypeName(c->dtype).size());
+    auto wireColumn = [&](StringRef text) {
+      return text.str() + std::string(wireWidth - text.size(), ' ');
+    };
     os << formatv(
-        "  {0,-24} {1,-4} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
+        "  {0,-24} {1} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
         "modelled {8} ms: {9} {10,8} {11,6}",
-        "strategy", "wire", "inter", "intra", "inter#", "x bound", "x base",
+        "strategy", wireColumn("wire"), "inter", "intra", "inter#", "x bound", "x base",
         "d", dpName,
         formatv("{0,-15} | {1,-15}", "dispatch stages", "combine stages"),
         "total", "x base");
@@ -251,9 +260,9 @@ void printTable(raw_ostream &os, const BenchReport &report) {
                                      .str()
                                : formatv("{0,-33}", "n/a").str();
       os << formatv(
-          "  {0,-24} {1,-4} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
+          "  {0,-24} {1} {2,10} {3,10} {4,8} {5,7} {6,6} {7,6} | "
           "{8} {9} {10,8} {11,6}",
-          name, workload::payloadTypeName(c->dtype),
+          name, wireColumn(workload::payloadTypeName(c->dtype)),
           humanBytes(c->interBytes()),
           humanBytes(c->traffic.bytes[0][0] + c->traffic.bytes[1][0]),
           c->traffic.messages[0][1] + c->traffic.messages[1][1],

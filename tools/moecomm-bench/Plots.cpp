@@ -204,9 +204,9 @@ Expected<std::vector<std::string>> writePlots(const BenchReport &report,
       {moecommFlat, "#2ca02c"},
       {moecommHierarchical, "#1f77b4"}};
   auto dashOf = [](workload::PayloadType t) {
-    return t == workload::PayloadType::BF16  ? 1
-           : t == workload::PayloadType::FP8 ? 2
-                                             : 3;
+    return t == workload::PayloadType::BF16 ? 1
+           : workload::isFp8(t)             ? 2
+                                            : 3;
   };
 
   for (const auto &[k, byRouting] : figs) {

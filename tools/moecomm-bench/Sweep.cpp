@@ -76,7 +76,9 @@ Expected<std::vector<workload::PayloadType>> parseDtypes(StringRef value) {
     std::optional<workload::PayloadType> t = workload::parsePayloadType(item);
     if (!t)
       return workload::inputError(formatv(
-          "unknown dtype '{0}' in --dtypes (expected bf16, fp8 or f32)", item));
+          "unknown dtype '{0}' in --dtypes (expected bf16, fp8, "
+          "fp8_e4m3_ue8m0, mxfp8 or f32)",
+          item));
     if (std::find(out.begin(), out.end(), *t) == out.end())
       out.push_back(*t);
   }

@@ -82,8 +82,10 @@ cl::opt<std::string> routingOpt(
     cl::value_desc("dist,..."), cl::cat(sweepCat));
 cl::opt<std::string>
     dtypesOpt("dtypes",
-              cl::desc("Wire dtypes: bf16, fp8 (bf16 in/out, FP8 e4m3 on the "
-                       "dispatch wire), f32 (default bf16,fp8)"),
+              cl::desc("Wire dtypes: bf16, fp8 (bf16 in/out, FP8 e4m3 with "
+                       "f32 1x128 scales on the dispatch wire), "
+                       "fp8_e4m3_ue8m0 (1x128 E8M0 scales), mxfp8 (1x32 E8M0 "
+                       "scales), f32 (default bf16,fp8)"),
               cl::value_desc("dtype,..."), cl::cat(sweepCat));
 cl::opt<std::string> strategiesOpt(
     "strategies",

@@ -26,7 +26,6 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -99,6 +98,13 @@ std::string typeString(mlir::Type type) {
   return s;
 }
 
+/// The IR's wire dtype of FP8 payload type `type`.
+mlir::moecomm::WireDtype wireDtypeOf(PayloadType type) {
+  return type == PayloadType::MXFP8      ? mlir::moecomm::WireDtype::mxfp8
+         : type == PayloadType::FP8UE8M0 ? mlir::moecomm::WireDtype::fp8_e4m3_ue8m0
+                                         : mlir::moecomm::WireDtype::fp8_e4m3;
+}
+
 /// The built-in layer graph for `p`: dispatch -> identity experts -> weighted
 /// combine, returning what the contract asks for.
 std::string builtinGraph(const RoutingProblem &p) {
@@ -109,7 +115,11 @@ std::string builtinGraph(const RoutingProblem &p) {
               p.ranksPerNode, p.numExperts)
           .str();
   std::string wire =
-      wireType(p.dtype) == moecommFloat8E4M3 ? " wire<fp8_e4m3>" : "";
+      isFp8(p.dtype)
+          ? formatv(" wire<{0}>", mlir::moecomm::stringifyWireDtype(
+                                      wireDtypeOf(p.dtype)))
+                .str()
+          : "";
   std::string capacity =
       p.capacity ? formatv(" capacity({0})", p.capacity).str() : "";
   return formatv(R"mlir(
@@ -309,6 +319,23 @@ std::string where(mlir::Operation *op) {
   return "";
 }
 
+/// The payload type of rows sent as `wire`.
+PayloadType payloadTypeOf(mlir::moecomm::WireDtype wire) {
+  switch (wire) {
+  case mlir::moecomm::WireDtype::f32:
+    return PayloadType::F32;
+  case mlir::moecomm::WireDtype::bf16:
+    return PayloadType::BF16;
+  case mlir::moecomm::WireDtype::fp8_e4m3:
+    return PayloadType::FP8;
+  case mlir::moecomm::WireDtype::fp8_e4m3_ue8m0:
+    return PayloadType::FP8UE8M0;
+  case mlir::moecomm::WireDtype::mxfp8:
+    return PayloadType::MXFP8;
+  }
+  llvm_unreachable("unknown wire dtype");
+}
+
 /// Checks the collectives the entry runs against the routing's experts (the
 /// pipeline retargets their ranks, not their experts) and takes the wire
 /// dtype and capacity their dispatches declare into `p`, as `options` allow.
@@ -357,10 +384,7 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
       if (!dispatch)
         return mlir::WalkResult::advance();
       if (std::optional<mlir::moecomm::WireDtype> w = dispatch.getWire()) {
-        PayloadType type =
-            *w == mlir::moecomm::WireDtype::fp8_e4m3 ? PayloadType::FP8
-            : *w == mlir::moecomm::WireDtype::f32    ? PayloadType::F32
-                                                     : PayloadType::BF16;
+        PayloadType type = payloadTypeOf(*w);
         if (wire && wire->second != type) {
           error = inputError(formatv(
               "{0}dispatch declares wire {1} but {2}dispatch declares {3}; "
@@ -395,6 +419,10 @@ mlir::moecomm::WireDtypeOption wireDtypeOption(PayloadType type) {
     return mlir::moecomm::WireDtypeOption::f32;
   case PayloadType::FP8:
     return mlir::moecomm::WireDtypeOption::fp8_e4m3;
+  case PayloadType::FP8UE8M0:
+    return mlir::moecomm::WireDtypeOption::fp8_e4m3_ue8m0;
+  case PayloadType::MXFP8:
+    return mlir::moecomm::WireDtypeOption::mxfp8;
   }
   llvm_unreachable("unknown payload type");
 }
@@ -467,11 +495,6 @@ public:
 
 Expected<std::shared_ptr<CompiledGraph>>
 compileGraph(const GraphOptions &options, RoutingProblem &problem) {
-  // A graph's failed cf.assert (the runtime checks of an imported ragged
-  // all-to-all, moecomm-import-ragged-all-to-all) prints its message with
-  // puts and aborts: line-buffered, stdio's stdout has written it by then.
-  // (The report goes through llvm::outs(), which has its own buffer.)
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   mlir::DialectRegistry registry;
   mlir::moecomm::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
@@ -661,6 +684,8 @@ bool GraphPath::observesDispatch() const {
 }
 
 int GraphPath::chunks() const { return observedChunks.load(); }
+
+bool GraphPath::usesLayouts() const { return graph->dispatches > 0; }
 
 Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
                               int rank, LayerResult &out) {

@@ -89,6 +89,9 @@ public:
   /// Layouts the graph created per call over the dispatches it declares:
   /// each chunk of a dispatch computes its own layout.
   int chunks() const override;
+  /// Whether the entry reaches a dispatch or layout (see
+  /// ExecutionPath::usesLayouts).
+  bool usesLayouts() const override;
   /// See ExecutionPath::runIteration. Sources are not an output of the
   /// graph: they are taken from the dispatch order of the reference (the
   /// rows themselves are checked bit for bit). A graph taking weights gets

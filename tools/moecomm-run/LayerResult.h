@@ -104,6 +104,11 @@ public:
   /// graph; 1 for the runtime-direct path), as observed by the last
   /// runIteration of this process.
   virtual int chunks() const { return 1; }
+  /// Whether the exchanges go through layouts (dispatch and combine, with a
+  /// strategy); false for a compiled graph whose only exchanges are
+  /// moecomm.all_to_all (an imported JAX layer), whose bytes the runtime
+  /// counts as direction all_to_all.
+  virtual bool usesLayouts() const { return true; }
   /// Runs dispatch -> identity experts -> weighted combine for `rank` on
   /// `comm` and fills `out` (all fields). The runtime's traffic counters of
   /// `comm` are reset at the start. Errors: the runtime's failure as an

@@ -59,10 +59,21 @@ std::string human(uint64_t bytes) {
   return u == 0 ? std::string() : formatv(" ({0:f2} {1})", v, units[u]).str();
 }
 
+/// The directions a report lists: dispatch and combine, or for a path
+/// without layouts the one its moecomm.all_to_all exchanges are counted as.
+ArrayRef<moecommDirection_t> directions(bool layouts) {
+  static constexpr moecommDirection_t withLayouts[] = {
+      moecommDirectionDispatch, moecommDirectionCombine};
+  static constexpr moecommDirection_t allToAll[] = {moecommDirectionAllToAll};
+  if (layouts)
+    return withLayouts;
+  return allToAll;
+}
+
 } // namespace
 
 RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
-                     const RunSummary &run, int passes) {
+                     const RunSummary &run, int passes, bool layouts) {
   RunReport r;
   r.verified = true;
   r.dispatchLowerBound = passes * ref.dispatchLowerBound;
@@ -119,7 +130,7 @@ RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
     r.iterationSeconds.push_back(slowest);
     std::vector<std::string> lbFailures;
     if (!verifyLowerBound(r.dispatchLowerBound, r.combineLowerBound,
-                          r.strategy, global, lbFailures))
+                          r.strategy, layouts, global, lbFailures))
       for (const std::string &f : lbFailures)
         addFailure(r, formatv("iteration {0}: {1}", it, f));
     if (it == 0)
@@ -160,14 +171,17 @@ RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
 void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
                  const RunReport &r) {
   const char *dtype = payloadTypeName(p.dtype).data();
-  os << formatv("moecomm-run: {0} path ({1}), backend {2}, strategy ",
-                info.path, info.api, backendName(info.backend));
-  if (info.strategyFromLibrary)
-    os << strategyName(r.strategy) << " (built into the library)";
+  os << formatv("moecomm-run: {0} path ({1}), backend {2}, ", info.path,
+                info.api, backendName(info.backend));
+  if (!info.layouts)
+    os << "exchanges moecomm.all_to_all only (no layout: no strategy applies)";
+  else if (info.strategyFromLibrary)
+    os << "strategy " << strategyName(r.strategy)
+       << " (built into the library)";
   else if (r.strategy == info.requestedStrategy)
-    os << strategyName(r.strategy);
+    os << "strategy " << strategyName(r.strategy);
   else // auto resolved
-    os << strategyName(info.requestedStrategy) << " -> "
+    os << "strategy " << strategyName(info.requestedStrategy) << " -> "
        << strategyName(r.strategy);
   os << formatv(", {0} chunk{1} per dispatch\n", info.chunks,
                 info.chunks == 1 ? "" : "s");
@@ -178,6 +192,10 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
       p.topk, p.hidden, dtype);
   if (p.dtype == PayloadType::FP8)
     os << " (bf16 in/out, fp8 e4m3 + 1x128 scales on the wire)";
+  else if (p.dtype == PayloadType::FP8UE8M0)
+    os << " (bf16 in/out, fp8 e4m3 + 1x128 E8M0 scales on the wire)";
+  else if (p.dtype == PayloadType::MXFP8)
+    os << " (bf16 in/out, fp8 e4m3 + 1x32 E8M0 scales on the wire)";
   os << "\n";
   int64_t minT = p.numTokens.empty() ? 0 : *llvm::min_element(p.numTokens);
   int64_t maxT = p.numTokens.empty() ? 0 : *llvm::max_element(p.numTokens);
@@ -200,8 +218,7 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
   os << formatv("  {0,-9} {1,-11} {2,-7} {3,12} {4,17} {5,8} {6,17} {7,8}\n",
                 "direction", "scope", "stages", "rows sent", "intra-node B",
                 "msgs", "inter-node B", "msgs");
-  for (moecommDirection_t d :
-       {moecommDirectionDispatch, moecommDirectionCombine}) {
+  for (moecommDirection_t d : directions(info.layouts)) {
     bool any = false;
     for (moecommScope_t s :
          {moecommScopeGlobal, moecommScopeInterNode, moecommScopeIntraNode}) {
@@ -221,7 +238,11 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
       os << formatv(
           "  {0,-9} {1,-11} {2,-7} {3,12} {4,17} {5,8} {6,17} {7,8}\n",
           directionName(d), scopeName(s), stageList.empty() ? "-" : stageList,
-          rows, b[0], m[0], b[1], m[1]);
+          // all_to_all rows are of any width (rows, weights, offsets): the
+          // counters have their bytes only.
+          d == moecommDirectionAllToAll ? std::string("-")
+                                        : std::to_string(rows),
+          b[0], m[0], b[1], m[1]);
     }
     if (!any)
       os << formatv("  {0,-9} (no exchange: single rank)\n", directionName(d));
@@ -237,10 +258,6 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
                 r.traffic.metadataMessages[0], r.traffic.metadataBytes[1],
                 r.traffic.metadataMessages[1]);
 
-  const uint64_t dispatchInter =
-      interNodeBytes(r.traffic, moecommDirectionDispatch);
-  const uint64_t combineInter =
-      interNodeBytes(r.traffic, moecommDirectionCombine);
   auto vsBound = [](uint64_t got, int64_t bound) {
     if (bound == 0)
       return got == 0 ? std::string("= bound") : std::string("bound is 0");
@@ -250,10 +267,23 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
       "\ninter-node lower bound  dispatch {0} B{1}, combine {2} B{3}\n",
       r.dispatchLowerBound, human(r.dispatchLowerBound), r.combineLowerBound,
       human(r.combineLowerBound));
-  os << formatv("inter-node sent         dispatch {0} B ({1}), combine {2} B "
-                "({3})\n",
-                dispatchInter, vsBound(dispatchInter, r.dispatchLowerBound),
-                combineInter, vsBound(combineInter, r.combineLowerBound));
+  if (info.layouts) {
+    const uint64_t dispatchInter =
+        interNodeBytes(r.traffic, moecommDirectionDispatch);
+    const uint64_t combineInter =
+        interNodeBytes(r.traffic, moecommDirectionCombine);
+    os << formatv("inter-node sent         dispatch {0} B ({1}), combine {2} "
+                  "B ({3})\n",
+                  dispatchInter, vsBound(dispatchInter, r.dispatchLowerBound),
+                  combineInter, vsBound(combineInter, r.combineLowerBound));
+  } else {
+    // The all_to_all exchanges carry both directions' rows.
+    const uint64_t inter = interNodeBytes(r.traffic, moecommDirectionAllToAll);
+    os << formatv("inter-node sent         all_to_all {0} B ({1}, the bound: "
+                  "dispatch + combine)\n",
+                  inter,
+                  vsBound(inter, r.dispatchLowerBound + r.combineLowerBound));
+  }
 
   int64_t minE = INT64_MAX, maxE = 0, sum = 0, count = 0;
   for (const std::vector<int64_t> &v : r.tokensPerExpert)
@@ -321,8 +351,7 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
   };
   json::Object byDirection;
   json::Array traffic;
-  for (moecommDirection_t d :
-       {moecommDirectionDispatch, moecommDirectionCombine}) {
+  for (moecommDirection_t d : directions(info.layouts)) {
     byDirection[directionName(d)] = json::Object{
         {"bytes",
          linkPair(intraNodeBytes(r.traffic, d), interNodeBytes(r.traffic, d))},
@@ -368,10 +397,11 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"path", info.path},
       {"dispatch_observed", info.observesDispatch},
       {"api", info.api},
-      {"strategy",
-       strategyName(info.strategyFromLibrary ? r.strategy
-                                             : info.requestedStrategy)},
-      {"strategy_in_effect", strategyName(r.strategy)},
+      {"strategy", !info.layouts ? "none"
+                   : strategyName(info.strategyFromLibrary
+                                      ? r.strategy
+                                      : info.requestedStrategy)},
+      {"strategy_in_effect", info.layouts ? strategyName(r.strategy) : "none"},
       {"backend", backendName(info.backend)},
       {"ranks", p.ranks},
       {"ranks_per_node", p.ranksPerNode},

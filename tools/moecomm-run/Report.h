@@ -33,6 +33,9 @@ struct RunInfo {
   bool observesDispatch = true;
   /// The routed experts applied (identity unless a graph takes weights).
   ExpertSpec experts;
+  /// Whether the exchanges went through layouts (ExecutionPath::usesLayouts);
+  /// false: only moecomm.all_to_all ran, and no strategy applies.
+  bool layouts = true;
 };
 
 /// The global outcome of a run. All byte and message counts are per iteration
@@ -62,10 +65,11 @@ struct RunReport {
 
 /// Builds the global outcome from every rank's summaries; `passes` is the
 /// number of dispatch+combine pairs per iteration (ExecutionPath::passes), by
-/// which the lower bounds are multiplied.
+/// which the lower bounds are multiplied; `layouts` as RunInfo::layouts
+/// (it selects the lower-bound check, verifyLowerBound).
 RunReport analyzeRun(const workload::RoutingProblem &problem,
                      const ReferenceResult &reference, const RunSummary &run,
-                     int passes = 1);
+                     int passes = 1, bool layouts = true);
 
 /// The readable report.
 void printReport(llvm::raw_ostream &os, const workload::RoutingProblem &problem,

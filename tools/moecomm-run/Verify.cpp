@@ -364,9 +364,20 @@ uint64_t intraNodeBytes(const moecommTraffic_t &t, moecommDirection_t d) {
 }
 
 bool verifyLowerBound(int64_t dispatchBound, int64_t combineBound,
-                      moecommStrategy_t strategy,
+                      moecommStrategy_t strategy, bool layouts,
                       const moecommTraffic_t &global,
                       std::vector<std::string> &failures) {
+  if (!layouts) {
+    const uint64_t got = interNodeBytes(global, moecommDirectionAllToAll);
+    const uint64_t bound = static_cast<uint64_t>(dispatchBound) +
+                           static_cast<uint64_t>(combineBound);
+    if (got >= bound)
+      return true;
+    failures.push_back(formatv("all_to_all sent {0} inter-node bytes, below "
+                               "the dispatch + combine lower bound {1}",
+                               got, bound));
+    return false;
+  }
   bool ok = true;
   const struct {
     moecommDirection_t direction;

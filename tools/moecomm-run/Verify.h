@@ -133,10 +133,15 @@ uint64_t intraNodeBytes(const moecommTraffic_t &traffic,
 
 /// Check 5 on traffic summed over all ranks for one iteration, against the
 /// dispatch and combine lower bounds in bytes (the reference's, times the
-/// passes per iteration). Appends failures to `failures`; returns true when
-/// it passes.
+/// passes per iteration). With `layouts` (dispatch and combine ran through
+/// layouts, with `strategy`) each direction is checked against its bound,
+/// hierarchical exactly. Without (a graph whose only exchanges are
+/// moecomm.all_to_all, e.g. an imported JAX layer), the runtime counts them
+/// as one direction, all_to_all, which carries both the dispatch's and the
+/// combine's rows: its inter-node bytes must reach the sum of the bounds.
+/// Appends failures to `failures`; returns true when it passes.
 bool verifyLowerBound(int64_t dispatchBound, int64_t combineBound,
-                      moecommStrategy_t strategy,
+                      moecommStrategy_t strategy, bool layouts,
                       const moecommTraffic_t &globalTraffic,
                       std::vector<std::string> &failures);
 

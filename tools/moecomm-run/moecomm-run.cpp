@@ -124,7 +124,9 @@ cl::opt<std::string> backendOpt(
 cl::opt<std::string> wireDtypeOpt(
     "wire-dtype",
     cl::desc("Override the routing's and the graph's wire dtype: bf16 | f32 "
-             "| fp8 (= fp8_e4m3: bf16 in/out, FP8 on the wire)"),
+             "| fp8 (= fp8_e4m3: bf16 in/out, FP8 with f32 1x128 scales on "
+             "the wire) | fp8_e4m3_ue8m0 (1x128 E8M0 scales) | mxfp8 (1x32 "
+             "E8M0 scales)"),
     cl::cat(runCat));
 cl::opt<long long>
     capacityOpt("capacity",
@@ -385,7 +387,7 @@ Error applyOverrides(RoutingProblem &p) {
     std::optional<PayloadType> t = parsePayloadType(wireDtypeOpt);
     if (!t)
       return inputError(formatv("unknown --wire-dtype '{0}' (expected bf16, "
-                                "f32 or fp8)",
+                                "f32, fp8, fp8_e4m3_ue8m0 or mxfp8)",
                                 wireDtypeOpt));
     p.dtype = *t;
   }
@@ -743,7 +745,9 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   info.chunks = path.chunks();
   info.observesDispatch = path.observesDispatch();
   info.experts = state.experts;
-  RunReport result = analyzeRun(p, state.reference, *run, path.passes());
+  info.layouts = path.usesLayouts();
+  RunReport result =
+      analyzeRun(p, state.reference, *run, path.passes(), info.layouts);
   if (bo.trace) {
     TimelineOutput to;
     to.jsonPath = timelineFile;

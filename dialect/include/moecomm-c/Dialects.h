@@ -7,9 +7,8 @@
  * program needs to compile a graph, so a C program links just this one
  * library: mlir-c/IR.h, Diagnostics.h, BuiltinAttributes.h, BuiltinTypes.h
  * and Pass.h; the dialect handles of mlir-c/Dialect/Func.h, Arith.h, Math.h,
- * Tensor.h, MemRef.h, Bufferization.h, SCF.h, Linalg.h, LLVM.h, Shard.h and
- * ControlFlow.h (the dialects of moecomm::registerAllDialects; cf holds the
- * runtime checks of an imported ragged all-to-all); mlir-c/Target/LLVMIR.h and
+ * Tensor.h, MemRef.h, Bufferization.h, SCF.h, Linalg.h, LLVM.h and Shard.h
+ * (the dialects of moecomm::registerAllDialects); mlir-c/Target/LLVMIR.h and
  * mlir-c/RegisterEverything.h (mlirRegisterAllLLVMTranslations before a
  * translation to LLVM IR).
  *===----------------------------------------------------------------------===*/

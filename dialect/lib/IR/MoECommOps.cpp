@@ -285,7 +285,7 @@ static WireDtype wireDtypeFor(RankedTensorType x,
 /// A non-FP8 wire dtype must be x's dtype.
 static LogicalResult verifyWire(Operation *op, RankedTensorType x,
                                 std::optional<WireDtype> wire) {
-  if (!wire || *wire == WireDtype::fp8_e4m3)
+  if (!wire || isFp8Wire(*wire))
     return success();
   if ((*wire == WireDtype::f32) == x.getElementType().isF32())
     return success();

@@ -15,8 +15,7 @@ namespace moecomm {
 /// consume (func, arith, tensor, memref, bufferization, scf, linalg, llvm)
 /// and those expert computations are written in (math, plus linalg and
 /// arith), with the bufferization and conversion interfaces they need, and
-/// shard, so graphs that shard their dense layers parse, and cf (the runtime
-/// checks of moecomm-import-ragged-all-to-all are cf.assert). moecomm-opt,
+/// shard, so graphs that shard their dense layers parse. moecomm-opt,
 /// moecomm-run (and so moecomm-aot) all register this one list.
 void registerAllDialects(DialectRegistry &registry);
 

@@ -23,7 +23,10 @@ using namespace mlir::moecomm;
 
 void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
                                          const PipelineOptions &options) {
-  // JAX's ragged all-to-all is converted by its own pass, run first by hand
+  // First: module attributes the translation to LLVM IR would crash on fail
+  // here, with an error, before any lowering.
+  pm.addPass(createMoECommCheckLLVMModuleAttributes());
+  // JAX's ragged all-to-all is converted by its own pass, run before by hand
   // (it takes no pipeline option): say so before any pass trips on it.
   pm.addPass(createMoECommRequireImported());
   MoECommSplitHierarchicalOptions split;
@@ -98,6 +101,12 @@ void mlir::moecomm::registerMoECommPipeline() {
       "--mlir-to-llvmir)",
       [](OpPassManager &pm, StringRef optionsStr,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        // MLIR's option parser skips an option without a name and keeps the
+        // last of a repeated one.
+        if (std::string problem =
+                checkOptionNames("moecomm-pipeline", optionsStr);
+            !problem.empty())
+          return errorHandler(problem);
         PipelineOptions options;
         std::string message;
         llvm::raw_string_ostream os(message);

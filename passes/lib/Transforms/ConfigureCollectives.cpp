@@ -58,7 +58,11 @@ llvm::cl::ValuesClass mlir::moecomm::wireDtypeOptionValues() {
       clEnumValN(WireDtypeOption::fp8_e4m3, "fp8_e4m3",
                  "FP8 E4M3 rows with per-block scales"),
       // The tools' spelling (moecomm-run, moecomm-bench).
-      clEnumValN(WireDtypeOption::fp8_e4m3, "fp8", "same as fp8_e4m3"));
+      clEnumValN(WireDtypeOption::fp8_e4m3, "fp8", "same as fp8_e4m3"),
+      clEnumValN(WireDtypeOption::fp8_e4m3_ue8m0, "fp8_e4m3_ue8m0",
+                 "FP8 E4M3 rows with 1x128 power-of-two E8M0 scales"),
+      clEnumValN(WireDtypeOption::mxfp8, "mxfp8",
+                 "OCP MXFP8 rows: E4M3 with 1x32 E8M0 scales"));
 }
 
 /// The wire dtype `option` sets; none for keep.
@@ -72,6 +76,10 @@ static std::optional<WireDtype> overriddenWireDtype(WireDtypeOption option) {
     return WireDtype::bf16;
   case WireDtypeOption::fp8_e4m3:
     return WireDtype::fp8_e4m3;
+  case WireDtypeOption::fp8_e4m3_ue8m0:
+    return WireDtype::fp8_e4m3_ue8m0;
+  case WireDtypeOption::mxfp8:
+    return WireDtype::mxfp8;
   }
   llvm_unreachable("unknown wire-dtype option");
 }
@@ -102,7 +110,7 @@ void overrideDispatchOptions(ModuleOp module, std::optional<WireDtype> wire,
   // A bf16/f32 override applies to the dispatches of that dtype only; fp8
   // applies to all (cached dispatches included).
   auto setWire = [&](Operation *op, RankedTensorType x) {
-    if (wire && (*wire == WireDtype::fp8_e4m3 ||
+    if (wire && (isFp8Wire(*wire) ||
                  (*wire == WireDtype::f32) == x.getElementType().isF32()))
       op->setAttr("wire", WireDtypeAttr::get(op->getContext(), *wire));
   };

@@ -10,11 +10,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Conversion/MoECommToRuntime/RuntimeAbi.h"
 #include "Transforms/OptionErrors.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -239,8 +241,10 @@ namespace {
 /// Emits the conversion of one checked custom call.
 class Importer {
 public:
-  Importer(Operation *op, int64_t ranks, int64_t ranksPerNode)
-      : op(op), b(op->getLoc(), op), ranks(ranks),
+  Importer(Operation *op, int64_t ranks, int64_t ranksPerNode,
+           SymbolTable &symbols, llvm::StringMap<LLVM::GlobalOp> &texts)
+      : op(op), b(op->getLoc(), op), ranks(ranks), symbols(symbols),
+        texts(texts),
         topology(TopologyAttr::get(op->getContext(), ranks, ranksPerNode,
                                    /*experts=*/0)) {
     if (auto file = dyn_cast<FileLineColLoc>(op->getLoc()))
@@ -262,10 +266,14 @@ public:
 
     // 1. On the sender: check each segment lies in `operand`, count the rows
     // and put output_offsets[j]'s bits in row j of a [W, 2] f32 tensor.
+    // `valid`: every segment passed (a failed check records the error, so
+    // the thread's next collective call shares it with the peers and every
+    // later runtime call does nothing).
     Value offsetRows =
         tensor::EmptyOp::create(b, ArrayRef<int64_t>{ranks, 2}, b.getF32Type());
-    scf::ForOp sizes =
-        forEachRank(ValueRange{c0, offsetRows}, [&](Value j, ValueRange iter) {
+    scf::ForOp sizes = forEachRank(
+        ValueRange{c0, offsetRows, boolean(true)},
+        [&](Value j, ValueRange iter) {
           Value start = element(inputOffsets, j), size = element(sendSizes, j);
           Value zero = i64Constant(0);
           Value ok = andAll({cmp(arith::CmpIPredicate::sge, start, zero),
@@ -273,8 +281,10 @@ public:
                              cmp(arith::CmpIPredicate::sle, size, n),
                              cmp(arith::CmpIPredicate::sle, start,
                                  arith::SubIOp::create(b, n, size))});
-          check(ok, "input_offsets[j] + send_sizes[j] must lie in the "
-                    "operand's rows, both >= 0");
+          check(ok,
+                "input_offsets[j] + send_sizes[j] must lie in the operand's "
+                "rows, both >= 0 (j = {}: {} + {}, {} rows)",
+                {i64(j), start, size, n});
           Value bits = element(outputOffsets, j);
           Value low = arith::TruncIOp::create(b, b.getI32Type(), bits);
           Value high = arith::TruncIOp::create(
@@ -288,18 +298,24 @@ public:
               b, arith::BitcastOp::create(b, b.getF32Type(), high), rowsOut,
               ValueRange{j, c1});
           return SmallVector<Value>{
-              arith::AddIOp::create(b, iter[0], indexOf(size)), rowsOut};
+              arith::AddIOp::create(b, iter[0], indexOf(size)), rowsOut,
+              arith::AndIOp::create(b, iter[2], ok)};
         });
+    Value valid = sizes.getResult(2);
 
-    // 2. Gather the segments into destination order.
+    // 2. Gather the segments into destination order; nothing when a check
+    // failed (no row is read out of bounds).
     Value send0 = tensor::EmptyOp::create(
         b, ArrayRef<int64_t>{ShapedType::kDynamic, h},
-        rowsType.getElementType(), ValueRange{sizes.getResult(0)});
+        rowsType.getElementType(),
+        ValueRange{arith::SelectOp::create(b, valid, sizes.getResult(0), c0)});
     scf::ForOp gather = forEachRank(ValueRange{c0, send0}, [&](Value j,
                                                                ValueRange
                                                                    iter) {
       Value start = indexOf(element(inputOffsets, j));
       Value size = indexOf(element(sendSizes, j));
+      start = arith::SelectOp::create(b, valid, start, c0);
+      size = arith::SelectOp::create(b, valid, size, c0);
       Value segment = slice(operand, start, size, h);
       Value send = insert(segment, iter[1], iter[0], size, h);
       return SmallVector<Value>{arith::AddIOp::create(b, iter[0], size), send};
@@ -317,49 +333,90 @@ public:
     auto offsetsA2a = AllToAllOp::create(b, sizes.getResult(1), ones, topology);
 
     // 4. On the receiver: check the counts and offsets, write each source's
-    // rows into the output at its sender's offset. A failed exchange
-    // (recorded by the runtime, moecomm_compiled.h) leaves its results
-    // empty: nothing is read beyond them.
+    // rows into the output at its sender's offset. A failed exchange (its
+    // error recorded by the runtime on every rank, moecomm_compiled.h)
+    // leaves its results empty and its counts unwritten: then the output
+    // stays as it is. After a failed check no more rows are written.
     Value received = i64(tensor::DimOp::create(b, rowsA2a.getRecv(), 0));
-    check(cmp(arith::CmpIPredicate::eq,
-              i64(tensor::DimOp::create(b, offsetsA2a.getRecv(), 0)),
-              i64Constant(ranks)),
-          "the output offsets did not arrive (the exchange failed)");
-    scf::ForOp scatter = forEachRank(ValueRange{c0, output}, [&](Value i,
-                                                                 ValueRange
-                                                                     iter) {
-      Value count = element(rowsA2a.getRecvCounts(), i);
-      check(andAll({cmp(arith::CmpIPredicate::sge, count, i64Constant(0)),
-                    cmp(arith::CmpIPredicate::sle, count,
-                        arith::SubIOp::create(b, received, i64(iter[0])))}),
-            "the rows from rank j exceed those received (the exchange "
-            "failed)");
-      check(cmp(arith::CmpIPredicate::eq, count, element(recvSizes, i)),
-            "recv_sizes[j] must equal the rows rank j sent here "
-            "(its send_sizes entry for this rank)");
-      auto word = [&](int64_t col) {
-        Value f = tensor::ExtractOp::create(b, offsetsA2a.getRecv(),
-                                            ValueRange{i, index(col)});
-        return arith::ExtUIOp::create(
-            b, b.getI64Type(), arith::BitcastOp::create(b, b.getI32Type(), f));
-      };
-      Value offset = arith::OrIOp::create(
-          b, word(0), arith::ShLIOp::create(b, word(1), i64Constant(32)));
-      check(andAll({cmp(arith::CmpIPredicate::sge, offset, i64Constant(0)),
-                    cmp(arith::CmpIPredicate::sle, offset,
-                        arith::SubIOp::create(b, m, count))}),
-            "output_offsets[j] (given by rank j for this rank) + the rows "
-            "from j must lie in the output's rows, >= 0");
-      Value size = indexOf(count);
-      Value segment = slice(rowsA2a.getRecv(), iter[0], size, h);
-      Value out = insert(segment, iter[1], indexOf(offset), size, h);
-      return SmallVector<Value>{arith::AddIOp::create(b, iter[0], size), out};
-    });
-    op->getResult(0).replaceAllUsesWith(scatter.getResult(1));
+    Value arrived = cmp(arith::CmpIPredicate::eq,
+                        i64(tensor::DimOp::create(b, offsetsA2a.getRecv(), 0)),
+                        i64Constant(ranks));
+    auto scatter = scf::IfOp::create(
+        b, arrived,
+        [&](OpBuilder &nested, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, scatterRows(rowsA2a, offsetsA2a.getRecv(),
+                                              recvSizes, output, received, m,
+                                              h));
+        },
+        [&](OpBuilder &nested, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, output);
+        });
+    op->getResult(0).replaceAllUsesWith(scatter.getResult(0));
     op->erase();
   }
 
 private:
+  /// `output` with each source's rows (`rows`' receive side, `received`
+  /// rows in all) written at the offset its sender gave (`offsets`: [W, 2]
+  /// f32 bit patterns), after checking them against `recvSizes` and the
+  /// output's `m` rows.
+  Value scatterRows(AllToAllOp rows, Value offsets, Value recvSizes,
+                    Value output, Value received, Value m, int64_t h) {
+    Value c0 = index(0);
+    scf::ForOp scatter = forEachRank(
+        ValueRange{c0, output, boolean(true)}, [&](Value i, ValueRange iter) {
+          Value count = element(rows.getRecvCounts(), i);
+          Value left = arith::SubIOp::create(b, received, i64(iter[0]));
+          Value inReceived =
+              andAll({cmp(arith::CmpIPredicate::sge, count, i64Constant(0)),
+                      cmp(arith::CmpIPredicate::sle, count, left)});
+          check(inReceived,
+                "the rows from rank j exceed those received (the exchange "
+                "failed) (j = {}: {} rows, {} left)",
+                {i64(i), count, left});
+          Value expected = element(recvSizes, i);
+          Value sizeMatches = cmp(arith::CmpIPredicate::eq, count, expected);
+          check(sizeMatches,
+                "recv_sizes[j] must equal the rows rank j sent here (its "
+                "send_sizes entry for this rank) (j = {}: recv_sizes[j] = "
+                "{}, {} arrived)",
+                {i64(i), expected, count});
+          auto word = [&](int64_t col) {
+            Value f = tensor::ExtractOp::create(b, offsets,
+                                                ValueRange{i, index(col)});
+            return arith::ExtUIOp::create(
+                b, b.getI64Type(),
+                arith::BitcastOp::create(b, b.getI32Type(), f));
+          };
+          Value offset = arith::OrIOp::create(
+              b, word(0), arith::ShLIOp::create(b, word(1), i64Constant(32)));
+          Value inOutput =
+              andAll({cmp(arith::CmpIPredicate::sge, offset, i64Constant(0)),
+                      cmp(arith::CmpIPredicate::sle, offset,
+                          arith::SubIOp::create(b, m, count))});
+          check(inOutput,
+                "output_offsets[j] (given by rank j for this rank) + the rows "
+                "from j must lie in the output's rows, >= 0 (j = {}: {} + {}, "
+                "{} rows)",
+                {i64(i), offset, count, m});
+          Value valid =
+              andAll({iter[2], inReceived, sizeMatches, inOutput});
+          Value size = arith::SelectOp::create(b, valid, indexOf(count), c0);
+          Value at = arith::SelectOp::create(b, valid, indexOf(offset), c0);
+          Value segment = slice(rows.getRecv(), iter[0], size, h);
+          Value out = insert(segment, iter[1], at, size, h);
+          return SmallVector<Value>{arith::AddIOp::create(b, iter[0], size),
+                                    out, valid};
+        });
+    return scatter.getResult(1);
+  }
+
   /// scf.for over the ranks j in [0, W) carrying `init`; `body` builds one
   /// iteration with `b` and returns the values carried to the next.
   scf::ForOp
@@ -401,10 +458,36 @@ private:
       all = arith::AndIOp::create(b, all, c);
     return all;
   }
-  /// Stops the program with `what` (and the op's location) unless `ok`.
-  void check(Value ok, StringRef what) {
-    cf::AssertOp::create(
-        b, ok, llvm::formatv("{0} at {1}: {2}", kTarget, where, what).str());
+  Value boolean(bool v) {
+    return arith::ConstantIntOp::create(b, b.getI1Type(), v);
+  }
+  /// Unless `ok`, records an invalid-argument error of this rank (the
+  /// runtime's moecomm_rt_check, moecomm_compiled.h): "ragged_all_to_all at
+  /// FILE:LINE:COL: rank R: `what`", each "{}" in `what` replaced by the
+  /// next of `values` (i64, at most 4).
+  void check(Value ok, StringRef what, ArrayRef<Value> values) {
+    assert(values.size() <= 4 && "moecomm_rt_check takes 4 values");
+    SmallVector<Value> args{arith::ExtUIOp::create(b, b.getI32Type(), ok),
+                            text(llvm::formatv("{0} at {1}", kTarget, where).str()),
+                            text(what)};
+    for (size_t k = 0; k < 4; ++k)
+      args.push_back(k < values.size() ? values[k] : i64Constant(0));
+    RuntimeAbi(b, b.getLoc(), op).call("moecomm_rt_check", args);
+  }
+  /// The address of a NUL-terminated constant holding `s` (one global per
+  /// text in the module).
+  Value text(StringRef s) {
+    LLVM::GlobalOp &global = texts[s];
+    if (!global) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&symbols.getOp()->getRegion(0).front());
+      global = LLVM::GlobalOp::create(
+          b, LLVM::LLVMArrayType::get(b.getI8Type(), s.size() + 1),
+          /*isConstant=*/true, LLVM::Linkage::Internal,
+          "ragged_all_to_all_check", b.getStringAttr(s + Twine('\0')));
+      symbols.insert(global);
+    }
+    return LLVM::AddressOfOp::create(b, global);
   }
   /// rows[start : start + size] of a [?, h] tensor.
   Value slice(Value rows, Value start, Value size, int64_t h) {
@@ -427,6 +510,9 @@ private:
   Operation *op;
   ImplicitLocOpBuilder b;
   int64_t ranks;
+  SymbolTable &symbols;
+  /// The texts' globals, shared by the module's imports.
+  llvm::StringMap<LLVM::GlobalOp> &texts;
   TopologyAttr topology;
   std::string where;
 };
@@ -483,8 +569,12 @@ struct ImportRaggedAllToAllPass
     // Nothing is converted when any call is refused.
     if (!ok)
       return signalPassFailure();
+    SymbolTable symbols(getOperation());
+    llvm::StringMap<LLVM::GlobalOp> texts;
     for (auto [op, ranks] : calls)
-      Importer(op, ranks, ranksPerNode > 0 ? ranksPerNode : ranks).run();
+      Importer(op, ranks, ranksPerNode > 0 ? ranksPerNode : ranks, symbols,
+               texts)
+          .run();
   }
 };
 

@@ -189,9 +189,25 @@ struct LowerCollectivesPass
   using WithOptionErrors::WithOptionErrors;
 
   void runOnOperation() override {
-    // The patterns only apply where the strategy is known; say where not
-    // before rewriting anything.
+    // The patterns only apply where the strategy is known and the staged
+    // level has the wire dtype; say where not before rewriting anything.
     WalkResult unknown = getOperation().walk([&](Operation *op) {
+      std::optional<WireDtype> wire;
+      if (auto dispatch = dyn_cast<DispatchOp>(op))
+        wire = dispatch.getWireDtype();
+      if (auto cached = dyn_cast<CachedDispatchOp>(op))
+        wire = cached.getWireDtype();
+      if (wire && isFp8Wire(*wire) && *wire != WireDtype::fp8_e4m3) {
+        // The staged level's FP8 rows carry fp8_e4m3's f32 1x128 scales
+        // (moecomm.quantize and the compiled-code ABI); E8M0 scales are the
+        // runtime's (moecommDispatch) only.
+        op->emitError() << "wire<" << stringifyWireDtype(*wire)
+                        << "> has no staged form (the staged FP8 ops carry "
+                           "f32 1x128 scales); use wire<fp8_e4m3> here, or "
+                           "the runtime (moecommDispatch, moecomm-run "
+                           "--direct) for E8M0 scales";
+        return WalkResult::interrupt();
+      }
       if (auto dispatch = dyn_cast<DispatchOp>(op)) {
         if (strategyOf(dispatch, strategy))
           return WalkResult::advance();

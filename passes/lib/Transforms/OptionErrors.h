@@ -31,6 +31,14 @@ InFlightDiagnostic emitOptionError(MLIRContext *context, StringRef pass);
 /// does not parse as the option's type) and there is nothing to add.
 std::string optionParserError(StringRef pass, const Twine &message);
 
+/// The option error of `pass` about the names in `options` (the text
+/// `NAME=VALUE ...` after the pass's name), empty when there is none: an
+/// option without a name (`=4`) or one given twice (`ranks=4 ranks=8`).
+/// MLIR's option parser (PassOptions::parseFromString) skips the first and
+/// keeps the last value of the second. Options are split as it splits them:
+/// at spaces outside quotes and braces, the name ends at `=`.
+std::string checkOptionNames(StringRef pass, StringRef options);
+
 /// A moecomm pass whose option parser errors are one line in the form above.
 template <typename BaseT> struct WithOptionErrors : public BaseT {
   using BaseT::BaseT;
@@ -38,6 +46,9 @@ template <typename BaseT> struct WithOptionErrors : public BaseT {
   LogicalResult initializeOptions(
       StringRef options,
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (std::string problem = checkOptionNames(this->getArgument(), options);
+        !problem.empty())
+      return errorHandler(problem);
     auto oneLine = [&](const Twine &message) {
       std::string text = optionParserError(this->getArgument(), message);
       return text.empty() ? failure() : errorHandler(text);

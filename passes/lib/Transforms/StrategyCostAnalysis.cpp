@@ -18,6 +18,10 @@ static moecommDataType_t wireDataType(WireDtype wire) {
     return moecommBfloat16;
   case WireDtype::fp8_e4m3:
     return moecommFloat8E4M3;
+  case WireDtype::fp8_e4m3_ue8m0:
+    return moecommFloat8E4M3UE8M0;
+  case WireDtype::mxfp8:
+    return moecommMxfp8;
   }
   llvm_unreachable("unknown wire dtype");
 }

@@ -38,10 +38,15 @@ extern "C" {
 #define MOECOMM_VERSION_MAJOR 0
 #define MOECOMM_VERSION_MINOR 1
 
-/** Elements per FP8 scale block: one f32 scale per 128 contiguous hidden
- *  elements of a row (DeepSeek-V3's 1x128 blocks); the last block of a row
- *  may be partial, so a row has ceil(H / 128) scales. */
+/** Elements per scale block of moecommFloat8E4M3 and moecommFloat8E4M3UE8M0:
+ *  one scale per 128 contiguous hidden elements of a row (DeepSeek-V3's 1x128
+ *  blocks); the last block of a row may be partial, so a row has
+ *  ceil(H / 128) scales. */
 #define MOECOMM_FP8_BLOCK 128
+/** Elements per scale block of moecommMxfp8 (OCP Microscaling v1.0's block
+ *  size k = 32); a row has ceil(H / 32) scales, the last block possibly
+ *  partial. */
+#define MOECOMM_MXFP8_BLOCK 32
 
 typedef enum {
   moecommSuccess = 0,
@@ -71,10 +76,18 @@ typedef enum {
 typedef enum {
   moecommFloat32 = 0,
   moecommBfloat16 = 1,
-  /** FP8 e4m3 "fn" (finite, max 448) with 1x128 f32 block scales. */
+  /** FP8 e4m3 "fn" (finite, max 448) with 1x128 f32 block scales:
+   *  H + 4 * ceil(H / 128) bytes per row. */
   moecommFloat8E4M3 = 2,
   moecommInt32 = 3,
   moecommInt64 = 4,
+  /** FP8 e4m3fn with 1x128 block scales rounded up to a power of two and
+   *  stored as one E8M0 byte each (DeepSeek-V3's UE8M0 scales):
+   *  H + ceil(H / 128) bytes per row. */
+  moecommFloat8E4M3UE8M0 = 5,
+  /** OCP MXFP8: e4m3fn elements with one E8M0 scale byte per 32 elements:
+   *  H + ceil(H / 32) bytes per row. */
+  moecommMxfp8 = 6,
   moecommDataTypeMinEnum = -0x7fffffff - 1, /* range: all of int */
   moecommDataTypeMaxEnum = 0x7fffffff
 } moecommDataType_t;
@@ -140,11 +153,17 @@ typedef struct moecommThreadGroup *moecommThreadGroup_t;
 typedef void *moecommStream_t;
 
 /** A block of rows: data is [rows][hidden] elements of `type`, contiguous.
- *  For moecommFloat8E4M3, `scales` is [rows][ceil(hidden / 128)] f32 and
- *  travels with its rows; otherwise `scales` is ignored. */
+ *  The FP8 types (moecommFloat8E4M3, moecommFloat8E4M3UE8M0, moecommMxfp8;
+ *  data is one e4m3fn code per element) carry block scales that travel with
+ *  their rows: `scales` is [rows][ceil(hidden / block)] scales, block =
+ *  MOECOMM_FP8_BLOCK or MOECOMM_MXFP8_BLOCK, each an f32 for
+ *  moecommFloat8E4M3 and one E8M0 byte (uint8_t: the scale is
+ *  2^(byte - 127); 255, NaN, is never produced) for the other two. A row's
+ *  element k is decode(code) * scale[k / block]. Otherwise `scales` is
+ *  ignored. */
 typedef struct {
   void *data;
-  float *scales;
+  void *scales;
   int64_t rows;
   int64_t hidden;
   moecommDataType_t type;
@@ -346,7 +365,7 @@ typedef struct {
   moecommStrategy_t strategy;
   /* Hints for moecommAuto's cost model (bytes per row on the wire). */
   int64_t hidden;               /* H; 0 = 7168 */
-  moecommDataType_t wireType;   /* bf16, f32 or fp8 */
+  moecommDataType_t wireType;   /* bf16, f32 or an FP8 type */
   /* Expert segment alignment of dispatch's recv, in rows: a power of two in
    * [1, MOECOMM_MAX_ALIGN], same on all ranks; 0 = 1 (so a zero-initialised
    * desc keeps the unpadded layout). Every local expert's segment starts at
@@ -416,7 +435,7 @@ moecommResult_t moecommLayoutStage(moecommLayout_t layout,
 /** Collective. x: [T][H] f32 or bf16. recv: [R][H] of x's type, expert-major
  *  (by local expert, then source rank, then source token; with align > 1
  *  each expert's segment ends in zero padding rows, see
- *  moecommLayoutExpertOffsets). wireType is x's type or moecommFloat8E4M3
+ *  moecommLayoutExpertOffsets). wireType is x's type or an FP8 type
  *  (quantized once on the sending rank, dequantized on arrival). Identical
  *  bits for every strategy and backend. */
 moecommResult_t moecommDispatch(moecommComm_t comm, moecommLayout_t layout,
@@ -475,11 +494,20 @@ moecommResult_t moecommAllToAllStart(moecommComm_t comm,
 
 /*--- FP8 (local) ----------------------------------------------------------*/
 
-/** in: f32/bf16 rows; out: moecommFloat8E4M3 rows + scales, same shape.
- *  scale = amax(block) / 448 (1 for an all-zero block); q = e4m3(x / scale)
- *  rounded to nearest even, saturating. */
+/** in: f32/bf16 rows; out: rows + scales of an FP8 type (out->type), same
+ *  shape. Per block of the type's block size, amax = max |x| over the block
+ *  (NaNs ignored) and q = e4m3(x / scale) rounded to nearest even and
+ *  saturated to +-448 (NaN -> NaN code), where scale is
+ *  - moecommFloat8E4M3: amax / 448 in f32;
+ *  - moecommFloat8E4M3UE8M0: the smallest power of two 2^e with
+ *    amax / 2^e <= 448 (DeepSeek-V3's 2^ceil(log2(amax / 448)));
+ *  - moecommMxfp8: 2^(floor(log2(amax)) - 8) (OCP MX v1.0 §6.3, emax of
+ *    e4m3 = 8; elements above 448 then saturate);
+ *  1 for an all-zero block; E8M0 exponents are clamped to [-127, 127]
+ *  (an infinite amax gives 2^127). InvalidArgument for other types. */
 moecommResult_t moecommQuantizeFp8(const moecommRows_t *in, moecommRows_t *out);
-/** in: FP8 rows + scales; out: f32/bf16 rows, x = q * scale. */
+/** in: FP8 rows + scales (any FP8 type); out: f32/bf16 rows,
+ *  x = decode(q) * scale in f32 (then rounded to bf16). */
 moecommResult_t moecommDequantizeFp8(const moecommRows_t *in,
                                      moecommRows_t *out);
 

@@ -216,6 +216,17 @@ moecommRtAllToAll_t _mlir_ciface_moecomm_rt_all_to_all_bf16_i32,
     _mlir_ciface_moecomm_rt_all_to_all_f32_i32,
     _mlir_ciface_moecomm_rt_all_to_all_f32_i64;
 
+/* A runtime check of compiled code (moecomm-import-ragged-all-to-all's
+ * checks of JAX's offsets and sizes): unless `ok`, records
+ * moecommInvalidArgument on this thread with the message "<where>: rank
+ * <r>: <what>" (r: the bound communicator's rank; "<where>: <what>" when
+ * none is bound), each "{}" in `what` replaced by the next of v0..v3. The
+ * compiled code skips the work the check guards; the thread's next
+ * collective call shares the error with the other ranks (see Errors above).
+ * `where` and `what` are NUL-terminated. */
+void moecomm_rt_check(int32_t ok, const char *where, const char *what,
+                      int64_t v0, int64_t v1, int64_t v2, int64_t v3);
+
 /* Expert GEMM (emitted by moecomm-matmul-to-blas for f32 linalg.matmul):
  * C [M][N] += A [M][K] x B, with B [K][N] (transposeB 0) or B [N][K]
  * (transposeB 1: C += A B^T), all f32, through OpenBLAS's cblas_sgemm

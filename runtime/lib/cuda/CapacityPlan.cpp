@@ -9,6 +9,7 @@
 #include "Capacity.h"
 
 #include "Comm.h"
+#include "CudaEngine.h"
 #include "Fp8.h"
 #include "Layout.h"
 #include "NcclBackend.h"
@@ -53,6 +54,8 @@ Status checkDesc(const moecommCapacityDesc_t &d, int W, int me) {
   if (!isFloatData(d.dataType))
     return bad(
         cat("the data type must be f32 or bf16, got type ", (int)d.dataType));
+  if (hasE8M0Scales(d.wireType))
+    return cuda::checkDeviceType(d.wireType);
   if (d.wireType != d.dataType && d.wireType != moecommFloat8E4M3)
     return bad(cat("wire type ", (int)d.wireType,
                    " is neither the data type nor FP8"));
@@ -219,7 +222,7 @@ Status capacityPlanCreate(Comm &comm, const moecommCapacityDesc_t *desc,
   p.L = p.E / W;
   p.C = desc->capacity;
   p.H = desc->hidden;
-  p.blocks = fp8Blocks(p.H);
+  p.blocks = fp8Blocks(moecommFloat8E4M3, p.H);
   // The default P: a source sends a destination at most min(K, L) pairs
   // per token and the destination keeps at most C, so with this P no
   // source-side drop ever happens that the capacity rule would not make.

@@ -11,8 +11,20 @@
 namespace moecomm {
 namespace cuda {
 
+Status checkDeviceType(moecommDataType_t type) {
+  if (hasE8M0Scales(type))
+    return Status::error(moecommUnsupported,
+                         cat("the nccl backend's FP8 rows are fp8_e4m3 "
+                             "(type ",
+                             (int)moecommFloat8E4M3, "), got type ",
+                             (int)type));
+  return Status::success();
+}
+
 Status checkDeviceRows(const moecommRows_t &rows, const char *what,
                        int device) {
+  if (Status st = checkDeviceType(rows.type); !st.ok())
+    return st;
   if (rows.rows <= 0 || rows.hidden <= 0)
     return Status::success();
   if (Status st = checkDevicePointer(rows.data, what, device); !st.ok())

@@ -19,14 +19,13 @@ Status DeviceRowBuffer::allocate(int64_t n, int64_t hidden,
   const bool fp8 = type == moecommFloat8E4M3;
   const int64_t dataBytes = n * hidden * elementSize(type);
   const int64_t padded = (dataBytes + 255) / 256 * 256;
-  const int64_t scaleBytes = fp8 ? n * fp8ScaleRowBytes(hidden) : 0;
+  const int64_t scaleBytes = n * fp8ScaleRowBytes(type, hidden);
   if (Status st = memory.allocate(padded + scaleBytes, stream, what, pool);
       !st.ok())
     return st;
   uint8_t *base = memory.as<uint8_t>();
   rows.data = base;
-  rows.scales =
-      fp8 && base ? reinterpret_cast<float *>(base + padded) : nullptr;
+  rows.scales = fp8 && base ? base + padded : nullptr;
   rows.rows = n;
   rows.hidden = hidden;
   rows.type = type;
@@ -97,6 +96,8 @@ Status DeviceStagedOp::prepare() {
     return guard.status();
   const int device = transport_.device();
   const bool dispatch = dir_ == moecommDirectionDispatch;
+  if (Status st = checkDeviceType(stageType_); !st.ok())
+    return st;
   if (Status st = checkDeviceRows(in_, dispatch ? "x" : "y", device); !st.ok())
     return st;
   if (Status st = checkDeviceRows(out_, dispatch ? "recv" : "out", device);

@@ -15,6 +15,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include "moecomm/moecomm.h"
+
 #include <cstdint>
 
 namespace moecomm {
@@ -22,6 +24,10 @@ namespace cuda {
 
 /// Largest finite e4m3fn value.
 constexpr float kE4M3Max = 448.0f;
+
+/// Elements per f32 scale of fp8_e4m3 rows (WireFormat.h), the only FP8
+/// wire type of the device kernels.
+constexpr int64_t kE4M3Block = MOECOMM_FP8_BLOCK;
 
 /// The scale of a block whose largest magnitude is `amax` (NaNs ignored by
 /// the caller's fmaxf).

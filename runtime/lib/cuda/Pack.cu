@@ -24,7 +24,7 @@ namespace {
 
 // quantizeRowsKernel's layout: a half-warp's 16 lanes hold 8 elements each of
 // one scale block.
-static_assert(kFp8BlockSize == 16 * 8, "a half-warp holds one FP8 block");
+static_assert(MOECOMM_FP8_BLOCK == 16 * 8, "a half-warp holds one FP8 block");
 
 template <typename V>
 __global__ void
@@ -61,7 +61,7 @@ __global__ void
 quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
                    uint8_t *__restrict__ out, float *__restrict__ scales,
                    int64_t outRows, int64_t H, bool skipEmpty) {
-  const int64_t nb = (H + kFp8BlockSize - 1) / kFp8BlockSize;
+  const int64_t nb = (H + kE4M3Block - 1) / kE4M3Block;
   const int lane = threadIdx.x & 31;
   const int half = lane >> 4; // which 128-element block of the pair
   const int l16 = lane & 15;  // lane within the half-warp
@@ -90,7 +90,7 @@ quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
       float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       float amax = 0.0f;
       // Vec: 8 consecutive elements.
-      const int64_t h0 = blk * kFp8BlockSize + l16 * 8;
+      const int64_t h0 = blk * kE4M3Block + l16 * 8;
       if (Vec) {
         if (active && h0 < H) {
           load8(x + h0, v);
@@ -102,7 +102,7 @@ quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
           // Coalesced.
-          const int64_t h = blk * kFp8BlockSize + l16 + 16 * i;
+          const int64_t h = blk * kE4M3Block + l16 + 16 * i;
           if (active && h < H) {
             v[i] = toFloat(x[h]);
             amax = fmaxf(amax, fabsf(v[i]));
@@ -128,7 +128,7 @@ quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
       } else {
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-          const int64_t h = blk * kFp8BlockSize + l16 + 16 * i;
+          const int64_t h = blk * kE4M3Block + l16 + 16 * i;
           if (h < H)
             o[h] = encodeE4M3(v[i], s);
         }
@@ -142,8 +142,10 @@ void launchCopy(const moecommRows_t &in, const moecommRows_t &out,
                 const GatherIndex &g, int64_t rowBytes, int64_t blocks,
                 cudaStream_t stream) {
   copyRowsKernel<V><<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-      static_cast<const uint8_t *>(in.data), in.scales, g.index,
-      static_cast<uint8_t *>(out.data), out.scales, out.rows, rowBytes, blocks,
+      static_cast<const uint8_t *>(in.data),
+      static_cast<const float *>(in.scales), g.index,
+      static_cast<uint8_t *>(out.data), static_cast<float *>(out.scales),
+      out.rows, rowBytes, blocks,
       g.skipEmpty);
 }
 
@@ -155,7 +157,8 @@ void launchQuantize(const moecommRows_t &in, const moecommRows_t &out,
   launchVectorOrScalar(in, 16, out, 8, [&](auto vec) {
     quantizeRowsKernel<T, decltype(vec)::value>
         <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-            x, g.index, o, out.scales, out.rows, out.hidden, g.skipEmpty);
+            x, g.index, o, static_cast<float *>(out.scales), out.rows,
+            out.hidden, g.skipEmpty);
   });
 }
 
@@ -168,7 +171,7 @@ Status launchCopyRows(const moecommRows_t &in, const moecommRows_t &out,
                                                      : 1;
   const int64_t rowBytes = out.hidden * esize;
   const bool fp8 = out.type == moecommFloat8E4M3;
-  const int64_t blocks = fp8 ? fp8Blocks(out.hidden) : 0;
+  const int64_t blocks = fp8 ? fp8Blocks(out.type, out.hidden) : 0;
   if (out.rows == 0 || rowBytes == 0)
     return Status::success();
   moecommRows_t o = out;

@@ -2,7 +2,7 @@
 //
 // The device form of gatherRows' FP8 -> f32/bf16 case (the dispatch
 // unpack into expert-major rows):
-//   out[i][h] = decode(q[h]) * scale[h / kFp8BlockSize]
+//   out[i][h] = decode(q[h]) * scale[h / kE4M3Block]
 // in f32, rounded to nearest even for bf16 (Fp8.cpp's fp8DequantizeRow*).
 // Each thread handles 8 codes (one 8-byte load) in the vector form.
 // Same-type unpacks use Pack.cu's copy kernel.
@@ -26,7 +26,7 @@ __global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
                                      const int64_t *__restrict__ index,
                                      T *__restrict__ out, int64_t outRows,
                                      int64_t H, bool skipEmpty) {
-  const int64_t nb = (H + kFp8BlockSize - 1) / kFp8BlockSize;
+  const int64_t nb = (H + kE4M3Block - 1) / kE4M3Block;
   for (int64_t row = blockIdx.x; row < outRows; row += gridDim.x) {
     const int64_t src = index ? index[row] : row;
     T *o = out + row * H;
@@ -48,7 +48,7 @@ __global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
     if (Vec) {
       for (int64_t g = threadIdx.x; g < H / 8; g += blockDim.x) {
         const uint2 raw = __ldg(reinterpret_cast<const uint2 *>(q + g * 8));
-        const float scale = __ldg(s + g * 8 / kFp8BlockSize);
+        const float scale = __ldg(s + g * 8 / kE4M3Block);
         const float2 a = decodeE4M3x2(raw.x), b = decodeE4M3x2(raw.x >> 16),
                      c = decodeE4M3x2(raw.y), d = decodeE4M3x2(raw.y >> 16);
         const float v[8] = {__fmul_rn(a.x, scale), __fmul_rn(a.y, scale),
@@ -60,7 +60,7 @@ __global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
     } else {
       for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
         storeFloat(o + h,
-                   __fmul_rn(decodeE4M3(q[h]), __ldg(s + h / kFp8BlockSize)));
+                   __fmul_rn(decodeE4M3(q[h]), __ldg(s + h / kE4M3Block)));
     }
   }
 }
@@ -73,7 +73,8 @@ void launchDequantize(const moecommRows_t &in, const moecommRows_t &out,
   launchVectorOrScalar(in, 8, out, 16, [&](auto vec) {
     dequantizeRowsKernel<T, decltype(vec)::value>
         <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-            q, in.scales, g.index, o, out.rows, out.hidden, g.skipEmpty);
+            q, static_cast<const float *>(in.scales), g.index, o, out.rows,
+            out.hidden, g.skipEmpty);
   });
 }
 

@@ -34,14 +34,18 @@ STRATEGIES = {
     "auto": lib.moecommAuto,
 }
 _STRATEGY_NAMES = {value: name for name, value in STRATEGIES.items()}
-# The wire format: None (x's own dtype) or FP8 e4m3 with 1x128 f32 scales,
-# quantized once on the sending rank and dequantized on arrival.
-WIRE_DTYPES = {None: None, "fp8_e4m3": lib.moecommFloat8E4M3}
+# The wire format: None (x's own dtype) or an FP8 format (moecomm.h): e4m3
+# with 1x128 f32 scales, with 1x128 power-of-two E8M0 scales, or MXFP8 (1x32
+# E8M0 scales), quantized once on the sending rank and dequantized on arrival.
+WIRE_DTYPES = {None: None, "fp8_e4m3": lib.moecommFloat8E4M3,
+               "fp8_e4m3_ue8m0": lib.moecommFloat8E4M3UE8M0,
+               "mxfp8": lib.moecommMxfp8}
 
 
 def _check_wire(wire_dtype):
     if wire_dtype not in WIRE_DTYPES:
-        raise ValueError(f"wire_dtype must be None or 'fp8_e4m3', got {wire_dtype!r}")
+        raise ValueError("wire_dtype must be None, 'fp8_e4m3', 'fp8_e4m3_ue8m0' "
+                         f"or 'mxfp8', got {wire_dtype!r}")
 
 
 def _wire_type(wire_dtype, x):
@@ -146,8 +150,9 @@ class Buffer:
         """Collective (moecommDispatch): x [T][H] float32/bf16 to the experts
         along `handle`'s layout; returns recv [R][H] of x's dtype,
         expert-major, bit-identical for every strategy and backend.
-        wire_dtype "fp8_e4m3" sends FP8 (1x128 block scales) instead of x's
-        dtype. `out`, if given, must be a C-contiguous [R][H] array of x's
+        wire_dtype "fp8_e4m3" (1x128 f32 block scales), "fp8_e4m3_ue8m0"
+        (1x128 E8M0 scales) or "mxfp8" (1x32 E8M0 scales) sends FP8 instead
+        of x's dtype. `out`, if given, must be a C-contiguous [R][H] array of x's
         kind and dtype; it is written in place and returned."""
         src = rows.rows("x", x, num_rows=handle.num_tokens)
         wire = _wire_type(wire_dtype, x)

@@ -61,7 +61,6 @@ MlirDialectHandle mlirGetDialectHandle__scf__(void);
 MlirDialectHandle mlirGetDialectHandle__linalg__(void);
 MlirDialectHandle mlirGetDialectHandle__llvm__(void);
 MlirDialectHandle mlirGetDialectHandle__shard__(void);
-MlirDialectHandle mlirGetDialectHandle__cf__(void);
 void mlirRegisterAllLLVMTranslations(MlirContext context);
 void mlirRegisterMoECommPipeline(void);
 

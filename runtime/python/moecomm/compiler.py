@@ -10,7 +10,10 @@ become the CompileError of the step that failed; warnings and remarks (e.g.
 layer that returns tokens_per_expert) go to the logger "moecomm.compile"
 (WARNING and INFO). Calls are serialized by a
 process-wide lock: compile() may be called from any thread, one compilation
-runs at a time.
+runs at a time. A handler of that logger runs during the compilation, so it
+cannot call compile() (CompileError, rather than waiting on the lock for
+ever), and an exception it raises cannot cross MLIR's C code: the first one
+is kept and raised once the compilation is over, in place of its result.
 """
 
 import contextlib
@@ -30,7 +33,7 @@ OUTPUTS = ("llvm", "mlir", "shared")
 # moecomm::registerAllDialects, as in moecomm-opt); each pass loads the
 # dialects it creates.
 _DIALECTS = ("moecomm", "func", "arith", "math", "tensor", "memref", "bufferization",
-             "scf", "linalg", "llvm", "shard", "cf")
+             "scf", "linalg", "llvm", "shard")
 _SEVERITIES = {0: "error", 1: "warning", 2: "note", 3: "remark"}
 _LOG_LEVELS = {"warning": logging.WARNING, "remark": logging.INFO}
 # mlirModuleCreateParse names its buffer "-"; locations in it are reported
@@ -39,6 +42,9 @@ _PARSED_BUFFER = "-"
 
 _log = logging.getLogger("moecomm.compile")
 _lock = threading.Lock()
+# Whether this thread is inside compile()'s compilation: only its own
+# diagnostic handlers (the logger's) can call compile() again then.
+_compiling = threading.local()
 
 
 @ffi.callback("void(MlirStringRef, void *)")
@@ -50,8 +56,14 @@ def _append_string(string, chunks):
 @ffi.callback("MlirLogicalResult(MlirDiagnostic, void *)")
 def _on_diagnostic(diagnostic, diagnostics):
     """MlirDiagnosticHandler: records the diagnostic; success stops MLIR
-    from printing it to stderr."""
-    ffi.from_handle(diagnostics).add(diagnostic)
+    from printing it to stderr. An exception (a logging handler's) must not
+    unwind through MLIR: cffi would print it and go on; it is kept for
+    compile() to raise."""
+    recorder = ffi.from_handle(diagnostics)
+    try:
+        recorder.add(diagnostic)
+    except BaseException as error:  # KeyboardInterrupt must not cross MLIR either
+        recorder.handler_errors.append(error)
     return {"value": 1}
 
 
@@ -64,6 +76,9 @@ class _Diagnostics:
         self.lib = lib
         self.source_name = source_name
         self.errors = []
+        # Exceptions raised while reporting a diagnostic (by a handler of
+        # the logger), in order.
+        self.handler_errors = []
 
     def printed(self, print_function, value):
         chunks = []
@@ -138,6 +153,12 @@ def _pipeline_text(pipeline):
     if not isinstance(pipeline, str):
         raise TypeError(f"pipeline must be a str of moecomm-pipeline options, "
                         f"got {type(pipeline).__name__}")
+    # Options are separated by spaces; a newline or tab would become part of
+    # a value, and the option parser's message about it would span lines.
+    if not pipeline.isprintable():
+        raise CompileError("bad pipeline options", [
+            f"{pipeline!r}: moecomm-pipeline's options are on one line, separated by "
+            "spaces, without control characters"])
     # Braces would end the option list and let the string name other passes.
     if "{" in pipeline or "}" in pipeline:
         raise CompileError("bad pipeline options", [
@@ -150,8 +171,19 @@ def _pipeline_text(pipeline):
 
 def _lower(lib, source, pipeline, output, source_name):
     """The module `source` (bytes) through moecomm-pipeline{pipeline}: its
-    LLVM-dialect text (output "mlir") or LLVM IR text."""
+    LLVM-dialect text (output "mlir") or LLVM IR text. The first exception a
+    logging handler raised meanwhile is raised instead, once the context is
+    destroyed (any CompileError as its __context__)."""
     diagnostics = _Diagnostics(lib, source_name)
+    try:
+        return _lower_reporting(lib, diagnostics, source, pipeline, output)
+    finally:
+        if diagnostics.handler_errors:
+            raise diagnostics.handler_errors[0]
+
+
+def _lower_reporting(lib, diagnostics, source, pipeline, output):
+    """_lower with `diagnostics` recording what the context reports."""
     keep_alive = ffi.new_handle(diagnostics)
     context = lib.mlirContextCreate()
     module = pass_manager = None
@@ -233,7 +265,8 @@ def compile(module_text, pipeline="", output="llvm", path=None, *,
       compiler, no run path), written to `path`, which is required; run it
       with `moecomm-run GRAPH --aot PATH` (GRAPH: module_text's file).
 
-    path: where to write the result (text for "llvm" / "mlir", optional).
+    path: where to write the result (text for "llvm" / "mlir", optional): a
+    str, bytes or os.PathLike file name (not a file descriptor).
     source_name: the name diagnostics give the text (`NAME:LINE:COL:`).
 
     Returns the text ("llvm", "mlir") or `path` ("shared"). Raises
@@ -241,12 +274,20 @@ def compile(module_text, pipeline="", output="llvm", path=None, *,
     type, and CompileError (step and messages) when a step fails: the
     compiler's library or the toolchain missing, the parse (MLIR's
     diagnostics), the pipeline's options (its parser's message), the
-    pipeline's run, the translation, llc, the link, or writing `path`.
+    pipeline's run, the translation, llc, the link, or writing `path`, and
+    when called from a handler of the logger "moecomm.compile" during a
+    compilation (the module docstring). Compiled functions write into their
+    arguments' buffers (docs/python.md, "Compiling graphs").
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
     if output == "shared" and path is None:
         raise ValueError("output='shared' needs path=, the library to write")
+    # open() would take an int (bool included) as a file descriptor to write
+    # to and close.
+    if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a str, bytes or os.PathLike file name, "
+                        f"got {type(path).__name__}")
     if isinstance(module_text, str):
         source = module_text.encode()
     elif isinstance(module_text, (bytes, bytearray, memoryview)):
@@ -255,9 +296,17 @@ def compile(module_text, pipeline="", output="llvm", path=None, *,
         raise TypeError(f"module_text must be str or bytes, got {type(module_text).__name__}")
     pipeline_text = _pipeline_text(pipeline)
     lib, library_path = load()
+    if getattr(_compiling, "active", False):
+        raise CompileError("called during a compilation", [
+            "moecomm.compile() cannot be called from its own diagnostics (a handler of the "
+            "logger \"moecomm.compile\"): compile after the call that logged returns"])
     with _lock:
-        text = _lower(lib, source, pipeline_text, "mlir" if output == "mlir" else "llvm",
-                      source_name)
+        _compiling.active = True
+        try:
+            text = _lower(lib, source, pipeline_text, "mlir" if output == "mlir" else "llvm",
+                          source_name)
+        finally:
+            _compiling.active = False
     if output == "shared":
         aot.link_shared(text, source, path, compiler_library=library_path)
         return path

@@ -120,7 +120,8 @@ Expected<RoutingProblem> parseRoutingJson(StringRef text, StringRef name) {
     std::optional<PayloadType> t = s ? parsePayloadType(*s) : std::nullopt;
     if (!t)
       return inputError(formatv(
-          "{0}: field \"dtype\" must be \"bf16\", \"f32\" or \"fp8\", got {1}",
+          "{0}: field \"dtype\" must be \"bf16\", \"f32\", \"fp8\", "
+          "\"fp8_e4m3_ue8m0\" or \"mxfp8\", got {1}",
           name, s ? ("\"" + *s + "\"").str() : kindOf(*dtype).str()));
     p.dtype = *t;
   }

@@ -29,6 +29,10 @@ StringRef payloadTypeName(PayloadType type) {
     return "f32";
   case PayloadType::FP8:
     return "fp8";
+  case PayloadType::FP8UE8M0:
+    return "fp8_e4m3_ue8m0";
+  case PayloadType::MXFP8:
+    return "mxfp8";
   }
   return "?";
 }
@@ -40,6 +44,10 @@ std::optional<PayloadType> parsePayloadType(StringRef name) {
     return PayloadType::F32;
   if (name == "fp8" || name == "fp8_e4m3") // the IR's and pipeline's spelling
     return PayloadType::FP8;
+  if (name == "fp8_e4m3_ue8m0")
+    return PayloadType::FP8UE8M0;
+  if (name == "mxfp8")
+    return PayloadType::MXFP8;
   return std::nullopt;
 }
 
@@ -48,7 +56,10 @@ moecommDataType_t hostType(PayloadType type) {
 }
 
 moecommDataType_t wireType(PayloadType type) {
-  return type == PayloadType::FP8 ? moecommFloat8E4M3 : hostType(type);
+  return type == PayloadType::FP8        ? moecommFloat8E4M3
+         : type == PayloadType::FP8UE8M0 ? moecommFloat8E4M3UE8M0
+         : type == PayloadType::MXFP8    ? moecommMxfp8
+                                         : hostType(type);
 }
 
 int64_t RoutingProblem::totalTokens() const {

@@ -48,7 +48,8 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<WireDtypeOption> wireDtype{
       *this, "wire-dtype",
       llvm::cl::desc("override every dispatch's wire dtype: f32, bf16, "
-                     "fp8_e4m3 or fp8 (default empty: keep the IR's)"),
+                     "fp8_e4m3 (or fp8), fp8_e4m3_ue8m0 or mxfp8 (default "
+                     "empty: keep the IR's)"),
       llvm::cl::init(WireDtypeOption::keep), wireDtypeOptionValues()};
   Option<int64_t> chunks{*this, "chunks",
                          llvm::cl::desc("token chunks per MoE layer for the "
@@ -89,7 +90,8 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                 llvm::cl::init(4096)};
 };
 
-/// Builds `moecomm-pipeline`: configure collectives (ranks, wire dtype,
+/// Builds `moecomm-pipeline`: check the module attributes the translation to
+/// LLVM IR reads (moecomm-check-llvm-module-attributes), configure collectives (ranks, wire dtype,
 /// capacity, align), split, fuse-quant, fuse-permute, schedule-overlap
 /// (`chunks`), convert-moecomm-to-runtime, buffer deallocation, the expert
 /// GEMMs' lowering (`expert-gemm`), and the upstream conversions to the LLVM

@@ -30,12 +30,19 @@ llvm::cl::ValuesClass strategyOptionValues();
 /// The value of every `wire-dtype` option (the passes' and
 /// moecomm-pipeline's): keep the IR's wire dtypes (the default), or set them
 /// to one wire dtype.
-enum class WireDtypeOption { keep, f32, bf16, fp8_e4m3 };
+enum class WireDtypeOption {
+  keep,
+  f32,
+  bf16,
+  fp8_e4m3,
+  fp8_e4m3_ue8m0,
+  mxfp8
+};
 
 /// The values of every `wire-dtype` option, parsed and checked by llvm::cl:
 /// empty (keep, so the default prints as `wire-dtype=` and round-trips),
-/// f32, bf16, fp8_e4m3, and fp8 (the tools' spelling of fp8_e4m3; listed
-/// after it, so fp8_e4m3 is the name printed).
+/// f32, bf16, fp8_e4m3, fp8 (the tools' spelling of fp8_e4m3; listed
+/// after it, so fp8_e4m3 is the name printed), fp8_e4m3_ue8m0 and mxfp8.
 llvm::cl::ValuesClass wireDtypeOptionValues();
 
 /// Whether `op` is JAX's `stablehlo.custom_call @ragged_all_to_all` (the

@@ -46,16 +46,22 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
     gave. Topology: `ranks` = W, `ranks_per_node` = the option (default: W,
     one node).
 
-    Runtime checks (`cf.assert`, which the LLVM lowering makes a `puts` of
-    "ragged_all_to_all at FILE:LINE:COL: ..." and an abort, before any
-    out-of-bounds access): `input_offsets[j] >= 0`, `send_sizes[j] >= 0`
-    and `input_offsets[j] + send_sizes[j] <= N` on the sender;
-    `recv_sizes[j]` equal to the rows that arrived from j, and
-    `output_offsets` (as received) in `[0, M - rows]`, on the receiver; and
-    that the exchanges delivered what their counts say (a runtime error
-    leaves their results empty, moecomm_compiled.h). Where ranks write
-    overlapping output rows (XLA leaves it undefined) the later source rank
-    wins.
+    Runtime checks (calls of the runtime's `moecomm_rt_check`,
+    moecomm_compiled.h): `input_offsets[j] >= 0`, `send_sizes[j] >= 0` and
+    `input_offsets[j] + send_sizes[j] <= N` on the sender; `recv_sizes[j]`
+    equal to the rows that arrived from j, and `output_offsets` (as
+    received) in `[0, M - rows]`, on the receiver; and that the exchange
+    delivered what its counts say. A failed check records
+    moecommInvalidArgument on its rank, "ragged_all_to_all at
+    FILE:LINE:COL: rank R: <the check> (j = ...: <the values>)", which the
+    host reads with moecommCompiledStatus / moecommCompiledLastError; the
+    code then reads and writes no row out of bounds (a failed sender check
+    gathers nothing, a failed receiver check writes no more rows), and the
+    rank's next collective call shares the error, so its peers stop there
+    instead of waiting for it. A failed exchange (recorded by the runtime
+    on every rank) leaves its results empty: the output is then returned as
+    it is. Where ranks write overlapping output rows (XLA leaves it
+    undefined) the later source rank wins.
 
     Errors (a diagnostic naming the attribute or operand; nothing is
     converted): `api_version` other than `4 : i32`; `backend_config` not a
@@ -84,7 +90,8 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
   ];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
@@ -138,8 +145,8 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
            "scaled down or up (0: keep the IR's)">,
     Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
            /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
-           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
-           "(default empty: keep the IR's)",
+           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 (or fp8), "
+           "fp8_e4m3_ue8m0 or mxfp8 (default empty: keep the IR's)",
            "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">,
@@ -292,8 +299,8 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
            "the IR's)">,
     Option<"wireDtype", "wire-dtype", "::mlir::moecomm::WireDtypeOption",
            /*default=*/"::mlir::moecomm::WireDtypeOption::keep",
-           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 or fp8 "
-           "(default empty: keep the IR's)",
+           "set every dispatch's wire dtype: f32, bf16, fp8_e4m3 (or fp8), "
+           "fp8_e4m3_ue8m0 or mxfp8 (default empty: keep the IR's)",
            "::mlir::moecomm::wireDtypeOptionValues()">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
            "set every dispatch's capacity in rows (0: keep the IR's)">,
@@ -498,10 +505,33 @@ def MoECommBufferDeallocation : Pass<"moecomm-buffer-deallocation", "::mlir::Mod
                            "::mlir::scf::SCFDialect"];
 }
 
+def MoECommCheckLLVMModuleAttributes : Pass<"moecomm-check-llvm-module-attributes", "::mlir::ModuleOp"> {
+  let summary = "Refuse module attributes the translation to LLVM IR would crash on";
+  let description = [{
+    The first pass of `moecomm-pipeline`: MLIR's translation to LLVM IR
+    (`mlir/lib/Target/LLVMIR/ModuleTranslation.cpp`, `prepareLLVMModule`
+    and `createDependentLibrariesMetadata`) casts these attributes of the
+    module without checking their kind, so a wrong one aborts or crashes
+    the process (`moecomm-aot`, `moecomm-run`, `moecomm.compile`, the C
+    API) instead of reporting an error:
+
+    - `llvm.target_triple`: must be a string;
+    - `llvm.dependent_libraries`: must be an array of strings.
+
+    `llvm.data_layout`, cast the same way, is checked by the LLVM dialect's
+    verifier when the module is parsed (a string LLVM parses as a data
+    layout). The translation itself reports a wrong `llvm.module_asm`, and
+    ignores `llvm.ident` and `llvm.commandline` that are not strings. Each bad
+    attribute is one error at the module's location naming the attribute,
+    before any lowering; the IR is not changed.
+  }];
+}
+
 def MoECommRequireImported : Pass<"moecomm-require-imported"> {
   let summary = "Refuse JAX's ragged all-to-all that was not imported";
   let description = [{
-    The first pass of `moecomm-pipeline` (and so of `moecomm-aot`,
+    At the start of `moecomm-pipeline`, after
+    `moecomm-check-llvm-module-attributes` (and so in `moecomm-aot`,
     `moecomm.compile` and the C API's pipeline): a
     `stablehlo.custom_call @ragged_all_to_all` (see
     `moecomm-import-ragged-all-to-all`) left in the input is one error at

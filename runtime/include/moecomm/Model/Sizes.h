@@ -18,8 +18,9 @@
 namespace moecomm {
 
 /// Bytes per element the rule reserves: the widest element (int64). An FP8
-/// row of H elements plus its ceil(H / 128) f32 scales takes at most 8 * H
-/// bytes, so it is covered too.
+/// row of H elements plus its scales (at most 4 * ceil(H / 128) f32 bytes,
+/// or ceil(H / 32) E8M0 bytes) takes at most 8 * H bytes, so it is covered
+/// too.
 constexpr int64_t kMaxElementBytes = 8;
 
 /// Whether a [rows][cols] block (rows, cols >= 0) is addressable: max(rows,

@@ -1,11 +1,16 @@
 //===- WireFormat.h - Bytes of a row on the wire ----------------*- C++ -*-===//
 //
 // The size of one row of H elements in each wire format: f32 and bf16 rows
-// are H elements; an FP8 (e4m3fn) row is H bytes plus one f32 scale per
-// block of kFp8BlockSize elements, the last block possibly partial
-// (DeepSeek-V3's 1x128 activation blocks). The dialect's scale shapes, the
-// compiler's cost model, the runtime's buffers and its traffic counts all
-// size rows with these functions.
+// are H elements; an FP8 row (e4m3fn codes) is H bytes plus one scale per
+// block of the format's block size, the last block possibly partial:
+//   fp8_e4m3        (moecommFloat8E4M3):      128-element blocks, f32 scales
+//                   (DeepSeek-V3's 1x128 activation blocks);
+//   fp8_e4m3_ue8m0  (moecommFloat8E4M3UE8M0): 128-element blocks, one E8M0
+//                   byte each (DeepSeek-V3's power-of-two UE8M0 scales);
+//   mxfp8           (moecommMxfp8):           32-element blocks, one E8M0
+//                   byte each (OCP Microscaling v1.0 MXFP8).
+// The dialect's scale shapes, the compiler's cost model, the runtime's
+// buffers and its traffic counts all size rows with these functions.
 //
 // Library: moecomm_model (C++17, no dependencies). Namespace moecomm.
 //
@@ -19,24 +24,50 @@
 
 namespace moecomm {
 
-/// Elements per FP8 scale block (the C ABI's MOECOMM_FP8_BLOCK).
-constexpr int64_t kFp8BlockSize = MOECOMM_FP8_BLOCK;
-
-/// Scale blocks (f32 scales) of an FP8 row of `hidden` >= 0 elements:
-/// ceil(hidden / 128), computed without forming hidden + 127 so that it is
-/// defined for every int64 `hidden`.
-constexpr int64_t fp8Blocks(int64_t hidden) {
-  return hidden / kFp8BlockSize + (hidden % kFp8BlockSize != 0);
+/// True for the FP8 wire types: e4m3fn codes with block scales.
+constexpr bool isFp8(moecommDataType_t type) {
+  return type == moecommFloat8E4M3 || type == moecommFloat8E4M3UE8M0 ||
+         type == moecommMxfp8;
 }
 
-/// Bytes of the f32 scales of one FP8 row of `hidden` >= 0 elements (at most
-/// 2^58: defined for every int64 `hidden`).
-constexpr int64_t fp8ScaleRowBytes(int64_t hidden) {
-  return 4 * fp8Blocks(hidden);
+/// True for the FP8 types whose scales are E8M0 bytes (2^(byte - 127)).
+constexpr bool hasE8M0Scales(moecommDataType_t type) {
+  return type == moecommFloat8E4M3UE8M0 || type == moecommMxfp8;
+}
+
+/// Elements per scale block of an FP8 type (MOECOMM_FP8_BLOCK, or
+/// MOECOMM_MXFP8_BLOCK for mxfp8); 0 for other types.
+constexpr int64_t fp8BlockSize(moecommDataType_t type) {
+  return type == moecommMxfp8 ? MOECOMM_MXFP8_BLOCK
+         : isFp8(type)        ? MOECOMM_FP8_BLOCK
+                              : 0;
+}
+
+/// Bytes of one scale of an FP8 type: 4 (f32) or 1 (E8M0); 0 for other
+/// types.
+constexpr int64_t fp8ScaleBytes(moecommDataType_t type) {
+  return hasE8M0Scales(type) ? 1 : isFp8(type) ? 4 : 0;
+}
+
+/// Scale blocks of a row of `hidden` >= 0 elements of FP8 type `type`:
+/// ceil(hidden / block), computed without forming hidden + block - 1 so
+/// that it is defined for every int64 `hidden`; 0 for other types.
+constexpr int64_t fp8Blocks(moecommDataType_t type, int64_t hidden) {
+  const int64_t block = fp8BlockSize(type);
+  return block == 0 ? 0 : hidden / block + (hidden % block != 0);
+}
+
+/// Bytes of the scales of one row of `hidden` >= 0 elements of `type` (0
+/// for a type without scales; at most 2^58: defined for every int64
+/// `hidden`).
+constexpr int64_t fp8ScaleRowBytes(moecommDataType_t type, int64_t hidden) {
+  return fp8ScaleBytes(type) * fp8Blocks(type, hidden);
 }
 
 /// Bytes of one row of `hidden` >= 0 elements of `type` on the wire:
-/// hidden * sizeof(element); FP8: hidden + 4 * fp8Blocks(hidden). INT64_MAX
+/// hidden * sizeof(element); FP8: hidden + fp8ScaleRowBytes(type, hidden)
+/// (fp8_e4m3: H + 4 * ceil(H / 128); fp8_e4m3_ue8m0: H + ceil(H / 128);
+/// mxfp8: H + ceil(H / 32)). INT64_MAX
 /// when that does not fit in int64 (a size from a hint, not from memory);
 /// 0 for a type outside the enum.
 int64_t wireRowBytes(moecommDataType_t type, int64_t hidden);

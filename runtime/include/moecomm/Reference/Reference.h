@@ -45,7 +45,8 @@ struct Problem {
   int64_t hidden = 1;     ///< H >= 1
   /// Type of x, y and out: moecommFloat32 or moecommBfloat16.
   moecommDataType_t dataType = moecommBfloat16;
-  /// Dispatch wire type: dataType or moecommFloat8E4M3.
+  /// Dispatch wire type: dataType or an FP8 type (moecommFloat8E4M3,
+  /// moecommFloat8E4M3UE8M0, moecommMxfp8).
   moecommDataType_t wireType = moecommBfloat16;
   /// Max received rows per rank; 0 = unbounded.
   int64_t capacity = 0;
@@ -116,10 +117,10 @@ float roundTo(float v, moecommDataType_t type);
 /// What moecommDispatch must return on every rank: [W][R_r * H], each row
 /// zeros for a padding row, else the source row x[srcRank][srcToken] after
 /// the wire round trip: unchanged
-/// when wireType == dataType; for FP8, quantized per 128-element block
-/// (scale = amax / 448, 1.0 for an all-zero block; q = round-to-nearest-even
-/// e4m3fn, saturated at 448), dequantized as q * scale in f32 and rounded to
-/// dataType. `x` is [W][T_r * H].
+/// when wireType == dataType; for FP8, quantized per block (128 elements,
+/// mxfp8 32) with fp8BlockScale's scale, q = round-to-nearest-even e4m3fn of
+/// x / scale, saturated at 448, dequantized as q * scale in f32 and rounded
+/// to dataType. `x` is [W][T_r * H].
 std::vector<std::vector<float>>
 dispatch(const Problem &p, const std::vector<RankLayout> &l,
          const std::vector<std::vector<float>> &x);
@@ -140,8 +141,9 @@ std::vector<std::vector<double>>
 combineAbsSum(const Problem &p, const std::vector<RankLayout> &l,
               const std::vector<std::vector<float>> &y, bool weighted);
 
-/// Bytes of one row on the wire: H * sizeof(type), or for FP8
-/// H + 4 * ceil(H / 128) (payload plus its f32 scales).
+/// Bytes of one row on the wire: H * sizeof(type), or for FP8 the payload
+/// plus its scales: H + 4 * ceil(H / 128) (f32 scales), H + ceil(H / 128)
+/// (fp8_e4m3_ue8m0's E8M0 bytes), H + ceil(H / 32) (mxfp8).
 int64_t rowBytes(moecommDataType_t type, int64_t hidden);
 
 /// The inter-node lower bound of DESIGN.md §5.5: sum over all tokens of the
@@ -152,6 +154,16 @@ int64_t rowBytes(moecommDataType_t type, int64_t hidden);
 int64_t interNodeLowerBoundBytes(const Problem &p,
                                  const std::vector<RankLayout> &l,
                                  int64_t rowBytes);
+
+/// True for the FP8 wire types.
+bool isFp8Wire(moecommDataType_t type);
+
+/// The scale of an FP8 block of `wire` type whose largest magnitude is
+/// `amax` (NaNs ignored): 1 for amax == 0; fp8_e4m3: amax / 448 in f32;
+/// fp8_e4m3_ue8m0: 2^ceil(log2(amax / 448)) (DeepSeek-V3's UE8M0 scales);
+/// mxfp8: 2^(floor(log2(amax)) - 8) (OCP MX v1.0 §6.3); the power-of-two
+/// exponent clamped to E8M0's [-127, 127] (infinite amax: 2^127).
+float fp8BlockScale(moecommDataType_t wire, float amax);
 
 /// Reference FP8 e4m3fn encoding of one f32 value (round to nearest even,
 /// saturating to +-448; NaN -> 0x7F), by nearest search over the code table.

@@ -26,6 +26,17 @@ func.func @training_step(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tenso
   return %out, %grad_x : tensor<?x64xbf16>, tensor<?x64xbf16>
 }
 
+// The FP8 wire formats with E8M0 scales: fp8_e4m3_ue8m0 (1x128) and mxfp8
+// (1x32), on dispatch and cached_dispatch.
+// CHECK-LABEL: func.func @e8m0_wires
+// CHECK: moecomm.dispatch %{{.*}}, %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2, experts = 8> wire<fp8_e4m3_ue8m0> : tensor<?x40xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+// CHECK: moecomm.cached_dispatch %{{.*}}, %{{.*}} wire<mxfp8> : tensor<?x40xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8>
+func.func @e8m0_wires(%x: tensor<?x40xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %g: tensor<?x40xf32>) -> (tensor<?x40xbf16>, tensor<?x40xf32>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8> wire<fp8_e4m3_ue8m0> : tensor<?x40xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %grad = moecomm.cached_dispatch %g, %h wire<mxfp8> : tensor<?x40xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8>
+  return %recv, %grad : tensor<?x40xbf16>, tensor<?x40xf32>
+}
+
 // Aligned expert segments: `align(N)` on dispatch and layout (after
 // capacity), and the segment offsets of a handle.
 // CHECK-LABEL: func.func @aligned

@@ -23,14 +23,22 @@
 namespace moecomm::workload {
 
 /// The "dtype" of DESIGN.md §8: the payload type in and out of dispatch and
-/// combine, and the type on the wire. `FP8` means bf16 in/out with FP8 e4m3
-/// (1x128 block scales) on the wire.
-enum class PayloadType { BF16, F32, FP8 };
+/// combine, and the type on the wire. The FP8 ones mean bf16 in/out with an
+/// FP8 wire format (moecomm/Model/WireFormat.h): `FP8` e4m3 with 1x128 f32
+/// block scales (DESIGN.md's "fp8"), `FP8UE8M0` 1x128 power-of-two scales as
+/// E8M0 bytes, `MXFP8` OCP MXFP8 (1x32 E8M0 scales).
+enum class PayloadType { BF16, F32, FP8, FP8UE8M0, MXFP8 };
 
-/// "bf16", "f32" or "fp8".
+/// True for the FP8 wire formats.
+inline bool isFp8(PayloadType type) {
+  return type == PayloadType::FP8 || type == PayloadType::FP8UE8M0 ||
+         type == PayloadType::MXFP8;
+}
+
+/// "bf16", "f32", "fp8", "fp8_e4m3_ue8m0" or "mxfp8".
 llvm::StringRef payloadTypeName(PayloadType type);
-/// Parses "bf16", "f32" or "fp8" (also spelled "fp8_e4m3", as in the IR);
-/// std::nullopt for anything else.
+/// Parses "bf16", "f32", "fp8" (also spelled "fp8_e4m3", as in the IR),
+/// "fp8_e4m3_ue8m0" or "mxfp8"; std::nullopt for anything else.
 std::optional<PayloadType> parsePayloadType(llvm::StringRef name);
 /// Parses a strategy as moecomm::strategyName spells it (per_expert, flat,
 /// hierarchical, auto); std::nullopt for anything else.
@@ -38,8 +46,8 @@ std::optional<moecommStrategy_t> parseStrategyName(llvm::StringRef name);
 /// The runtime type of x, recv, y and out: moecommFloat32 for F32, otherwise
 /// moecommBfloat16.
 moecommDataType_t hostType(PayloadType type);
-/// The runtime wire type passed to moecommDispatch: hostType() or
-/// moecommFloat8E4M3 for FP8.
+/// The runtime wire type passed to moecommDispatch: hostType(), or the FP8
+/// type (moecommFloat8E4M3, moecommFloat8E4M3UE8M0, moecommMxfp8).
 moecommDataType_t wireType(PayloadType type);
 
 /// One complete routing problem. Invariants after loadRoutingFile() or

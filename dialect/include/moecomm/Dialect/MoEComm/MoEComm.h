@@ -32,8 +32,7 @@ struct CollectiveResource
 };
 
 /// The limits of what the runtime can address (moecomm/Model/Limits.h) and
-/// the FP8 block size (moecomm/Model/WireFormat.h), which the verifiers check.
-using ::moecomm::kFp8BlockSize;
+/// which the verifiers check.
 using ::moecomm::kMaxExperts;
 using ::moecomm::kMaxHidden;
 using ::moecomm::kMaxRanks;
@@ -43,10 +42,16 @@ using ::moecomm::kMaxTopk;
 /// `true` and `false`.
 FailureOr<int64_t> parseCount(AsmParser &parser);
 
-/// Scales per row of hidden size `hidden`: ceil(hidden / 128)
-/// (::moecomm::fp8Blocks).
+/// Scales per fp8_e4m3 row of hidden size `hidden`: ceil(hidden / 128)
+/// (::moecomm::fp8Blocks, moecomm/Model/WireFormat.h).
 inline int64_t getNumScaleBlocks(int64_t hidden) {
-  return ::moecomm::fp8Blocks(hidden);
+  return ::moecomm::fp8Blocks(moecommFloat8E4M3, hidden);
+}
+
+/// True for the FP8 wire dtypes (fp8_e4m3, fp8_e4m3_ue8m0, mxfp8).
+inline bool isFp8Wire(WireDtype wire) {
+  return wire == WireDtype::fp8_e4m3 || wire == WireDtype::fp8_e4m3_ue8m0 ||
+         wire == WireDtype::mxfp8;
 }
 
 /// Exchange stages of `strategy` on a topology of `ranks` ranks with

@@ -60,13 +60,17 @@ def MoEComm_WireDtype : I32EnumAttr<"WireDtype",
     "element format of rows on the wire", [
       I32EnumAttrCase<"f32", 0>,
       I32EnumAttrCase<"bf16", 1>,
-      I32EnumAttrCase<"fp8_e4m3", 2>
+      I32EnumAttrCase<"fp8_e4m3", 2>,
+      I32EnumAttrCase<"fp8_e4m3_ue8m0", 3>,
+      I32EnumAttrCase<"mxfp8", 4>
     ]> {
   let cppNamespace = "::mlir::moecomm";
   let genSpecializedAttr = 0;
 }
 def MoEComm_WireDtypeAttr : EnumAttr<MoEComm_Dialect, MoEComm_WireDtype, "wire"> {
-  let summary = "wire dtype: f32, bf16, or fp8_e4m3 with one f32 scale per 128 elements";
+  let summary = "wire dtype: f32, bf16, or an FP8 e4m3 format: fp8_e4m3 (one "
+                "f32 scale per 128 elements), fp8_e4m3_ue8m0 (one power-of-two "
+                "E8M0 byte scale per 128), mxfp8 (OCP MXFP8: one E8M0 scale per 32)";
   let assemblyFormat = "`<` $value `>`";
 }
 

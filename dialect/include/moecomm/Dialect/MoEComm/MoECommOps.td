@@ -72,7 +72,16 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     `wire<fp8_e4m3>` sends the rows as FP8 e4m3 with one f32 scale per 128
     contiguous elements (DeepSeek-V3's 1x128 blocks; the last block may be
     partial), quantized once on the sending rank; `recv` is then the
-    dequantized rows. Without `wire`, rows travel in x's dtype. `capacity(N)`
+    dequantized rows. `wire<fp8_e4m3_ue8m0>` keeps the 1x128 blocks with each
+    scale rounded up to a power of two and sent as one E8M0 byte
+    (DeepSeek-V3's UE8M0 scales: H + ceil(H/128) bytes per row);
+    `wire<mxfp8>` is OCP MXFP8 (one E8M0 scale per 32 elements, scale
+    2^(floor(log2 amax) - 8) as in the OCP MX v1.0 spec: H + ceil(H/32)
+    bytes per row). The cost model sizes rows by format; the staged lowering
+    (`moecomm-lower-collectives`) takes only `fp8_e4m3` among the FP8
+    formats (its FP8 ops carry f32 1x128 scales) and reports the others,
+    which the runtime's `moecommDispatch` carries. Without `wire`, rows
+    travel in x's dtype. `capacity(N)`
     bounds the rows received per rank; overflow drops rows deterministically
     (latest source rank, then latest token first). `strategy<...>` overrides
     the pipeline's strategy for this op and, when concrete (not `auto`), is

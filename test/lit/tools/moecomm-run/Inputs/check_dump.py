@@ -14,6 +14,10 @@ import sys
 
 import numpy as np
 
+# The largest dispatch error of each FP8 wire dtype for |x| <= 1 (see the
+# dispatch check below).
+FP8_ERROR = {"fp8": 2.0 ** -4, "fp8_e4m3_ue8m0": 2.0 ** -4, "mxfp8": 2.0 ** -3}
+
 
 def payload(rank, tokens, hidden):
     t = np.arange(tokens, dtype=np.int64)[:, None]
@@ -85,10 +89,11 @@ def main():
             errors.append(f"rank {d}: src {src.tolist()}, expected {want_src.tolist()}")
         for i, (_, s, t) in enumerate(rows):
             x = payload(s, t + 1, H)[t]
-            if dtype == "fp8":
-                # e4m3 with a per-128 scale: relative error <= 2^-4 of the
-                # block maximum.
-                if np.max(np.abs(disp[i] - x)) > 2.0 ** -4:
+            if dtype in FP8_ERROR:
+                # e4m3 with a per-block scale: error <= 2^-4 of the block
+                # maximum; mxfp8 saturates elements in [448, 512) x scale,
+                # 1/8 of the block maximum at most (|x| <= 1).
+                if np.max(np.abs(disp[i] - x)) > FP8_ERROR[dtype]:
                     errors.append(f"rank {d}: dispatch row {i} too far from x")
             elif not np.array_equal(disp[i], x):
                 errors.append(f"rank {d}: dispatch row {i} is not x[{s}][{t}]")
@@ -98,7 +103,7 @@ def main():
             want = x[t].astype(np.float64) * sum(ws)
             # |x| <= 1: rounding the output (and per-node partial sums) to
             # bf16 costs at most 2^-8 of sum |w| each.
-            tol = (2.0 ** -3 if dtype == "fp8" else 2.0 ** -7) * sum(map(abs, ws))
+            tol = (2 * FP8_ERROR.get(dtype, 2.0 ** -8)) * sum(map(abs, ws))
             if np.max(np.abs(comb[t] - want), initial=0.0) > tol:
                 errors.append(f"rank {d}: combine token {t} differs from "
                               f"x * {wsum}")

@@ -27,6 +27,9 @@
 // - @bad_recv_sizes: recv_sizes[0] one more than rank 0 sends (a clear
 //   failure of the import's runtime check).
 // - @bad_input_offsets: input_offsets[3] past the operand's rows (likewise).
+// - @bad_output_offsets: output_offsets[0] past rank 0's output rows: only
+//   rank 0's check fails, after the exchange, and the other ranks stop at
+//   their next exchange instead of waiting for it.
 // The entries have C interfaces for an ahead-of-time library (moecomm-run
 // --aot; test/python/test_compile.py compiles one with moecomm.compile).
 func.func @moe_layer(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>)
@@ -35,7 +38,7 @@ func.func @moe_layer(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x
   %c0 = arith.constant 0 : index
   %false = arith.constant false
   %c0_i64 = arith.constant 0 : i64
-  %r:4 = call @ragged_moe(%x, %idx, %w, %c0, %false, %c0_i64, %c0_i64) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+  %r:4 = call @ragged_moe(%x, %idx, %w, %c0, %false, %c0_i64, %c0_i64, %c0_i64) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
   return %r#0, %r#1, %r#2, %r#3 : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
 }
 
@@ -45,7 +48,7 @@ func.func @moe_layer_rules(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: ten
   %c2 = arith.constant 2 : index
   %true = arith.constant true
   %c0_i64 = arith.constant 0 : i64
-  %r:4 = call @ragged_moe(%x, %idx, %w, %c2, %true, %c0_i64, %c0_i64) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+  %r:4 = call @ragged_moe(%x, %idx, %w, %c2, %true, %c0_i64, %c0_i64, %c0_i64) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
   return %r#0, %r#1, %r#2, %r#3 : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
 }
 
@@ -56,7 +59,7 @@ func.func @bad_recv_sizes(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tens
   %false = arith.constant false
   %c0_i64 = arith.constant 0 : i64
   %c1_i64 = arith.constant 1 : i64
-  %r:4 = call @ragged_moe(%x, %idx, %w, %c0, %false, %c1_i64, %c0_i64) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+  %r:4 = call @ragged_moe(%x, %idx, %w, %c0, %false, %c1_i64, %c0_i64, %c0_i64) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
   return %r#0, %r#1, %r#2, %r#3 : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
 }
 
@@ -67,16 +70,29 @@ func.func @bad_input_offsets(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: t
   %false = arith.constant false
   %c0_i64 = arith.constant 0 : i64
   %big = arith.constant 1000000 : i64
-  %r:4 = call @ragged_moe(%x, %idx, %w, %c0, %false, %c0_i64, %big) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+  %r:4 = call @ragged_moe(%x, %idx, %w, %c0, %false, %c0_i64, %big, %c0_i64) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+  return %r#0, %r#1, %r#2, %r#3 : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
+}
+
+func.func @bad_output_offsets(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>)
+    -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  %c0_i64 = arith.constant 0 : i64
+  %big = arith.constant 1000000 : i64
+  %r:4 = call @ragged_moe(%x, %idx, %w, %c0, %false, %c0_i64, %c0_i64, %big) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>, index, i1, i64, i64, i64) -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>)
   return %r#0, %r#1, %r#2, %r#3 : tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>
 }
 
 // The layer. %gap: sentinel rows before each segment, and segments in
 // reverse rank order when > 0; %skip_self: the rows a rank routes to itself
 // bypass the exchanges; %recv_error: added to the first exchange's
-// recv_sizes[0]; %offset_error: added to its input_offsets[3].
+// recv_sizes[0]; %offset_error: added to its input_offsets[3];
+// %out_offset_error: added to its output_offsets[0] (rank 0's check fails).
 func.func private @ragged_moe(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>,
-    %gap: index, %skip_self: i1, %recv_error: i64, %offset_error: i64)
+    %gap: index, %skip_self: i1, %recv_error: i64, %offset_error: i64,
+    %out_offset_error: i64)
     -> (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xf32>, tensor<?xi64>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -282,6 +298,9 @@ func.func private @ragged_moe(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: 
   %o3 = tensor.extract %dest#2[%c3] : tensor<4xi64>
   %o3_bad = arith.addi %o3, %offset_error : i64
   %inOffBad = tensor.insert %o3_bad into %dest#2[%c3] : tensor<4xi64>
+  %oo0 = tensor.extract %outoff[%c0] : tensor<4xi64>
+  %oo0_bad = arith.addi %oo0, %out_offset_error : i64
+  %outOffBad = tensor.insert %oo0_bad into %outoff[%c0] : tensor<4xi64>
 
   // 8. The rows and their weights to the experts' ranks, into outputs of
   // sentinel rows that already hold, with %skip_self, this rank's own rows.
@@ -305,7 +324,7 @@ func.func private @ragged_moe(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: 
   } else {
     scf.yield %recvFill, %recvWFill : tensor<?x16xbf16>, tensor<?x1xf32>
   }
-  %recv = "stablehlo.custom_call"(%spread#0, %recvInit#0, %inOffBad, %given#0, %outoff, %recvSizesBad) {call_target_name = "ragged_all_to_all", api_version = 4 : i32, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}} : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x16xbf16>
+  %recv = "stablehlo.custom_call"(%spread#0, %recvInit#0, %inOffBad, %given#0, %outOffBad, %recvSizesBad) {call_target_name = "ragged_all_to_all", api_version = 4 : i32, backend_config = {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}} : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x16xbf16>
   // The weights' exchange takes i32 offsets and sizes (JAX allows either).
   %inOff32 = arith.trunci %dest#2 : tensor<4xi64> to tensor<4xi32>
   %sendSizes32 = arith.trunci %given#0 : tensor<4xi64> to tensor<4xi32>
