@@ -12,7 +12,9 @@
  * with one message through the callback, and a topology the graph cannot
  * take fails the run with a diagnostic. Exit status 1 when a step does not
  * do what it should, 2 on bad usage. test/lit/CAPI/pipeline.test runs it on
- * examples/mixtral-8x7b.mlir and FileChecks this file.
+ * examples/mixtral-8x7b.mlir and FileChecks this file. With
+ * --pipeline-only it stops after the LLVM IR (the rest expects that graph):
+ * test/lit/CAPI/pipeline-imported.test compiles an imported JAX graph so.
  *===----------------------------------------------------------------------===*/
 #include "moecomm-c/Dialects.h"
 #include "moecomm-c/Passes.h"
@@ -108,15 +110,17 @@ static MlirPassManager createModulePassManager(MlirContext ctx) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: moecomm-capi-pipeline-test GRAPH.mlir\n");
+  int pipelineOnly = argc == 3 && strcmp(argv[2], "--pipeline-only") == 0;
+  if (argc != 2 && !pipelineOnly) {
+    fprintf(stderr,
+            "usage: moecomm-capi-pipeline-test GRAPH.mlir [--pipeline-only]\n");
     return 2;
   }
   MlirStringRef graph = mlirStringRefCreateFromCString(argv[1]);
 
   MlirContext ctx = mlirContextCreate();
-  /* The dialects the examples' graphs are written in. The pipeline's passes
-   * load the dialects they create themselves. */
+  /* The dialects the examples' graphs (and imported JAX graphs) are written
+   * in. The pipeline's passes load the dialects they create themselves. */
   MlirDialectHandle handles[] = {
       mlirGetDialectHandle__moecomm__(), mlirGetDialectHandle__func__(),
       mlirGetDialectHandle__arith__(),   mlirGetDialectHandle__math__(),
@@ -174,6 +178,11 @@ int main(int argc, char **argv) {
   printf("%s", llvmIR);
   free(llvmIR);
   mlirModuleDestroy(module);
+  if (pipelineOnly) {
+    mlirContextDestroy(ctx);
+    printf("status: %d\n", status);
+    return status;
+  }
 
   /* One pass through the generated C API, with its default options (the
    * IR's topology, strategy=auto): the collectives become staged exchanges. */

@@ -77,7 +77,8 @@ std::unique_ptr<llvm::MemoryBuffer> readBoundedInput(llvm::StringRef path) {
 }
 
 /// The error for the first unregistered operation, or opaque attribute or
-/// type (of a dialect not registered), other than JAX's ragged all-to-all.
+/// type (of a dialect not registered; in an attribute, property, type or
+/// location), other than JAX's ragged all-to-all.
 struct OnlyRaggedAllToAllUnregisteredPass
     : public mlir::PassWrapper<OnlyRaggedAllToAllUnregisteredPass,
                                mlir::OperationPass<>> {
@@ -98,7 +99,9 @@ struct OnlyRaggedAllToAllUnregisteredPass
       });
       walker.addWalk(
           [&](mlir::Type t) { return stop(llvm::isa<mlir::OpaqueType>(t)); });
-      if (walker.walk(op->getAttrDictionary()).wasInterrupted())
+      // Locations are attributes too: fused<#foo.bar>[...] holds one.
+      if (walker.walk(op->getLoc()).wasInterrupted() ||
+          walker.walk(op->getAttrDictionary()).wasInterrupted())
         return true;
       if (mlir::Attribute props = op->getPropertiesAsAttribute())
         if (walker.walk(props).wasInterrupted())
@@ -108,8 +111,9 @@ struct OnlyRaggedAllToAllUnregisteredPass
           return true;
       for (mlir::Region &region : op->getRegions())
         for (mlir::Block &block : region)
-          for (mlir::Type t : block.getArgumentTypes())
-            if (walker.walk(t).wasInterrupted())
+          for (mlir::BlockArgument arg : block.getArguments())
+            if (walker.walk(arg.getType()).wasInterrupted() ||
+                walker.walk(arg.getLoc()).wasInterrupted())
               return true;
       return false;
     };

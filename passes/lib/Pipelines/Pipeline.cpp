@@ -26,6 +26,9 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   // First: module attributes the translation to LLVM IR would crash on fail
   // here, with an error, before any lowering.
   pm.addPass(createMoECommCheckLLVMModuleAttributes());
+  // JAX's ragged all-to-all is converted by its own pass, run before by hand
+  // (it takes no pipeline option): say so before any pass trips on it.
+  pm.addPass(createMoECommRequireImported());
   MoECommSplitHierarchicalOptions split;
   split.strategy = options.strategy;
   split.ranksPerNode = options.ranksPerNode;

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/RegionKindInterface.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -37,6 +38,8 @@ namespace {
 /// The attributes of `op`: its attribute dictionary and, when it was written
 /// with properties (`<{...}>`, as StableHLO prints its inherent attributes in
 /// the generic form), those: an unregistered op keeps them as a dictionary.
+/// A name in both takes the properties' value (checkRaggedAllToAll refuses
+/// such a call).
 NamedAttrList allAttributes(Operation *op) {
   NamedAttrList attrs(op->getAttrDictionary());
   if (auto props =
@@ -55,6 +58,33 @@ constexpr StringLiteral kTarget = "ragged_all_to_all";
 /// operand.
 LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
   auto fail = [&]() { return op->emitError() << kTarget << ": "; };
+
+  // Where the call is and what it holds: the conversion puts loops and
+  // values before the call and replaces its result, so the call must be an
+  // ordinary op of a block with SSA dominance (a function body). In a graph
+  // region (a module's top level) its operands may be its own result, and
+  // the converted IR would be cyclic.
+  if (mayBeGraphRegion(*op->getParentRegion()))
+    return fail() << "the call must be in a function body (a region with "
+                     "SSA dominance), not in '"
+                  << op->getParentOp()->getName()
+                  << "''s graph region, where an operand may be its own "
+                     "result";
+  if (op->getNumRegions() != 0 || op->getNumSuccessors() != 0)
+    return fail() << "the call must have no regions and no successors, got "
+                  << op->getNumRegions() << " and " << op->getNumSuccessors();
+  if (op == &op->getBlock()->back())
+    return fail() << "the call must not end its block (it is no terminator)";
+  Attribute props = op->getPropertiesAsAttribute();
+  if (props && !isa<DictionaryAttr>(props))
+    return fail() << "properties must be a dictionary, got " << props;
+  if (auto dict = dyn_cast_if_present<DictionaryAttr>(props))
+    for (NamedAttribute attr : dict)
+      if (Attribute other = op->getAttrDictionary().get(attr.getName()))
+        return fail() << "'" << attr.getName().getValue()
+                      << "' is both a property (" << attr.getValue()
+                      << ") and an attribute (" << other << ")";
+
   NamedAttrList attrs = allAttributes(op);
   DenseIntElementsAttr groups;
   bool sawVersion = false;
@@ -65,7 +95,8 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
       continue;
     if (name == "api_version") {
       auto version = dyn_cast<IntegerAttr>(value);
-      if (!version || version.getType().isIndex() || version.getInt() != 4)
+      if (!version || !version.getType().isSignlessInteger(32) ||
+          version.getInt() != 4)
         return fail() << "api_version must be 4 : i32 (the typed-FFI form JAX "
                          "emits), got "
                       << value;
@@ -116,7 +147,16 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
   ArrayRef<int64_t> shape = groups.getType().getShape();
   w = shape.size() == 2 ? shape[1] : 0;
   bool iota = shape.size() == 2 && shape[0] == 1 && w >= 1 &&
-              groups.getElementType().isInteger(64);
+              groups.getElementType().isSignlessInteger(64);
+  // The group becomes the all-to-alls' topology: its limits are the
+  // attribute's (checked before reading up to W values).
+  if (iota && failed(TopologyAttr::verify(
+                  [&]() {
+                    return fail()
+                           << "replica_groups' group of " << w << " ranks: ";
+                  },
+                  w, /*ranksPerNode=*/w, /*experts=*/0)))
+    return failure();
   if (iota) {
     int64_t expect = 0;
     for (const APInt &v : groups.getValues<APInt>())
@@ -136,6 +176,18 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
   static constexpr StringLiteral names[] = {"operand",        "output",
                                             "input_offsets",  "send_sizes",
                                             "output_offsets", "recv_sizes"};
+  // An encoding (sparsity, layout) changes what the tensor's elements mean;
+  // the conversion reads them as plain dense rows.
+  for (unsigned i = 0; i < 7; ++i) {
+    Type type =
+        i < 6 ? op->getOperand(i).getType() : op->getResult(0).getType();
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (tensor && tensor.getEncoding())
+      return fail() << (i < 6 ? StringRef(names[i]) : StringRef("the result"))
+                    << "'s type " << type << " has an encoding ("
+                    << tensor.getEncoding()
+                    << "): only tensors without one are supported";
+  }
   auto operandType = [&](unsigned i) {
     return dyn_cast<RankedTensorType>(op->getOperand(i).getType());
   };
@@ -155,14 +207,18 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
     return fail() << "operand " << rows << " and output " << output
                   << " must have the same element type and the same static "
                      "row width";
+  if (rows.getDimSize(1) == 0)
+    return fail() << "rows of width 0 (" << rows
+                  << ") are not supported: moecomm.all_to_all moves rows of "
+                     "at least one element";
   if (op->getResult(0).getType() != output)
     return fail() << "the result type " << op->getResult(0).getType()
                   << " must be the output's, " << output;
   for (unsigned i = 2; i < 6; ++i) {
     RankedTensorType t = operandType(i);
     if (!t || t.getRank() != 1 || t.getDimSize(0) != w ||
-        (!t.getElementType().isInteger(32) &&
-         !t.getElementType().isInteger(64)))
+        (!t.getElementType().isSignlessInteger(32) &&
+         !t.getElementType().isSignlessInteger(64)))
       return fail() << names[i] << " must be tensor<" << w << "xi32> or tensor<"
                     << w << "xi64> (one entry per rank of the group), got "
                     << op->getOperand(i).getType();
@@ -482,6 +538,20 @@ struct ImportRaggedAllToAllPass
     getOperation().walk([&](Operation *op) {
       if (!isJaxRaggedAllToAll(op))
         return;
+      // moecomm-pipeline bufferizes the functions of its module only (One-Shot
+      // Module Bufferize): the conversion's loops in a nested module's
+      // function would stay on tensors and fail to lower.
+      if (auto inner = op->getParentOfType<ModuleOp>();
+          inner != getOperation()) {
+        InFlightDiagnostic diag =
+            op->emitError() << kTarget << ": the call is in a nested module";
+        if (std::optional<StringRef> name = inner.getSymName())
+          diag << " @" << *name;
+        diag << ": moecomm-pipeline compiles only the functions of the "
+                "top-level module";
+        ok = false;
+        return;
+      }
       int64_t ranks = 0;
       if (failed(checkRaggedAllToAll(op, ranks))) {
         ok = false;

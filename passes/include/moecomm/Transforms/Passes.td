@@ -64,7 +64,7 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
     undefined) the later source rank wins.
 
     Errors (a diagnostic naming the attribute or operand; nothing is
-    converted): `api_version` other than 4; `backend_config` not a
+    converted): `api_version` other than `4 : i32`; `backend_config` not a
     dictionary, or with an entry other than `replica_groups` and
     `channel_id` (an integer: JAX adds it under SPMD; it names the
     collective and changes nothing here); `replica_groups` other than one
@@ -75,8 +75,13 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
     a 2-D tensor of bf16 or f32 (the element type `moecomm.all_to_all`
     moves), of different element types or row widths, or a result type
     other than the output's; offsets and sizes not 1-D i32/i64 tensors of W
-    elements; `ranks-per-node` that does not divide W. Other
-    `stablehlo.custom_call` targets are left alone.
+    elements; `ranks-per-node` that does not divide W; a call outside a
+    region with SSA dominance (a module's top level) or in a nested module,
+    ending its block, or with regions or successors; properties that are
+    not a dictionary or repeat an attribute; W above the topology
+    attribute's limit; zero-width rows; signed/unsigned offsets or sizes;
+    a tensor encoding. Other `stablehlo.custom_call` targets are left
+    alone.
   }];
   let options = [
     Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"0",
@@ -519,6 +524,21 @@ def MoECommCheckLLVMModuleAttributes : Pass<"moecomm-check-llvm-module-attribute
     ignores `llvm.ident` and `llvm.commandline` that are not strings. Each bad
     attribute is one error at the module's location naming the attribute,
     before any lowering; the IR is not changed.
+  }];
+}
+
+def MoECommRequireImported : Pass<"moecomm-require-imported"> {
+  let summary = "Refuse JAX's ragged all-to-all that was not imported";
+  let description = [{
+    At the start of `moecomm-pipeline`, after
+    `moecomm-check-llvm-module-attributes` (and so in `moecomm-aot`,
+    `moecomm.compile` and the C API's pipeline): a
+    `stablehlo.custom_call @ragged_all_to_all` (see
+    `moecomm-import-ragged-all-to-all`) left in the input is one error at
+    the call, "stablehlo.custom_call @ragged_all_to_all must be imported
+    first: run --moecomm-import-ragged-all-to-all", instead of a later
+    pass's message about an unregistered op (bufferization's "op was not
+    bufferized"). Changes nothing.
   }];
 }
 
