@@ -1,5 +1,4 @@
-//===- moecomm-opt.cpp - moecomm's mlir-opt
-//---------------------------------===//
+//===- moecomm-opt.cpp - moecomm's mlir-opt ------------------------------===//
 //
 // Parses, verifies, transforms and prints IR with the moecomm dialect, its
 // passes and pipeline, and the upstream dialects and passes they work with.
@@ -88,17 +87,19 @@ struct OnlyRaggedAllToAllUnregisteredPass
     return "moecomm-opt-only-ragged-all-to-all-unregistered";
   }
   void runOnOperation() override {
-    auto opaque = [](mlir::Operation *op) {
-      auto stop = [](bool opaque) {
-        return opaque ? mlir::WalkResult::interrupt()
-                      : mlir::WalkResult::advance();
-      };
-      mlir::AttrTypeWalker walker;
-      walker.addWalk([&](mlir::Attribute a) {
-        return stop(llvm::isa<mlir::OpaqueAttr>(a));
-      });
-      walker.addWalk(
-          [&](mlir::Type t) { return stop(llvm::isa<mlir::OpaqueType>(t)); });
+    // One walker for every op: it stops at the first opaque attribute or
+    // type.
+    auto stop = [](bool opaque) {
+      return opaque ? mlir::WalkResult::interrupt()
+                    : mlir::WalkResult::advance();
+    };
+    mlir::AttrTypeWalker walker;
+    walker.addWalk([&](mlir::Attribute a) {
+      return stop(llvm::isa<mlir::OpaqueAttr>(a));
+    });
+    walker.addWalk(
+        [&](mlir::Type t) { return stop(llvm::isa<mlir::OpaqueType>(t)); });
+    auto opaque = [&](mlir::Operation *op) {
       // Locations are attributes too: fused<#foo.bar>[...] holds one.
       if (walker.walk(op->getLoc()).wasInterrupted() ||
           walker.walk(op->getAttrDictionary()).wasInterrupted())

@@ -1,5 +1,4 @@
-//===- ImportRaggedAllToAll.cpp - JAX's ragged all-to-all -> moecomm
-//-------===//
+//===- ImportRaggedAllToAll.cpp - JAX ragged all-to-all to moecomm -----===//
 //
 // `moecomm-import-ragged-all-to-all` (Passes.td): JAX's
 // `stablehlo.custom_call @ragged_all_to_all` (jax/_src/lax/parallel.py,
@@ -347,9 +346,9 @@ public:
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nested.getInsertionBlock(),
                               nested.getInsertionPoint());
-          scf::YieldOp::create(b, scatterRows(rowsA2a, offsetsA2a.getRecv(),
-                                              recvSizes, output, received, m,
-                                              h));
+          scf::YieldOp::create(b,
+                               scatterRows(rowsA2a, offsetsA2a.getRecv(),
+                                           recvSizes, output, received, m, h));
         },
         [&](OpBuilder &nested, Location) {
           OpBuilder::InsertionGuard guard(b);
@@ -405,8 +404,7 @@ private:
                 "from j must lie in the output's rows, >= 0 (j = {}: {} + {}, "
                 "{} rows)",
                 {i64(i), offset, count, m});
-          Value valid =
-              andAll({iter[2], inReceived, sizeMatches, inOutput});
+          Value valid = andAll({iter[2], inReceived, sizeMatches, inOutput});
           Value size = arith::SelectOp::create(b, valid, indexOf(count), c0);
           Value at = arith::SelectOp::create(b, valid, indexOf(offset), c0);
           Value segment = slice(rows.getRecv(), iter[0], size, h);
@@ -467,9 +465,9 @@ private:
   /// next of `values` (i64, at most 4).
   void check(Value ok, StringRef what, ArrayRef<Value> values) {
     assert(values.size() <= 4 && "moecomm_rt_check takes 4 values");
-    SmallVector<Value> args{arith::ExtUIOp::create(b, b.getI32Type(), ok),
-                            text(llvm::formatv("{0} at {1}", kTarget, where).str()),
-                            text(what)};
+    SmallVector<Value> args{
+        arith::ExtUIOp::create(b, b.getI32Type(), ok),
+        text(llvm::formatv("{0} at {1}", kTarget, where).str()), text(what)};
     for (size_t k = 0; k < 4; ++k)
       args.push_back(k < values.size() ? values[k] : i64Constant(0));
     RuntimeAbi(b, b.getLoc(), op).call("moecomm_rt_check", args);
