@@ -58,7 +58,10 @@ const float *fp8Table() {
   return table.v;
 }
 
-uint8_t e8m0ScaleOf(moecommDataType_t type, float amax) {
+/// The E8M0 byte of the scale of a block whose largest magnitude is `amax`
+/// (>= 0, possibly infinite) under `type`'s rule (fp8_e4m3_ue8m0 or mxfp8,
+/// Fp8.h): e + 127.
+static uint8_t e8m0ScaleOf(moecommDataType_t type, float amax) {
   int e = 0; // amax == 0: scale 1
   if (std::isinf(amax))
     e = 127;

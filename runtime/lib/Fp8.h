@@ -42,10 +42,6 @@ uint8_t fp8Encode(float v);
 const float *fp8Table();
 inline float fp8Decode(uint8_t q) { return fp8Table()[q]; }
 
-/// The E8M0 byte of the scale of a block whose largest magnitude is `amax`
-/// (>= 0, possibly infinite) under `type`'s rule (fp8_e4m3_ue8m0 or mxfp8,
-/// above): e + 127.
-uint8_t e8m0ScaleOf(moecommDataType_t type, float amax);
 /// The scale an E8M0 byte stands for: 2^(byte - 127) (255: NaN).
 float e8m0Decode(uint8_t byte);
 

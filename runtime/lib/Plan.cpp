@@ -371,13 +371,20 @@ void buildDestSide(const Topology &topo, moecommStrategy_t strategy, int rank,
 
 void padExpertSegments(int64_t align, RankPlan &plan) {
   const size_t L = plan.tokensPerExpert.size();
+  plan.expertOffsets.assign(1, 0);
+  // Unpadded (every layout without align): the segments are already in
+  // place, so only their offsets are new; no map is rebuilt.
+  if (align == 1) {
+    for (int64_t n : plan.tokensPerExpert)
+      plan.expertOffsets.push_back(plan.expertOffsets.back() + n);
+    return;
+  }
   const RowMap real = std::move(plan.dispatch.unpack);
   const std::vector<float> weights = std::move(plan.recvWeights);
   const std::vector<int64_t> sources = std::move(plan.recvSources);
   plan.dispatch.unpack = RowMap();
   plan.recvWeights.clear();
   plan.recvSources.clear();
-  plan.expertOffsets.assign(1, 0);
   // paddedRow[i]: where real row i lands; real rows keep their order.
   std::vector<int64_t> paddedRow;
   paddedRow.reserve(weights.size());

@@ -70,7 +70,7 @@ CaseSpec seededCell(int W, int G, int64_t E, int K, int64_t H,
                     bool randomWeights = false);
 
 /// ThreadsMatrixTest's cells over W x G x K x H x wire dtype x routing
-/// (20 chosen cells, not the full product; AlignTest reuses them).
+/// (chosen cells, not the full product; AlignTest reuses them).
 std::vector<CaseSpec> matrixCells();
 
 /// A parameterized test's case: a spec run with one strategy.

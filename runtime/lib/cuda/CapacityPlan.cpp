@@ -54,8 +54,8 @@ Status checkDesc(const moecommCapacityDesc_t &d, int W, int me) {
   if (!isFloatData(d.dataType))
     return bad(
         cat("the data type must be f32 or bf16, got type ", (int)d.dataType));
-  if (hasE8M0Scales(d.wireType))
-    return cuda::checkDeviceType(d.wireType);
+  if (Status st = cuda::checkDeviceType(d.wireType); !st.ok())
+    return st;
   if (d.wireType != d.dataType && d.wireType != moecommFloat8E4M3)
     return bad(cat("wire type ", (int)d.wireType,
                    " is neither the data type nor FP8"));

@@ -140,7 +140,6 @@ class Buffer:
         """Collective: a new layout from the routing, then x's rows to their
         experts. Returns (recv [R][H], handle); see layout() for the routing
         arguments and cached_dispatch() for x, wire_dtype and out."""
-        _check_wire(wire_dtype)
         hidden = x.shape[-1] if hasattr(x, "shape") and len(x.shape) == 2 else 0
         handle = self.layout(topk_idx, topk_weights, num_experts, strategy=strategy,
                              capacity=capacity, hidden=hidden, wire_dtype=wire_dtype)
