@@ -109,6 +109,22 @@ typedef enum {
   moecommStrategyMaxEnum = 0x7fffffff
 } moecommStrategy_t;
 
+/** How a layout with an expert placement (replicated experts) picks one
+ *  physical replica for each (token, logical expert); moecomm/Model/
+ *  Placement.h states the rule exactly. */
+typedef enum {
+  /** Fewest inter-node copies first: a replica on the token's own node, then
+   *  on a node the token already sends to, then on the node holding replicas
+   *  of most of its remaining experts; the least-loaded replica within each
+   *  tier. moecomm's own choice (no EP library has one). */
+  moecommReplicaLocality = 0,
+  /** The least-loaded replica, nodes ignored: EPLB's load-only balancing
+   *  (DeepSeek's redundant experts), the baseline. */
+  moecommReplicaLoadOnly = 1,
+  moecommReplicaChoiceMinEnum = -0x7fffffff - 1, /* range: all of int */
+  moecommReplicaChoiceMaxEnum = 0x7fffffff
+} moecommReplicaChoice_t;
+
 /** The ranks an exchange stage talks to. */
 typedef enum {
   /** All W ranks. */

@@ -1,0 +1,248 @@
+//===- Placement.cpp - Replicated experts and the replica choice ----------===//
+#include "moecomm/Model/Placement.h"
+
+#include <algorithm>
+#include <string>
+
+namespace moecomm {
+
+ExpertPlacement identityPlacement(int64_t numLogical) {
+  ExpertPlacement p;
+  p.numLogical = numLogical;
+  p.slotExperts.resize((size_t)std::max<int64_t>(numLogical, 0));
+  for (int64_t e = 0; e < numLogical; ++e)
+    p.slotExperts[(size_t)e] = e;
+  return p;
+}
+
+std::string checkPlacement(const ExpertPlacement &p, int ranks) {
+  const int64_t E = p.numLogical, S = p.numSlots();
+  if (E < 1)
+    return "placement: num_logical_experts must be >= 1, got " +
+           std::to_string(E);
+  if (S < E)
+    return "placement: " + std::to_string(S) + " slots for " +
+           std::to_string(E) + " logical experts (need at least one each)";
+  if (ranks < 1 || S % ranks != 0)
+    return "placement: " + std::to_string(S) +
+           " slots are not divisible by " + std::to_string(ranks) + " ranks";
+  std::vector<uint8_t> seen((size_t)E, 0);
+  for (int64_t s = 0; s < S; ++s) {
+    int64_t e = p.slotExperts[(size_t)s];
+    if (e < 0 || e >= E)
+      return "placement: slot " + std::to_string(s) + " holds expert " +
+             std::to_string(e) + ", out of range [0, " + std::to_string(E) +
+             ")";
+    seen[(size_t)e] = 1;
+  }
+  for (int64_t e = 0; e < E; ++e)
+    if (!seen[(size_t)e])
+      return "placement: logical expert " + std::to_string(e) + " has no slot";
+  return "";
+}
+
+ReplicaTable::ReplicaTable(const ExpertPlacement &p, int ranks,
+                           int ranksPerNode) {
+  topo.ranks = ranks;
+  topo.ranksPerNode = ranksPerNode;
+  topo.numExperts = p.numSlots();
+  first.assign((size_t)p.numLogical + 1, 0);
+  for (int64_t e : p.slotExperts)
+    first[(size_t)e + 1]++;
+  for (size_t e = 0; e < (size_t)p.numLogical; ++e)
+    first[e + 1] += first[e];
+  slots.resize((size_t)p.numSlots());
+  std::vector<int64_t> next(first.begin(), first.end() - 1);
+  for (int64_t s = 0; s < p.numSlots(); ++s) // ascending within an expert
+    slots[(size_t)next[(size_t)p.slotExperts[(size_t)s]]++] = s;
+}
+
+namespace {
+
+/// One rank's state while it chooses: its slot loads and a token's scratch.
+class Chooser {
+public:
+  Chooser(const ReplicaTable &table, int rank)
+      : table(table), topo(table.slotTopology()), rank(rank),
+        own(topo.node(rank)), load((size_t)topo.numExperts, 0) {}
+
+  /// The least-loaded replica of `e` among those `accept`ed, or -1. Ties:
+  /// the first after rotating the replica list by the rank.
+  template <typename Accept> int64_t leastLoaded(int64_t e, Accept accept) {
+    const int64_t *b = table.replicasBegin(e);
+    const int64_t n = table.replicaCount(e);
+    int64_t best = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t s = b[(i + rank) % n];
+      if (accept(s) && (best < 0 || load[(size_t)s] < load[(size_t)best]))
+        best = s;
+    }
+    return best;
+  }
+
+  int64_t take(int64_t slot) {
+    load[(size_t)slot]++;
+    return slot;
+  }
+
+  bool isVisited(int node) const {
+    return std::find(visited.begin(), visited.end(), node) != visited.end();
+  }
+  void visit(int node) {
+    if (!isVisited(node))
+      visited.push_back(node);
+  }
+
+  void chooseLocality(const int64_t *experts, int K, int64_t *out) {
+    visited.assign(1, own);
+    int remaining = 0;
+    for (int k = 0; k < K; ++k) {
+      int64_t e = experts[k];
+      out[k] = -1;
+      if (e >= 0 && table.replicaCount(e) == 1) {
+        out[k] = take(*table.replicasBegin(e));
+        visit(topo.nodeOfExpert(out[k]));
+      } else if (e >= 0) {
+        ++remaining;
+      }
+    }
+    while (remaining > 0) {
+      for (int k = 0; k < K; ++k) {
+        if (experts[k] < 0 || out[k] >= 0)
+          continue;
+        int64_t s = leastLoaded(experts[k], [&](int64_t slot) {
+          return topo.nodeOfExpert(slot) == own;
+        });
+        if (s < 0)
+          s = leastLoaded(experts[k], [&](int64_t slot) {
+            return isVisited(topo.nodeOfExpert(slot));
+          });
+        if (s >= 0) {
+          out[k] = take(s);
+          --remaining;
+        }
+      }
+      if (remaining > 0)
+        visit(bestNewNode(experts, K, out));
+    }
+  }
+
+  void chooseLoadOnly(const int64_t *experts, int K, int64_t *out) {
+    for (int k = 0; k < K; ++k)
+      out[k] = experts[k] < 0
+                   ? -1
+                   : take(leastLoaded(experts[k], [](int64_t) { return true; }));
+  }
+
+private:
+  /// The node holding replicas of the most experts still without a slot
+  /// (ties: the first after the own node, cyclically).
+  int bestNewNode(const int64_t *experts, int K, const int64_t *out) {
+    const int N = topo.nodes();
+    counts.assign((size_t)N, 0);
+    for (int k = 0; k < K; ++k) {
+      if (experts[k] < 0 || out[k] >= 0)
+        continue;
+      int last = -1; // replicas ascend, so one expert's nodes come in order
+      for (const int64_t *s = table.replicasBegin(experts[k]);
+           s != table.replicasEnd(experts[k]); ++s) {
+        int n = topo.nodeOfExpert(*s);
+        if (n != last)
+          counts[(size_t)n]++;
+        last = n;
+      }
+    }
+    int best = -1;
+    for (int i = 1; i <= N; ++i) {
+      int n = (own + i) % N;
+      if (best < 0 || counts[(size_t)n] > counts[(size_t)best])
+        best = n;
+    }
+    return best;
+  }
+
+  const ReplicaTable &table;
+  const Topology &topo;
+  const int rank, own;
+  std::vector<int64_t> load;
+  std::vector<int> visited;
+  std::vector<int64_t> counts;
+};
+
+/// Branch and bound over the nodes of the first expert not yet covered by
+/// the own node and `chosen`.
+void searchCover(const ReplicaTable &table, const int64_t *experts, int K,
+                 int own, std::vector<int> &chosen, int &best) {
+  if ((int)chosen.size() >= best)
+    return;
+  const Topology &topo = table.slotTopology();
+  auto covered = [&](int64_t e) {
+    for (const int64_t *s = table.replicasBegin(e); s != table.replicasEnd(e);
+         ++s) {
+      int n = topo.nodeOfExpert(*s);
+      if (n == own ||
+          std::find(chosen.begin(), chosen.end(), n) != chosen.end())
+        return true;
+    }
+    return false;
+  };
+  int k = 0;
+  while (k < K && (experts[k] < 0 || covered(experts[k])))
+    ++k;
+  if (k == K) {
+    best = (int)chosen.size();
+    return;
+  }
+  int last = -1;
+  for (const int64_t *s = table.replicasBegin(experts[k]);
+       s != table.replicasEnd(experts[k]); ++s) {
+    int n = topo.nodeOfExpert(*s);
+    if (n == last)
+      continue;
+    last = n;
+    chosen.push_back(n);
+    searchCover(table, experts, K, own, chosen, best);
+    chosen.pop_back();
+  }
+}
+
+} // namespace
+
+void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
+                    int rank, const RoutingView &logical,
+                    int64_t *physicalIds) {
+  Chooser chooser(table, rank);
+  const int K = logical.topk;
+  std::vector<int64_t> experts((size_t)K);
+  for (int64_t t = 0; t < logical.numTokens; ++t) {
+    for (int k = 0; k < K; ++k)
+      experts[(size_t)k] = logical.expert(t, k);
+    int64_t *out = physicalIds + t * K;
+    if (choice == moecommReplicaLoadOnly)
+      chooser.chooseLoadOnly(experts.data(), K, out);
+    else
+      chooser.chooseLocality(experts.data(), K, out);
+  }
+}
+
+int minRemoteNodes(const ReplicaTable &table, int rank, const int64_t *experts,
+                   int topk) {
+  std::vector<int> chosen;
+  int best = table.slotTopology().nodes(); // never more than every node
+  searchCover(table, experts, topk, table.slotTopology().node(rank), chosen,
+              best);
+  return best;
+}
+
+double receiveImbalance(const std::vector<int64_t> &rowsPerRank) {
+  int64_t sum = 0, max = 0;
+  for (int64_t r : rowsPerRank) {
+    sum += r;
+    max = std::max(max, r);
+  }
+  if (sum == 0)
+    return 1.0;
+  return (double)max * (double)rowsPerRank.size() / (double)sum;
+}
+
+} // namespace moecomm
