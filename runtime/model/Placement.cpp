@@ -24,8 +24,8 @@ std::string checkPlacement(const ExpertPlacement &p, int ranks) {
     return "placement: " + std::to_string(S) + " slots for " +
            std::to_string(E) + " logical experts (need at least one each)";
   if (ranks < 1 || S % ranks != 0)
-    return "placement: " + std::to_string(S) +
-           " slots are not divisible by " + std::to_string(ranks) + " ranks";
+    return "placement: " + std::to_string(S) + " slots are not divisible by " +
+           std::to_string(ranks) + " ranks";
   std::vector<uint8_t> seen((size_t)E, 0);
   for (int64_t s = 0; s < S; ++s) {
     int64_t e = p.slotExperts[(size_t)s];
@@ -129,9 +129,9 @@ public:
 
   void chooseLoadOnly(const int64_t *experts, int K, int64_t *out) {
     for (int k = 0; k < K; ++k)
-      out[k] = experts[k] < 0
-                   ? -1
-                   : take(leastLoaded(experts[k], [](int64_t) { return true; }));
+      out[k] = experts[k] < 0 ? -1 : take(leastLoaded(experts[k], [](int64_t) {
+        return true;
+      }));
   }
 
 private:

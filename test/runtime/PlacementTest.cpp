@@ -157,7 +157,7 @@ TEST(Placement, RandomPlacementsBoundAndChoice) {
     const int64_t E = 4 + (int64_t)(rng() % 12);
     const int64_t perRank = (E + W - 1) / W + (int64_t)(rng() % 3);
     std::vector<int64_t> slots((size_t)(perRank * W));
-    for (int64_t s = 0; s < (int64_t)slots.size(); ++s) // every expert once,
+    for (int64_t s = 0; s < (int64_t)slots.size(); ++s)    // every expert once,
       slots[(size_t)s] = s < E ? s : (int64_t)(rng() % E); // then replicas
     std::shuffle(slots.begin(), slots.end(), rng);
     ExpertPlacement p = placementOf(E, slots);

@@ -89,8 +89,7 @@ private:
 /// [-1, E) -> physicalIds [T][K] (int64) slot ids in [-1, S), by `choice`
 /// (the rule above). `rank` in [0, W).
 void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
-                    int rank, const RoutingView &logical,
-                    int64_t *physicalIds);
+                    int rank, const RoutingView &logical, int64_t *physicalIds);
 
 /// The fewest remote nodes one token must send to given the placement: the
 /// smallest set of nodes other than the source's own that, with the own
