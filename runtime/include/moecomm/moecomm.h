@@ -390,6 +390,18 @@ typedef struct {
    * DeepEP / NCCL EP `expert_alignment`, Hybrid-EP `pad_multiple`). Padding
    * is made by the receiver: no byte or message more is sent. */
   int64_t align;
+  /* Expert placement (replicated experts, DeepSeek EPLB's phy2log;
+   * moecomm/Model/Placement.h): numSlots = 0 (a zero-initialised desc) is
+   * none, slot e holding expert e. Otherwise S = numSlots physical expert
+   * slots, S >= numExperts, S % W == 0, rank r holding slots
+   * [r*S/W, (r+1)*S/W); slotExperts[S] gives each slot's logical expert in
+   * [0, numExperts), every expert in at least one slot, same on all ranks.
+   * topkIdx then holds logical ids, and the layout picks one slot per
+   * (token, expert) by replicaChoice; recv, tokens_per_expert, expert
+   * offsets, recv weights and sources are per local slot (S/W of them). */
+  int64_t numSlots;
+  const int64_t *slotExperts;
+  moecommReplicaChoice_t replicaChoice;
 } moecommLayoutDesc_t;
 
 /** The largest expert segment alignment (rows): grouped GEMM tiles are at
