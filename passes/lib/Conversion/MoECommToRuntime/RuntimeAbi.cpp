@@ -21,12 +21,25 @@ StringRef RuntimeAbi::suffix(Type type) {
     return "bf16";
   if (type.isF32())
     return "f32";
-  if (isa<Float8E4M3FNType>(type))
-    return "f8";
   if (type.isInteger(32))
     return "i32";
   assert(type.isInteger(64) && "no runtime ABI for this element type");
   return "i64";
+}
+
+StringRef RuntimeAbi::suffix(WireDtype wire) {
+  switch (wire) {
+  case WireDtype::fp8_e4m3:
+    return "f8";
+  case WireDtype::fp8_e4m3_ue8m0:
+    return "ue8m0";
+  case WireDtype::mxfp8:
+    return "mxfp8";
+  case WireDtype::f32:
+  case WireDtype::bf16:
+    break;
+  }
+  llvm_unreachable("not an FP8 wire");
 }
 
 ValueRange RuntimeAbi::call(StringRef name, ValueRange args,
