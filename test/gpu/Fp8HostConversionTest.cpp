@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 using namespace moecomm;
 
@@ -91,18 +92,22 @@ TEST(Fp8HostConversion, MidpointsAndLimitsEncodeAlike) {
   expectSameEncoding(NAN);
 }
 
+/// The same bits (any NaN for a NaN); `what` names the value.
+void expectSameDecoding(float got, float want, const std::string &what) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what;
+    return;
+  }
+  EXPECT_EQ(std::memcmp(&got, &want, 4), 0)
+      << what << ": " << got << " vs " << want;
+}
+
 TEST(Fp8HostConversion, EveryCodeDecodesAlike) {
   for (int c = 0; c < 256; ++c) {
     const __half_raw h =
         __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E4M3);
-    const float got = __half2float(__half(h));
-    const float want = fp8Decode((uint8_t)c);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(got)) << "code " << c;
-      continue;
-    }
-    EXPECT_EQ(std::memcmp(&got, &want, 4), 0)
-        << "code " << c << ": " << got << " vs " << want;
+    expectSameDecoding(__half2float(__half(h)), fp8Decode((uint8_t)c),
+                       "code " + std::to_string(c));
   }
 }
 
@@ -159,16 +164,9 @@ TEST(Fp8HostConversion, E8M0ScalesMatchFp8Cpp) {
 }
 
 TEST(Fp8HostConversion, EveryE8M0ByteDecodesAlike) {
-  for (int b = 0; b < 256; ++b) {
-    const float got = cuda::decodeE8M0((uint8_t)b);
-    const float want = e8m0Decode((uint8_t)b);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(got)) << "byte " << b;
-      continue;
-    }
-    EXPECT_EQ(std::memcmp(&got, &want, 4), 0)
-        << "byte " << b << ": " << got << " vs " << want;
-  }
+  for (int b = 0; b < 256; ++b)
+    expectSameDecoding(cuda::decodeE8M0((uint8_t)b), e8m0Decode((uint8_t)b),
+                       "byte " + std::to_string(b));
 }
 
 } // namespace

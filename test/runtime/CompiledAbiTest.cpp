@@ -114,10 +114,9 @@ TEST(CompiledAbi, E8M0ConversionsAreTheRuntimes) {
           sWant(n * blocks);
       moecommMemRef2D qRef = ref2(q.data(), n, h),
                       sRef = ref2(s.data(), n, blocks);
-      if (type == moecommMxfp8)
-        _mlir_ciface_moecomm_rt_quantize_f32_mxfp8(&in, &qRef, &sRef);
-      else
-        _mlir_ciface_moecomm_rt_quantize_f32_ue8m0(&in, &qRef, &sRef);
+      const bool mx = type == moecommMxfp8;
+      (mx ? _mlir_ciface_moecomm_rt_quantize_f32_mxfp8
+          : _mlir_ciface_moecomm_rt_quantize_f32_ue8m0)(&in, &qRef, &sRef);
       ASSERT_EQ(moecommCompiledStatus(), moecommSuccess)
           << moecommCompiledLastError();
       moecommRows_t wide{x.data(), nullptr, n, h, moecommFloat32};
@@ -128,10 +127,9 @@ TEST(CompiledAbi, E8M0ConversionsAreTheRuntimes) {
 
       std::vector<float> out(n * h), outWant(n * h);
       moecommMemRef2D outRef = ref2(out.data(), n, h);
-      if (type == moecommMxfp8)
-        _mlir_ciface_moecomm_rt_dequantize_f32_mxfp8(&qRef, &sRef, &outRef);
-      else
-        _mlir_ciface_moecomm_rt_dequantize_f32_ue8m0(&qRef, &sRef, &outRef);
+      (mx ? _mlir_ciface_moecomm_rt_dequantize_f32_mxfp8
+          : _mlir_ciface_moecomm_rt_dequantize_f32_ue8m0)(&qRef, &sRef,
+                                                          &outRef);
       ASSERT_EQ(moecommCompiledStatus(), moecommSuccess)
           << moecommCompiledLastError();
       moecommRows_t back{outWant.data(), nullptr, n, h, moecommFloat32};

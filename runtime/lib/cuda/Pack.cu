@@ -41,6 +41,27 @@ template <> __device__ __forceinline__ uint8_t unitScale<uint8_t>() {
   return kE8M0One;
 }
 
+/// The input row (in `in`, `H` elements each) of output row `row` of a
+/// quantizing gather: its index entry, or `row` itself without an index.
+/// A negative entry is an empty row: nullptr, after writing `o` and `os`
+/// as zero codes and `nb` unit scales (S as for unitScale) unless
+/// `skipEmpty`, the block's threads sharing the work.
+template <typename T, typename S>
+__device__ __forceinline__ const T *
+sourceRow(const T *in, const int64_t *index, int64_t row, uint8_t *o, S *os,
+          int64_t H, int64_t nb, bool skipEmpty) {
+  const int64_t src = index ? index[row] : row;
+  if (src >= 0)
+    return in + src * H;
+  if (!skipEmpty) {
+    for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
+      o[h] = 0;
+    for (int64_t b = threadIdx.x; b < nb; b += blockDim.x)
+      os[b] = unitScale<S>();
+  }
+  return nullptr;
+}
+
 /// Copies rows of `rowBytes` in words V with their `blocks` scales of type
 /// S each (float for fp8_e4m3, uint8_t E8M0 bytes; none when outScales is
 /// null).
@@ -86,19 +107,11 @@ quantizeRowsKernel(const T *__restrict__ in, const int64_t *__restrict__ index,
   const int warp = threadIdx.x >> 5;
   const int warps = blockDim.x >> 5;
   for (int64_t row = blockIdx.x; row < outRows; row += gridDim.x) {
-    const int64_t src = index ? index[row] : row;
     uint8_t *o = out + row * H;
     float *os = scales + row * nb;
-    if (src < 0) {
-      if (skipEmpty)
-        continue;
-      for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
-        o[h] = 0;
-      for (int64_t b = threadIdx.x; b < nb; b += blockDim.x)
-        os[b] = 1.0f;
+    const T *x = sourceRow(in, index, row, o, os, H, nb, skipEmpty);
+    if (!x)
       continue;
-    }
-    const T *x = in + src * H;
     // Each warp takes two blocks at a time; the loop bound is uniform in the
     // warp, so every lane reaches the shuffles.
     for (int64_t base = 2 * (int64_t)warp; base < nb;
@@ -164,19 +177,10 @@ __global__ void quantizeRowsE8M0Kernel(
     int64_t H, moecommDataType_t type, int64_t block, bool skipEmpty) {
   const int64_t nb = H / block + (H % block != 0);
   for (int64_t row = blockIdx.x; row < outRows; row += gridDim.x) {
-    const int64_t src = index ? index[row] : row;
-    uint8_t *o = out + row * H;
-    uint8_t *os = scales + row * nb;
-    if (src < 0) {
-      if (skipEmpty)
-        continue;
-      for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
-        o[h] = 0;
-      for (int64_t b = threadIdx.x; b < nb; b += blockDim.x)
-        os[b] = kE8M0One;
+    uint8_t *o = out + row * H, *os = scales + row * nb;
+    const T *x = sourceRow(in, index, row, o, os, H, nb, skipEmpty);
+    if (!x)
       continue;
-    }
-    const T *x = in + src * H;
     for (int64_t b = threadIdx.x; b < nb; b += blockDim.x) {
       const int64_t h0 = b * block, h1 = min(H, h0 + block);
       float amax = 0.0f;

@@ -28,18 +28,10 @@ StringRef RuntimeAbi::suffix(Type type) {
 }
 
 StringRef RuntimeAbi::suffix(WireDtype wire) {
-  switch (wire) {
-  case WireDtype::fp8_e4m3:
-    return "f8";
-  case WireDtype::fp8_e4m3_ue8m0:
-    return "ue8m0";
-  case WireDtype::mxfp8:
-    return "mxfp8";
-  case WireDtype::f32:
-  case WireDtype::bf16:
-    break;
-  }
-  llvm_unreachable("not an FP8 wire");
+  assert(isFp8Wire(wire) && "no FP8 suffix for this wire");
+  return wire == WireDtype::mxfp8            ? "mxfp8"
+         : wire == WireDtype::fp8_e4m3_ue8m0 ? "ue8m0"
+                                             : "f8";
 }
 
 ValueRange RuntimeAbi::call(StringRef name, ValueRange args,

@@ -319,3 +319,12 @@ func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node
   %0:2 = moecomm.pack %x, %h dispatch stage 0 wire<fp8_e4m3_ue8m0> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>, tensor<?x1xf32>
   return
 }
+
+// -----
+
+// A pack without `wire` quantizes to fp8_e4m3, whose scales are f32.
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op scales of wire<fp8_e4m3> must be 'f32' with 1 columns for 8 elements per row, got 'tensor<?x1xf8E8M0FNU>'}}
+  %0:2 = moecomm.pack %x, %h dispatch stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>, tensor<?x1xf8E8M0FNU>
+  return
+}
