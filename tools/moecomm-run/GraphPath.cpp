@@ -806,9 +806,11 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   // checking its rows against another would report wrong numbers.
   if (stats.layouts > 0 &&
       (stats.wireType != wireType(p.dtype) || stats.capacity != p.capacity)) {
-    const char *sent = stats.wireType == moecommFloat8E4M3 ? "fp8"
-                       : stats.wireType == moecommFloat32  ? "f32"
-                                                           : "bf16";
+    StringRef sent = "bf16";
+    for (PayloadType t : {PayloadType::F32, PayloadType::FP8,
+                          PayloadType::FP8UE8M0, PayloadType::MXFP8})
+      if (wireType(t) == stats.wireType)
+        sent = payloadTypeName(t);
     // A JIT-compiled collective-level graph was compiled for this run's
     // settings: differing ones are the tool's fault, not the user's.
     if (!graph->library && !graph->staged)

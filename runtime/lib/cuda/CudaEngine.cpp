@@ -11,25 +11,13 @@
 namespace moecomm {
 namespace cuda {
 
-Status checkDeviceType(moecommDataType_t type) {
-  if (hasE8M0Scales(type))
-    return Status::error(moecommUnsupported,
-                         cat("the nccl backend's FP8 rows are fp8_e4m3 "
-                             "(type ",
-                             (int)moecommFloat8E4M3, "), got type ",
-                             (int)type));
-  return Status::success();
-}
-
 Status checkDeviceRows(const moecommRows_t &rows, const char *what,
                        int device) {
-  if (Status st = checkDeviceType(rows.type); !st.ok())
-    return st;
   if (rows.rows <= 0 || rows.hidden <= 0)
     return Status::success();
   if (Status st = checkDevicePointer(rows.data, what, device); !st.ok())
     return st;
-  if (rows.type == moecommFloat8E4M3)
+  if (isFp8(rows.type))
     return checkDevicePointer(rows.scales, cat(what, " scales").c_str(),
                               device);
   return Status::success();
@@ -180,8 +168,8 @@ Status CudaEngine::unpack(const moecommLayout &layout,
 Status CudaEngine::convertRows(const moecommRows_t &in,
                                const moecommRows_t &out,
                                moecommStream_t stream) {
-  const bool quantize = isFloatData(in.type) && out.type == moecommFloat8E4M3;
-  const bool dequantize = in.type == moecommFloat8E4M3 && isFloatData(out.type);
+  const bool quantize = isFloatData(in.type) && isFp8(out.type);
+  const bool dequantize = isFp8(in.type) && isFloatData(out.type);
   if (!quantize && !dequantize)
     return invalidArgument("FP8 conversion needs f32 or bf16 rows on one side "
                            "and FP8 rows on the other");
