@@ -114,36 +114,34 @@ public:
       visited.push_back(node);
   }
 
-  void chooseLocality(const int64_t *experts, int K, int64_t *out) {
+  /// Locality, first pass: single-slot experts, then replicas under their
+  /// share on the nodes the token visits so far.
+  void chooseNearby(const int64_t *experts, int K, int64_t *out) {
     visited.assign(1, own);
-    int remaining = 0;
     for (int k = 0; k < K; ++k) {
       int64_t e = experts[k];
       out[k] = -1;
       if (e >= 0 && table.replicaCount(e) == 1) {
         out[k] = take(*table.replicasBegin(e));
         visit(topo.nodeOfExpert(out[k]));
-      } else if (e >= 0) {
-        ++remaining;
       }
     }
+    assignOnVisited(experts, K, out);
+  }
+
+  /// Locality, second pass: the experts the first left, visiting the node
+  /// that serves most of them until none is left.
+  void chooseRest(const int64_t *experts, int K, int64_t *out) {
+    visited.assign(1, own);
+    int remaining = 0;
+    for (int k = 0; k < K; ++k) {
+      if (out[k] >= 0)
+        visit(topo.nodeOfExpert(out[k]));
+      else if (experts[k] >= 0)
+        ++remaining;
+    }
     while (remaining > 0) {
-      for (int k = 0; k < K; ++k) {
-        if (experts[k] < 0 || out[k] >= 0)
-          continue;
-        const int64_t e = experts[k];
-        int64_t s = leastLoaded(e, [&](int64_t slot) {
-          return underShare(e, slot) && topo.nodeOfExpert(slot) == own;
-        });
-        if (s < 0)
-          s = leastLoaded(e, [&](int64_t slot) {
-            return underShare(e, slot) && isVisited(topo.nodeOfExpert(slot));
-          });
-        if (s >= 0) {
-          out[k] = take(s);
-          --remaining;
-        }
-      }
+      remaining -= assignOnVisited(experts, K, out);
       if (remaining > 0)
         visit(bestNewNode(experts, K, out));
     }
@@ -157,6 +155,30 @@ public:
   }
 
 private:
+  /// Each expert without a slot takes its least-loaded replica under its
+  /// share on the token's own node, else on another visited node. Returns
+  /// how many took one.
+  int assignOnVisited(const int64_t *experts, int K, int64_t *out) {
+    int assigned = 0;
+    for (int k = 0; k < K; ++k) {
+      if (experts[k] < 0 || out[k] >= 0)
+        continue;
+      const int64_t e = experts[k];
+      int64_t s = leastLoaded(e, [&](int64_t slot) {
+        return underShare(e, slot) && topo.nodeOfExpert(slot) == own;
+      });
+      if (s < 0)
+        s = leastLoaded(e, [&](int64_t slot) {
+          return underShare(e, slot) && isVisited(topo.nodeOfExpert(slot));
+        });
+      if (s >= 0) {
+        out[k] = take(s);
+        ++assigned;
+      }
+    }
+    return assigned;
+  }
+
   /// The node holding replicas under their share of the most experts
   /// still without a slot (ties: the first after the own node, cyclically).
   int bestNewNode(const int64_t *experts, int K, const int64_t *out) {
@@ -239,15 +261,19 @@ void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
   chooser.countShares(logical);
   const int K = logical.topk;
   std::vector<int64_t> experts((size_t)K);
-  for (int64_t t = 0; t < logical.numTokens; ++t) {
-    for (int k = 0; k < K; ++k)
-      experts[(size_t)k] = logical.expert(t, k);
-    int64_t *out = physicalIds + t * K;
-    if (choice == moecommReplicaLoadOnly)
-      chooser.chooseLoadOnly(experts.data(), K, out);
-    else
-      chooser.chooseLocality(experts.data(), K, out);
-  }
+  const int passes = choice == moecommReplicaLoadOnly ? 1 : 2;
+  for (int pass = 0; pass < passes; ++pass)
+    for (int64_t t = 0; t < logical.numTokens; ++t) {
+      for (int k = 0; k < K; ++k)
+        experts[(size_t)k] = logical.expert(t, k);
+      int64_t *out = physicalIds + t * K;
+      if (choice == moecommReplicaLoadOnly)
+        chooser.chooseLoadOnly(experts.data(), K, out);
+      else if (pass == 0)
+        chooser.chooseNearby(experts.data(), K, out);
+      else
+        chooser.chooseRest(experts.data(), K, out);
+    }
 }
 
 int minRemoteNodes(const ReplicaTable &table, int rank, const int64_t *experts,

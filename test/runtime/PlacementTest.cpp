@@ -125,6 +125,12 @@ TEST(Placement, LeastLoadedWithRankRotatedTies) {
   // 2 makes it visit, to node 2 (rank 0; logical 1's slots 7 and 9).
   EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {1, 2, 1, 2}, 2),
             (std::vector<int64_t>{9, 10, 7, 10}));
+  // Tokens that need no new node come first to the shares: token 1 visits
+  // node 1 for logical 5 and takes logical 0's node-1 slot 3; token 0, which
+  // must visit a new node anyway, gets slot 6 (in token order it would have
+  // taken slot 3 and sent token 1 to a second node).
+  EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {0, -1, 0, 5}, 2),
+            (std::vector<int64_t>{6, -1, 3, 5}));
 }
 
 TEST(Placement, LocalityKeepsLoadOnlyShares) {
