@@ -6,6 +6,17 @@
 
 namespace moecomm {
 
+const char *replicaChoiceName(moecommReplicaChoice_t choice) {
+  switch (choice) {
+  case moecommReplicaLocality:
+    return "locality";
+  case moecommReplicaLoadOnly:
+    return "load_only";
+  default:
+    return "unknown";
+  }
+}
+
 ExpertPlacement identityPlacement(int64_t numLogical) {
   ExpertPlacement p;
   p.numLogical = numLogical;
