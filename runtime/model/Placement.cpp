@@ -7,14 +7,10 @@
 namespace moecomm {
 
 const char *replicaChoiceName(moecommReplicaChoice_t choice) {
-  switch (choice) {
-  case moecommReplicaLocality:
-    return "locality";
-  case moecommReplicaLoadOnly:
-    return "load_only";
-  default:
-    return "unknown";
-  }
+  static const char *const names[] = {"locality", "load_only"}; // by value
+  return choice == moecommReplicaLocality || choice == moecommReplicaLoadOnly
+             ? names[choice]
+             : "unknown";
 }
 
 ExpertPlacement identityPlacement(int64_t numLogical) {

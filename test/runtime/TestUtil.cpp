@@ -669,5 +669,15 @@ void runOnThreads(int W, int G,
     ADD_FAILURE() << llvm::toString(std::move(e));
 }
 
+std::vector<RankRun> runEveryRank(const Expected &exp,
+                                  moecommStrategy_t strategy) {
+  const ref::Problem &p = exp.problem;
+  std::vector<RankRun> runs(p.ranks);
+  runOnThreads(p.ranks, p.ranksPerNode, [&](moecommComm_t comm, int rank) {
+    runs[rank] = runRank(comm, exp, strategy, rank);
+  });
+  return runs;
+}
+
 } // namespace test
 } // namespace moecomm

@@ -198,6 +198,11 @@ void checkLowerBound(const Expected &exp, const RankRun &run);
 moecommStrategy_t resolvedStrategy(const Expected &exp,
                                    moecommStrategy_t requested);
 
+/// runRank on every rank of `exp`'s problem, as threads (runOnThreads);
+/// the runs indexed by rank.
+std::vector<RankRun> runEveryRank(const Expected &exp,
+                                  moecommStrategy_t strategy);
+
 /// Runs fn(comm, rank) on W threads over a fresh thread group
 /// (workload::runOnThreadGroup); a group, thread or communicator that cannot
 /// be made is a test failure.

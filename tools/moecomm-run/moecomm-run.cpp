@@ -141,16 +141,15 @@ cl::opt<long long> alignOpt(
              "align(N)"),
     cl::cat(runCat));
 cl::opt<std::string> placementFile(
-    "placement",
-    cl::desc("Expert placement of the direct path's layouts: JSON "
-             "{\"num_logical_experts\": E, \"slot_experts\": [S ints]} "
-             "(DeepSeek EPLB's phy2log; the routing's ids are logical)"),
-    cl::value_desc("FILE"), cl::cat(runCat));
-cl::opt<std::string> replicaChoiceOpt(
-    "replica-choice",
-    cl::desc("How --placement's layouts pick a replica: locality (default: "
-             "fewest inter-node copies) | load_only (EPLB's least loaded)"),
-    cl::init("locality"), cl::cat(runCat));
+    "placement", cl::value_desc("FILE"), cl::cat(runCat),
+    cl::desc("Expert placement (EPLB's phy2log) of --direct's layouts"));
+cl::opt<moecommReplicaChoice_t> replicaChoiceOpt(
+    "replica-choice", cl::desc("How --placement's layouts pick a replica"),
+    cl::values(clEnumValN(moecommReplicaLocality, "locality",
+                          "the fewest inter-node copies (default)"),
+               clEnumValN(moecommReplicaLoadOnly, "load_only",
+                          "the least-loaded replica (EPLB's balancing)")),
+    cl::init(moecommReplicaLocality), cl::cat(runCat));
 cl::opt<long long> iterationsOpt(
     "iterations",
     cl::desc("Dispatch+combine N times on one communicator, a layout per "
@@ -433,14 +432,7 @@ Error applyPlacement(RoutingProblem &p) {
     return inputError("--placement needs --direct (with a generated routing "
                       "or a routing file); a graph takes no placement");
 #endif
-  if (replicaChoiceOpt == "locality")
-    p.replicaChoice = moecommReplicaLocality;
-  else if (replicaChoiceOpt == "load_only")
-    p.replicaChoice = moecommReplicaLoadOnly;
-  else
-    return inputError(formatv("unknown --replica-choice '{0}' (expected "
-                              "locality or load_only)",
-                              replicaChoiceOpt));
+  p.replicaChoice = replicaChoiceOpt;
   Expected<moecomm::ExpertPlacement> placement = loadPlacementFile(placementFile);
   if (!placement)
     return placement.takeError();

@@ -10,7 +10,10 @@ using namespace llvm;
 
 namespace moecomm::workload {
 
-Expected<ExpertPlacement> parsePlacementJson(StringRef text, StringRef name) {
+namespace {
+
+/// The document's shape (loadPlacementFile); `name` prefixes messages.
+Expected<ExpertPlacement> parsePlacement(StringRef text, StringRef name) {
   Expected<json::Value> parsed = parseUserJson(text);
   if (!parsed)
     return inputError(formatv("{0}: malformed JSON at {1}", name,
@@ -26,11 +29,13 @@ Expected<ExpertPlacement> parsePlacementJson(StringRef text, StringRef name) {
   return p;
 }
 
+} // namespace
+
 Expected<ExpertPlacement> loadPlacementFile(StringRef path) {
   Expected<std::string> text = readInputFile(path, "placement file");
   if (!text)
     return text.takeError();
-  return parsePlacementJson(*text, path);
+  return parsePlacement(*text, path);
 }
 
 Error checkPlacedRouting(const ExpertPlacement &placement, StringRef name,

@@ -20,16 +20,12 @@
 
 namespace moecomm::workload {
 
-/// Parses a placement document; `name` (usually the path) prefixes every
-/// message. Checks the shape only (an object, num_logical_experts an
-/// integer, slot_experts an array of integers), e.g.
-/// "p.json: expected integer at placement.slot_experts[2]"; the placement's
-/// own rules are checkPlacedRouting's. Errors are invalid_argument lines.
-llvm::Expected<ExpertPlacement> parsePlacementJson(llvm::StringRef text,
-                                                   llvm::StringRef name);
-
-/// Reads `path` (within the tools' input bound; not stdin) and parses it
-/// with parsePlacementJson. An unreadable file is an invalid_argument line.
+/// Reads the placement file `path` (within the tools' input bound; not
+/// stdin). Checks the document's shape only: JSON syntax, an object,
+/// num_logical_experts an integer, slot_experts an array of integers. Every
+/// error is one invalid_argument line naming the file, e.g. "p.json:
+/// expected integer at placement.slot_experts[2]" or "p.json: cannot read
+/// placement file: No such file or directory".
 llvm::Expected<ExpertPlacement> loadPlacementFile(llvm::StringRef path);
 
 /// Checks `placement` (read from `name`) against a routing of `numExperts`
