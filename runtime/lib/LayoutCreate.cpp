@@ -74,10 +74,19 @@ Status exchangeRecords(Comm &comm, const StagePlan &stage,
 }
 
 const char *const kLayoutFields[] = {
-    "topk",           "num_experts",      "strategy",       "capacity",
-    "hidden (auto)",  "wire type (auto)", "the link model", "the link model",
-    "the link model", "the link model",   "align",
-    "the placement's num_slots", "the placement's replica choice",
+    "topk",
+    "num_experts",
+    "strategy",
+    "capacity",
+    "hidden (auto)",
+    "wire type (auto)",
+    "the link model",
+    "the link model",
+    "the link model",
+    "the link model",
+    "align",
+    "the placement's num_slots",
+    "the placement's replica choice",
     "the placement's slot_experts (FNV-1a hash)"};
 
 static_assert(MOECOMM_MAX_ALIGN == kMaxAlign, "one bound for C and C++");

@@ -390,8 +390,8 @@ TEST(Faults, RuntimeAndReferenceAgreeOnValidation) {
   // Placements (each message names the placement; the routing is checked
   // against the logical experts first, E % W only without one).
   ref::Problem placed = base;
-  placed.slotExperts = {0, 1, 2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
-                        12, 13, 14, 15, 15, 14, 13, 12};
+  placed.slotExperts = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,
+                        10, 11, 12, 13, 14, 15, 15, 14, 13, 12};
   bad.push_back(placed);
   bad.back().replicaChoice = (moecommReplicaChoice_t)-1;
   bad.push_back(placed);

@@ -1,4 +1,5 @@
-//===- PlacementRuntimeTest.cpp - Replicated experts on the threads backend ===//
+//===- PlacementRuntimeTest.cpp - Replicated experts on the threads backend
+//===//
 //
 // moecommLayoutDesc_t's expert placement (issue 16 part 3): the layout picks
 // one replica per (token, logical expert) with chooseReplicas
@@ -29,9 +30,9 @@ namespace {
 
 /// How a cell's spare slots (beyond one per expert) are filled.
 enum class Spread {
-  Random,   ///< seeded random experts: replicas anywhere, twice on a rank too
+  Random,    ///< seeded random experts: replicas anywhere, twice on a rank too
   EveryNode, ///< the last expert on the first rank of every node
-  SameNode, ///< each rank's first expert again on its node neighbour
+  SameNode,  ///< each rank's first expert again on its node neighbour
 };
 
 /// A valid placement of E experts over S = W * perRank slots: slot s < E
@@ -89,8 +90,8 @@ std::vector<CaseSpec> placementCells() {
   for (size_t i = 0; i < cells.size(); ++i) {
     CaseSpec &c = cells[i];
     const int64_t perRank = (c.E + c.W - 1) / c.W + 1 + (int64_t)(i % 2);
-    const Spread spread = c.routing == RK::OneExpert ? Spread::EveryNode
-                                                     : spreads[i % 3];
+    const Spread spread =
+        c.routing == RK::OneExpert ? Spread::EveryNode : spreads[i % 3];
     c.slotExperts = makePlacement(c.W, c.G, c.E, perRank, spread, c.seed);
     c.align = i % 5 == 3 ? 16 : 1;
   }
@@ -144,13 +145,12 @@ void expectSameRun(const RankRun &a, const RankRun &b, int rank) {
   for (auto rows : {&RankRun::dispatch, &RankRun::combineW, &RankRun::combineU,
                     &RankRun::identityW, &RankRun::identityU})
     EXPECT_TRUE(sameBits(a.*rows, b.*rows));
-  for (auto counters :
-       {&RankRun::layoutTraffic, &RankRun::dispatchTraffic,
-        &RankRun::combineTraffic, &RankRun::dispatchGlobal,
-        &RankRun::combineGlobal})
-    EXPECT_EQ(std::memcmp(&(a.*counters), &(b.*counters),
-                          sizeof(moecommTraffic_t)),
-              0)
+  for (auto counters : {&RankRun::layoutTraffic, &RankRun::dispatchTraffic,
+                        &RankRun::combineTraffic, &RankRun::dispatchGlobal,
+                        &RankRun::combineGlobal})
+    EXPECT_EQ(
+        std::memcmp(&(a.*counters), &(b.*counters), sizeof(moecommTraffic_t)),
+        0)
         << "traffic";
 }
 

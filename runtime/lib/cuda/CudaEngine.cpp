@@ -74,8 +74,7 @@ Status CudaEngine::hostRouting(const moecommLayoutDesc_t &desc,
     if (!guard.status().ok())
       return guard.status();
     if (desc.numSlots > (int64_t(1) << 40))
-      return invalidArgument(
-          cat("num_slots ", desc.numSlots, " is too large"));
+      return invalidArgument(cat("num_slots ", desc.numSlots, " is too large"));
     out.slots.resize((size_t)desc.numSlots);
     if (Status st = cudaStatus(cudaMemcpy(out.slots.data(), desc.slotExperts,
                                           (size_t)desc.numSlots * 8,

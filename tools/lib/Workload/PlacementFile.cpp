@@ -24,8 +24,7 @@ Expected<ExpertPlacement> parsePlacement(StringRef text, StringRef name) {
   ExpertPlacement p;
   if (!mapper || !mapper.map("num_logical_experts", p.numLogical) ||
       !mapper.map("slot_experts", p.slotExperts))
-    return inputError(
-        formatv("{0}: {1}", name, toString(root.getError())));
+    return inputError(formatv("{0}: {1}", name, toString(root.getError())));
   return p;
 }
 

@@ -69,8 +69,7 @@ struct Problem {
   bool hasPlacement() const { return !slotExperts.empty(); }
   /// Experts per rank of the layout: S/W with a placement, else E/W.
   int64_t localExperts() const {
-    return (hasPlacement() ? (int64_t)slotExperts.size() : numExperts) /
-           ranks;
+    return (hasPlacement() ? (int64_t)slotExperts.size() : numExperts) / ranks;
   }
   int nodes() const { return ranks / ranksPerNode; }
 };
