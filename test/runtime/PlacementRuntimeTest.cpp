@@ -1,5 +1,4 @@
-//===- PlacementRuntimeTest.cpp - Replicated experts on the threads backend
-//===//
+//===- PlacementRuntimeTest.cpp - Replicated experts, threads backend -----===//
 //
 // moecommLayoutDesc_t's expert placement (issue 16 part 3): the layout picks
 // one replica per (token, logical expert) with chooseReplicas
