@@ -6,6 +6,13 @@
 
 namespace moecomm {
 
+const char *replicaChoiceName(moecommReplicaChoice_t choice) {
+  static const char *const names[] = {"locality", "load_only"}; // by value
+  return choice == moecommReplicaLocality || choice == moecommReplicaLoadOnly
+             ? names[choice]
+             : "unknown";
+}
+
 ExpertPlacement identityPlacement(int64_t numLogical) {
   ExpertPlacement p;
   p.numLogical = numLogical;

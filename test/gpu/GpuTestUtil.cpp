@@ -184,10 +184,13 @@ RankRun runRankDevice(moecommComm_t comm, const Expected &exp,
   // Alive until the layout is made from them.
   DeviceArray<int64_t> idx(rr.topkIdx);
   DeviceArray<float> weights(rr.topkWeights);
+  DeviceArray<int64_t> slots(p.slotExperts);
   if (deviceRouting && rr.numTokens > 0) {
     desc.topkIdx = idx.data();
     desc.topkWeights = weights.data();
   }
+  if (deviceRouting && p.hasPlacement())
+    desc.slotExperts = slots.data(); // copied to the host with the routing
   DeviceSpace space{stream};
   return runRankWith(comm, exp, desc, rank, space, RankRun());
 }

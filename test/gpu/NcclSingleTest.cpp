@@ -64,6 +64,13 @@ TEST_F(NcclSingle, OraclesHoldForEveryStrategy) {
     c.align = align;
     return c;
   };
+  // Replicated experts (docs/runtime.md): the choice is made on the host
+  // from device routing and a device placement, the plan uploaded.
+  auto placed = [](CaseSpec c, moecommReplicaChoice_t choice) {
+    c.slotExperts = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 7};
+    c.choice = choice;
+    return c;
+  };
   const CaseSpec cells[] = {
       single(4, 1, 1, F32, F32, RK::Uniform, 5),
       single(8, 3, 300, BF16, FP8, RK::UniformMasked, 7),
@@ -80,6 +87,10 @@ TEST_F(NcclSingle, OraclesHoldForEveryStrategy) {
       single(8, 3, 300, BF16, UE8M0, RK::UniformMasked, 7),
       single(16, 5, 129, F32, MXFP8, RK::Skewed, 33),
       single(8, 2, 24, BF16, MXFP8, RK::OneExpert, 0),
+      placed(single(8, 3, 300, BF16, FP8, RK::UniformMasked, 7),
+             moecommReplicaLocality),
+      placed(single(8, 2, 24, F32, F32, RK::OneExpert, 9, 5),
+             moecommReplicaLoadOnly),
   };
   for (const CaseSpec &cs : cells)
     for (moecommStrategy_t s :

@@ -239,3 +239,10 @@ TEST(Placement, ReceiveImbalance) {
 }
 
 } // namespace
+
+TEST(Placement, ReplicaChoiceNames) {
+  EXPECT_STREQ(replicaChoiceName(moecommReplicaLocality), "locality");
+  EXPECT_STREQ(replicaChoiceName(moecommReplicaLoadOnly), "load_only");
+  EXPECT_STREQ(replicaChoiceName(static_cast<moecommReplicaChoice_t>(-1)),
+               "unknown");
+}

@@ -57,6 +57,21 @@ Status localStep(const moecommLayout &layout, int device,
 Status CudaEngine::hostRouting(const moecommLayoutDesc_t &desc,
                                HostRouting &out) {
   out.desc = desc;
+  if (desc.numSlots > 0 && isDevicePointer(desc.slotExperts)) {
+    DeviceGuard guard(transport_.device());
+    if (!guard.status().ok())
+      return guard.status();
+    if (desc.numSlots > (int64_t(1) << 40))
+      return invalidArgument(cat("num_slots ", desc.numSlots, " is too large"));
+    out.slots.resize((size_t)desc.numSlots);
+    if (Status st = cudaStatus(cudaMemcpy(out.slots.data(), desc.slotExperts,
+                                          (size_t)desc.numSlots * 8,
+                                          cudaMemcpyDeviceToHost),
+                               "cudaMemcpy of slot_experts to the host");
+        !st.ok())
+      return st;
+    out.desc.slotExperts = out.slots.data();
+  }
   if (desc.numTokens <= 0 || desc.topk < 1 ||
       (desc.idxType != moecommInt32 && desc.idxType != moecommInt64))
     return Status::success(); // nothing the validation would read

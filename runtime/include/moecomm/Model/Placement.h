@@ -67,6 +67,10 @@ struct ExpertPlacement {
   int64_t numSlots() const { return (int64_t)slotExperts.size(); }
 };
 
+/// "locality" or "load_only" (the tools' and Python's spelling); "unknown"
+/// for values outside the enum.
+const char *replicaChoiceName(moecommReplicaChoice_t choice);
+
 /// The identity placement of E experts (slot e holds expert e).
 ExpertPlacement identityPlacement(int64_t numLogical);
 
