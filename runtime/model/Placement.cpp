@@ -121,34 +121,31 @@ public:
       visited.push_back(node);
   }
 
-  /// Locality, first pass: single-slot experts, then replicas under their
-  /// share on the nodes the token visits so far.
-  void chooseNearby(const int64_t *experts, int K, int64_t *out) {
-    visited.assign(1, own);
+  /// Locality, first pass: single-slot experts, then the experts with
+  /// exactly one replica under its share on the nodes the token visits.
+  void chooseForced(const int64_t *experts, int K, int64_t *out) {
     for (int k = 0; k < K; ++k) {
       int64_t e = experts[k];
       out[k] = -1;
-      if (e >= 0 && table.replicaCount(e) == 1) {
+      if (e >= 0 && table.replicaCount(e) == 1)
         out[k] = take(*table.replicasBegin(e));
-        visit(topo.nodeOfExpert(out[k]));
-      }
     }
-    assignOnVisited(experts, K, out);
+    visitAssigned(experts, K, out);
+    assignOnVisited(experts, K, out, /*onlyUnique=*/true);
   }
 
-  /// Locality, second pass: the experts the first left, visiting the node
-  /// that serves most of them until none is left.
+  /// Locality, second pass: replicas under their share on visited nodes.
+  void chooseNearby(const int64_t *experts, int K, int64_t *out) {
+    visitAssigned(experts, K, out);
+    assignOnVisited(experts, K, out, /*onlyUnique=*/false);
+  }
+
+  /// Locality, third pass: the experts left, visiting the node that serves
+  /// most of them until none is left.
   void chooseRest(const int64_t *experts, int K, int64_t *out) {
-    visited.assign(1, own);
-    int remaining = 0;
-    for (int k = 0; k < K; ++k) {
-      if (out[k] >= 0)
-        visit(topo.nodeOfExpert(out[k]));
-      else if (experts[k] >= 0)
-        ++remaining;
-    }
+    int remaining = visitAssigned(experts, K, out);
     while (remaining > 0) {
-      remaining -= assignOnVisited(experts, K, out);
+      remaining -= assignOnVisited(experts, K, out, /*onlyUnique=*/false);
       if (remaining > 0)
         visit(bestNewNode(experts, K, out));
     }
@@ -162,15 +159,38 @@ public:
   }
 
 private:
-  /// Each expert without a slot takes its least-loaded replica under its
-  /// share on the token's own node, else on another visited node. Returns
-  /// how many took one.
-  int assignOnVisited(const int64_t *experts, int K, int64_t *out) {
+  /// The token's visited nodes: its own and those of the slots it has.
+  /// Returns how many of its experts have no slot yet.
+  int visitAssigned(const int64_t *experts, int K, const int64_t *out) {
+    visited.assign(1, own);
+    int remaining = 0;
+    for (int k = 0; k < K; ++k) {
+      if (out[k] >= 0)
+        visit(topo.nodeOfExpert(out[k]));
+      else if (experts[k] >= 0)
+        ++remaining;
+    }
+    return remaining;
+  }
+
+  /// Each expert without a slot (with onlyUnique: only one with exactly one
+  /// such replica) takes its least-loaded replica under its share on the
+  /// token's own node, else on another visited node. Returns how many took
+  /// one.
+  int assignOnVisited(const int64_t *experts, int K, int64_t *out,
+                      bool onlyUnique) {
     int assigned = 0;
     for (int k = 0; k < K; ++k) {
       if (experts[k] < 0 || out[k] >= 0)
         continue;
       const int64_t e = experts[k];
+      if (onlyUnique &&
+          std::count_if(table.replicasBegin(e), table.replicasEnd(e),
+                        [&](int64_t slot) {
+                          return underShare(e, slot) &&
+                                 isVisited(topo.nodeOfExpert(slot));
+                        }) != 1)
+        continue;
       int64_t s = leastLoaded(e, [&](int64_t slot) {
         return underShare(e, slot) && topo.nodeOfExpert(slot) == own;
       });
@@ -268,7 +288,7 @@ void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
   chooser.countShares(logical);
   const int K = logical.topk;
   std::vector<int64_t> experts((size_t)K);
-  const int passes = choice == moecommReplicaLoadOnly ? 1 : 2;
+  const int passes = choice == moecommReplicaLoadOnly ? 1 : 3;
   for (int pass = 0; pass < passes; ++pass)
     for (int64_t t = 0; t < logical.numTokens; ++t) {
       for (int k = 0; k < K; ++k)
@@ -277,6 +297,8 @@ void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
       if (choice == moecommReplicaLoadOnly)
         chooser.chooseLoadOnly(experts.data(), K, out);
       else if (pass == 0)
+        chooser.chooseForced(experts.data(), K, out);
+      else if (pass == 1)
         chooser.chooseNearby(experts.data(), K, out);
       else
         chooser.chooseRest(experts.data(), K, out);

@@ -327,7 +327,8 @@ Error buildPlacements(Setup &s) {
     if (s.backend != "count")
       return workload::inputError(
           formatv("--placements {0} needs --backend count: the {1} backend "
-                  "does not take expert placements yet",
+                  "measures no placement rows (moecomm-run --placement "
+                  "measures one)",
                   spec.spec, s.backend));
     for (const SweepSpec &sw : s.plan)
       for (const std::string &name : sw.configs)

@@ -24,18 +24,20 @@
 // ceil(c / n) of them -- what load-only gives it -- so receive loads stay
 // as balanced as load-only's (the placement's packing assumes each replica
 // gets its share) while the choice of which tokens go where follows
-// locality. Two passes over the rank's tokens, each in token order (masked
-// slots stay -1; a token's visited nodes are its own node and the nodes of
-// the slots it has):
-//   1. A logical expert with one slot takes it; then each expert with a
-//      replica under its share on a visited node takes one -- on the
-//      token's own node if it has one there, else on another visited node
-//      -- the least loaded of those. Tokens that need no new node so come
-//      first to the shares.
-//   2. Repeat until every expert has a slot: if any expert is left, the
-//      node holding replicas under their share of the most remaining
-//      experts becomes visited (ties: the first node after the token's own
-//      node, cyclically), and the experts left take replicas as in 1.
+// locality. Three passes over the rank's tokens, each in token order
+// (masked slots stay -1; a token's visited nodes are its own node and the
+// nodes of the slots it has; a free replica is one under its share on a
+// visited node):
+//   1. A logical expert with one slot takes it; then each expert with
+//      exactly one free replica takes it.
+//   2. Each expert left with a free replica takes one -- on the token's own
+//      node if it has one there, else on another visited node -- the least
+//      loaded of those. So the tokens that need no new node come first to
+//      the shares, the most constrained first.
+//   3. Repeat until every expert has a slot: the node holding replicas
+//      under their share of the most remaining experts becomes visited
+//      (ties: the first node after the token's own node, cyclically), and
+//      the experts left take free replicas as in 2.
 // Without the share, locality would send every own-node token of a hot
 // expert to the own node's replica: 1.4-1.7x load-only's imbalance at
 // DeepSeek-V3 8x8 (docs/BENCHMARKS.md, "Replicated experts").
