@@ -42,6 +42,10 @@ using ::moecomm::kMaxTopk;
 /// `true` and `false`.
 FailureOr<int64_t> parseCount(AsmParser &parser);
 
+/// Parses a topology's expert placement, written in full as
+/// `array<i64: ...>` (the form it prints in).
+FailureOr<DenseI64ArrayAttr> parsePlacement(AsmParser &parser);
+
 /// Scales per fp8_e4m3 row of hidden size `hidden`: ceil(hidden / 128)
 /// (::moecomm::fp8Blocks, moecomm/Model/WireFormat.h).
 inline int64_t getNumScaleBlocks(int64_t hidden) {
