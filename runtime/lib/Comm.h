@@ -54,7 +54,7 @@ const char *opName(OpKind op);
 /// operation, this rank's local verdict on its arguments and the parameters
 /// that must be equal on every rank.
 struct Signature {
-  static constexpr int kMaxFields = 12;
+  static constexpr int kMaxFields = 14;
   int32_t op = 0;
   int32_t status = 0; ///< moecommResult_t of the local checks
   int32_t numFields = 0;

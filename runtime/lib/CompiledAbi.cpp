@@ -13,6 +13,7 @@
 #include "CompiledError.h"
 #include "RowKernels.h"
 #include "moecomm/Model/Sizes.h"
+#include "moecomm/Model/WireFormat.h"
 #include "moecomm/moecomm_compiled.h"
 
 #include <iterator>
@@ -132,8 +133,20 @@ bool rowsOf(const moecommMemRef2D *m, moecommDataType_t type,
       return false;
     }
   }
+  // The scales of an FP8 row are [rows][fp8Blocks] of its format (f32 or
+  // E8M0 bytes): any other shape would be read or written out of bounds.
+  if (scales && (scales->sizes[0] != m->sizes[0] ||
+                 scales->sizes[1] != moecomm::fp8Blocks(type, m->sizes[1]))) {
+    fail(moecommInvalidArgument,
+         "compiled code passed scales " + shapeOf(scales) + " for rows " +
+             shapeOf(m) + " (want [" +
+             std::to_string(m->sizes[0]) + "][" +
+             std::to_string(moecomm::fp8Blocks(type, m->sizes[1])) + "])");
+    return false;
+  }
   rows->data = base(m, type);
-  rows->scales = scales ? static_cast<float *>(base(scales, moecommFloat32))
+  rows->scales = scales ? static_cast<char *>(scales->aligned) +
+                              scales->offset * moecomm::fp8ScaleBytes(type)
                         : nullptr;
   rows->rows = m->sizes[0];
   rows->hidden = m->sizes[1];
@@ -361,17 +374,20 @@ void *exchange(bool start, void *layout, int32_t direction, int64_t stage,
       });
 }
 
+/// Quantizes `rows` of `type` into FP8 rows `q` of `fp8Type` with their
+/// `scales`, or (!quantize) dequantizes those into `rows`.
 void convertFp8(bool quantize, moecommMemRef2D *rows, moecommDataType_t type,
-                moecommMemRef2D *q, moecommMemRef2D *scales) {
+                moecommMemRef2D *q, moecommDataType_t fp8Type,
+                moecommMemRef2D *scales) {
   if (stopped())
     return;
   moecommRows_t wide, narrow;
   const bool viewed =
-      quantize ? rowsOf(q, moecommFloat8E4M3, scales, &narrow, "quantized rows",
+      quantize ? rowsOf(q, fp8Type, scales, &narrow, "quantized rows",
                         "quantization scales") &&
                      rowsOf(rows, type, nullptr, &wide)
                : rowsOf(rows, type, nullptr, &wide, "dequantized rows") &&
-                     rowsOf(q, moecommFloat8E4M3, scales, &narrow);
+                     rowsOf(q, fp8Type, scales, &narrow);
   if (!viewed)
     return;
   // Traced on the bound communicator, if any (the casts need none).
@@ -595,37 +611,71 @@ MOECOMM_GATHER(bf16, moecommBfloat16, bf16, moecommBfloat16)
 MOECOMM_GATHER(f32, moecommFloat32, f32, moecommFloat32)
 #undef MOECOMM_GATHER
 
-void _mlir_ciface_moecomm_rt_gather_f8_f8(void *layout, int32_t direction,
-                                          int64_t step, int32_t weighted,
-                                          moecommMemRef2D *in,
-                                          moecommMemRef2D *inScales,
-                                          moecommMemRef2D *out,
-                                          moecommMemRef2D *outScales) {
-  gather(layout, direction, step, weighted, in, moecommFloat8E4M3, inScales,
-         out, moecommFloat8E4M3, outScales);
-}
+// FP8 rows of format F (runtime type FT) kept FP8: gathers and exchanges.
+#define MOECOMM_FP8_ROWS(F, FT)                                                \
+  void _mlir_ciface_moecomm_rt_gather_##F##_##F(                               \
+      void *layout, int32_t direction, int64_t step, int32_t weighted,         \
+      moecommMemRef2D *in, moecommMemRef2D *inScales, moecommMemRef2D *out,    \
+      moecommMemRef2D *outScales) {                                            \
+    gather(layout, direction, step, weighted, in, FT, inScales, out, FT,       \
+           outScales);                                                         \
+  }                                                                            \
+  void _mlir_ciface_moecomm_rt_exchange_##F(                                   \
+      void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,   \
+      moecommMemRef2D *sendScales, moecommMemRef2D *recv,                      \
+      moecommMemRef2D *recvScales) {                                           \
+    exchange(false, layout, direction, stage, send, sendScales, recv,          \
+             recvScales, FT);                                                  \
+  }                                                                            \
+  void *_mlir_ciface_moecomm_rt_exchange_start_##F(                            \
+      void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,   \
+      moecommMemRef2D *sendScales, moecommMemRef2D *recv,                      \
+      moecommMemRef2D *recvScales) {                                           \
+    return exchange(true, layout, direction, stage, send, sendScales, recv,    \
+                    recvScales, FT);                                           \
+  }
+MOECOMM_FP8_ROWS(f8, moecommFloat8E4M3)
+MOECOMM_FP8_ROWS(ue8m0, moecommFloat8E4M3UE8M0)
+MOECOMM_FP8_ROWS(mxfp8, moecommMxfp8)
+#undef MOECOMM_FP8_ROWS
 
-#define MOECOMM_QUANTIZING_GATHER(T, TYPE)                                     \
-  void _mlir_ciface_moecomm_rt_gather_##T##_f8(                                \
+// <T> rows (runtime type TYPE) to and from FP8 rows of format F (FT):
+// quantizing and dequantizing gathers, and the conversions named
+// quantize_<CONVERT> / dequantize_<CONVERT> (CONVERT: T for f8, T_F else).
+#define MOECOMM_FP8_CONVERSIONS(T, TYPE, F, FT, CONVERT)                       \
+  void _mlir_ciface_moecomm_rt_gather_##T##_##F(                               \
       void *layout, int32_t direction, int64_t step, int32_t weighted,         \
       moecommMemRef2D *in, moecommMemRef2D *out, moecommMemRef2D *outScales) { \
-    gather(layout, direction, step, weighted, in, TYPE, nullptr, out,          \
-           moecommFloat8E4M3, outScales);                                      \
+    gather(layout, direction, step, weighted, in, TYPE, nullptr, out, FT,      \
+           outScales);                                                         \
   }                                                                            \
-  void _mlir_ciface_moecomm_rt_gather_f8_##T(                                  \
+  void _mlir_ciface_moecomm_rt_gather_##F##_##T(                               \
       void *layout, int32_t direction, int64_t step, int32_t weighted,         \
       moecommMemRef2D *in, moecommMemRef2D *inScales, moecommMemRef2D *out) {  \
-    gather(layout, direction, step, weighted, in, moecommFloat8E4M3, inScales, \
-           out, TYPE, nullptr);                                                \
+    gather(layout, direction, step, weighted, in, FT, inScales, out, TYPE,     \
+           nullptr);                                                           \
   }                                                                            \
-  void _mlir_ciface_moecomm_rt_quantize_##T(                                   \
+  void _mlir_ciface_moecomm_rt_quantize_##CONVERT(                             \
       moecommMemRef2D *in, moecommMemRef2D *q, moecommMemRef2D *scales) {      \
-    convertFp8(true, in, TYPE, q, scales);                                     \
+    convertFp8(true, in, TYPE, q, FT, scales);                                 \
   }                                                                            \
-  void _mlir_ciface_moecomm_rt_dequantize_##T(                                 \
+  void _mlir_ciface_moecomm_rt_dequantize_##CONVERT(                           \
       moecommMemRef2D *q, moecommMemRef2D *scales, moecommMemRef2D *out) {     \
-    convertFp8(false, out, TYPE, q, scales);                                   \
-  }                                                                            \
+    convertFp8(false, out, TYPE, q, FT, scales);                               \
+  }
+MOECOMM_FP8_CONVERSIONS(bf16, moecommBfloat16, f8, moecommFloat8E4M3, bf16)
+MOECOMM_FP8_CONVERSIONS(f32, moecommFloat32, f8, moecommFloat8E4M3, f32)
+MOECOMM_FP8_CONVERSIONS(bf16, moecommBfloat16, ue8m0, moecommFloat8E4M3UE8M0,
+                        bf16_ue8m0)
+MOECOMM_FP8_CONVERSIONS(f32, moecommFloat32, ue8m0, moecommFloat8E4M3UE8M0,
+                        f32_ue8m0)
+MOECOMM_FP8_CONVERSIONS(bf16, moecommBfloat16, mxfp8, moecommMxfp8,
+                        bf16_mxfp8)
+MOECOMM_FP8_CONVERSIONS(f32, moecommFloat32, mxfp8, moecommMxfp8, f32_mxfp8)
+#undef MOECOMM_FP8_CONVERSIONS
+
+// The one-shot collectives and exchanges of <T> rows (runtime type TYPE).
+#define MOECOMM_ROWS(T, TYPE)                                                  \
   void _mlir_ciface_moecomm_rt_dispatch_##T(                                   \
       void *layout, int32_t wire, moecommMemRef2D *x, moecommMemRef2D *recv) { \
     moecomm::CollectiveDesc desc =                                             \
@@ -653,9 +703,9 @@ void _mlir_ciface_moecomm_rt_gather_f8_f8(void *layout, int32_t direction,
     return exchange(true, layout, direction, stage, send, nullptr, recv,       \
                     nullptr, TYPE);                                            \
   }
-MOECOMM_QUANTIZING_GATHER(bf16, moecommBfloat16)
-MOECOMM_QUANTIZING_GATHER(f32, moecommFloat32)
-#undef MOECOMM_QUANTIZING_GATHER
+MOECOMM_ROWS(bf16, moecommBfloat16)
+MOECOMM_ROWS(f32, moecommFloat32)
+#undef MOECOMM_ROWS
 
 // all_to_all of <T> rows with <C> send counts.
 #define MOECOMM_ALL_TO_ALL(T, TYPE, C, COUNT_TYPE)                             \
@@ -671,23 +721,6 @@ MOECOMM_ALL_TO_ALL(bf16, moecommBfloat16, i64, moecommInt64)
 MOECOMM_ALL_TO_ALL(f32, moecommFloat32, i32, moecommInt32)
 MOECOMM_ALL_TO_ALL(f32, moecommFloat32, i64, moecommInt64)
 #undef MOECOMM_ALL_TO_ALL
-
-void _mlir_ciface_moecomm_rt_exchange_f8(void *layout, int32_t direction,
-                                         int64_t stage, moecommMemRef2D *send,
-                                         moecommMemRef2D *sendScales,
-                                         moecommMemRef2D *recv,
-                                         moecommMemRef2D *recvScales) {
-  exchange(false, layout, direction, stage, send, sendScales, recv, recvScales,
-           moecommFloat8E4M3);
-}
-
-void *_mlir_ciface_moecomm_rt_exchange_start_f8(
-    void *layout, int32_t direction, int64_t stage, moecommMemRef2D *send,
-    moecommMemRef2D *sendScales, moecommMemRef2D *recv,
-    moecommMemRef2D *recvScales) {
-  return exchange(true, layout, direction, stage, send, sendScales, recv,
-                  recvScales, moecommFloat8E4M3);
-}
 
 void moecomm_rt_check(int32_t ok, const char *where, const char *what,
                       int64_t v0, int64_t v1, int64_t v2, int64_t v3) {

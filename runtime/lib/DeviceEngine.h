@@ -56,14 +56,17 @@ struct HostRouting {
   moecommLayoutDesc_t desc{}; ///< the desc with host pointers
   std::vector<uint8_t> idx;   ///< storage of topkIdx when copied
   std::vector<float> weights; ///< storage of topkWeights when copied
+  std::vector<int64_t> slots; ///< storage of slotExperts when copied
 };
 
 class DeviceEngine {
 public:
   virtual ~DeviceEngine() = default;
 
-  /// Local. `desc` with topkIdx / topkWeights copied to the host when they
-  /// are device pointers (a host synchronization); host pointers are used
+  /// Local. `desc` with topkIdx / topkWeights / slotExperts copied to the
+  /// host when they are device pointers (a host synchronization), so that
+  /// the replica choice and the plan work from the physical slot ids on the
+  /// host and only the plan is uploaded; host pointers are used
   /// as they are. Nothing is copied when the sizes are not valid (the
   /// layout's validation then reports them).
   virtual Status hostRouting(const moecommLayoutDesc_t &desc,

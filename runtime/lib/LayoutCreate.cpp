@@ -4,6 +4,12 @@
 // is built from the routing records each rank exchanges along the stages;
 // a second agreement tells every rank that every plan was built.
 //
+// With an expert placement (moecomm/Model/Placement.h) the routing is
+// validated against the logical experts, the ranks agree on the placement,
+// and the replica choice rewrites this rank's logical ids into physical slot
+// ids before anything is counted: from there on the layout is built exactly
+// as without a placement, over a topology of S slots.
+//
 //===----------------------------------------------------------------------===//
 #include "LayoutHandle.h"
 
@@ -11,6 +17,7 @@
 #include "Routing.h"
 #include "moecomm/Model/CostModel.h"
 #include "moecomm/Model/Limits.h"
+#include "moecomm/Model/Placement.h"
 #include "moecomm/Model/Sizes.h"
 #include "moecomm/Model/Traffic.h"
 
@@ -67,15 +74,43 @@ Status exchangeRecords(Comm &comm, const StagePlan &stage,
 }
 
 const char *const kLayoutFields[] = {
-    "topk",           "num_experts",      "strategy",       "capacity",
-    "hidden (auto)",  "wire type (auto)", "the link model", "the link model",
-    "the link model", "the link model",   "align"};
+    "topk",
+    "num_experts",
+    "strategy",
+    "capacity",
+    "hidden (auto)",
+    "wire type (auto)",
+    "the link model",
+    "the link model",
+    "the link model",
+    "the link model",
+    "align",
+    "the placement's num_slots",
+    "the placement's replica choice",
+    "the placement's slot_experts (FNV-1a hash)"};
 
 static_assert(MOECOMM_MAX_ALIGN == kMaxAlign, "one bound for C and C++");
 
 /// The desc's align in effect: 0 (a zero-initialised desc) is 1.
 int64_t alignOf(const moecommLayoutDesc_t &desc) {
   return desc.align == 0 ? 1 : desc.align;
+}
+
+/// A fingerprint of a placement's slot_experts for the agreement (FNV-1a
+/// over the ids' little-endian bytes; Fowler, Noll, Vo): ranks whose
+/// placements differ learn it at layout creation, not from wrong rows.
+int64_t placementHash(const std::vector<int64_t> &slotExperts) {
+  uint64_t h = 14695981039346656037ull;
+  for (int64_t e : slotExperts)
+    for (int b = 0; b < 8; ++b) {
+      h ^= ((uint64_t)e >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  return (int64_t)h;
+}
+
+bool isReplicaChoice(moecommReplicaChoice_t c) {
+  return c == moecommReplicaLocality || c == moecommReplicaLoadOnly;
 }
 
 int64_t bitsOf(double d) {
@@ -103,6 +138,7 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
   topo.ranks = W;
   topo.ranksPerNode = comm.ranksPerNode();
   RoutingView view;
+  ExpertPlacement placement; // numLogical 0 = none
   Status local;
   if (!desc) {
     local = invalidArgument(cat("rank ", me, ": the layout desc is NULL"));
@@ -136,8 +172,30 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
       local = invalidArgument(cat("rank ", me, ": align ", desc->align,
                                   " is not a power of two in [1, ", kMaxAlign,
                                   "]"));
-    else if (copied.ok()) // never read device memory on the host
-      local = validateRouting(topo, me, view, desc->capacity);
+    else if (desc->numSlots < 0)
+      local = invalidArgument(
+          cat("rank ", me, ": num_slots must be >= 0, got ", desc->numSlots));
+    else if (!blockFits(desc->numSlots, 1))
+      local = invalidArgument(cat("rank ", me, ": num_slots ", desc->numSlots,
+                                  " ids are more bytes than memory holds"));
+    else if (desc->numSlots > 0 && !desc->slotExperts)
+      local = invalidArgument(cat("rank ", me, ": slot_experts is NULL"));
+    else if (desc->numSlots > 0 && !isReplicaChoice(desc->replicaChoice))
+      local = invalidArgument(cat("rank ", me, ": unknown replica choice ",
+                                  (int)desc->replicaChoice));
+    else if (copied.ok()) { // never read device memory on the host
+      local = validateRouting(topo, me, view, desc->capacity,
+                              /*placed=*/desc->numSlots > 0);
+      if (local.ok() && desc->numSlots > 0) {
+        placement.numLogical = desc->numExperts;
+        placement.slotExperts.assign(desc->slotExperts,
+                                     desc->slotExperts + desc->numSlots);
+        if (std::string msg = checkPlacement(placement, W); !msg.empty()) {
+          local = invalidArgument(cat("rank ", me, ": ", msg));
+          placement = ExpertPlacement();
+        }
+      }
+    }
   }
   if (!copied.ok())
     local = copied;
@@ -155,8 +213,24 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
   sig.add(isAuto ? bitsOf(comm.linkModel.interAlphaSec) : 0);
   sig.add(isAuto ? bitsOf(comm.linkModel.interBetaBytesPerSec) : 0);
   sig.add(desc ? alignOf(*desc) : 0);
+  const bool placed = placement.numLogical > 0;
+  sig.add(placed ? placement.numSlots() : 0);
+  sig.add(placed ? desc->replicaChoice : 0);
+  sig.add(placed ? placementHash(placement.slotExperts) : 0);
   if (Status st = comm.agree(sig, kLayoutFields); !st.ok())
     return st;
+
+  // The replica choice: this rank's logical ids -> slot ids [T][K]; the
+  // rest sees the physical view (topology of S slots).
+  std::vector<int64_t> physicalIds;
+  if (placed) {
+    const ReplicaTable table(placement, W, topo.ranksPerNode);
+    physicalIds.resize((size_t)(view.numTokens * view.topk));
+    chooseReplicas(table, desc->replicaChoice, me, view, physicalIds.data());
+    view.topkIdx = physicalIds.data();
+    view.idxType = moecommInt64;
+    topo = table.slotTopology();
+  }
 
   // Row counts of every (source, destination) pair, then capacity drops,
   // identically on every rank.

@@ -14,6 +14,7 @@
 #include "ApiBoundary.h"
 #include "Comm.h"
 #include "DeviceEngine.h"
+#include "moecomm/Model/WireFormat.h"
 
 #ifdef MOECOMM_HAVE_NCCL
 #include "cuda/NcclBackend.h"
@@ -63,7 +64,7 @@ moecommResult_t convertOnDevice(moecommComm_t comm, const moecommRows_t *in,
       return st;
     if (!in || !out)
       return invalidArgument("in and out must not be NULL");
-    if ((quantize ? out : in)->type != moecommFloat8E4M3)
+    if (!isFp8((quantize ? out : in)->type))
       return invalidArgument(quantize ? "quantize needs FP8 out"
                                       : "dequantize needs FP8 in");
     return engine->convertRows(*in, *out, stream);

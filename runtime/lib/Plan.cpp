@@ -456,7 +456,8 @@ std::string buildPlans(const Topology &topo, moecommStrategy_t strategy,
     return cat("align ", align, " is not a power of two in [1, ", kMaxAlign,
                "]");
   for (int r = 0; r < W; ++r) {
-    Status st = validateRouting(topo, r, routing[r], capacity);
+    Status st = validateRouting(topo, r, routing[r], capacity,
+                                /*placed=*/false);
     if (!st.ok())
       return st.message;
   }

@@ -8,7 +8,8 @@
 namespace moecomm {
 
 Status validateRouting(const Topology &topo, int rank,
-                       const RoutingView &routing, int64_t capacity) {
+                       const RoutingView &routing, int64_t capacity,
+                       bool placed) {
   const int K = routing.topk;
   const int64_t E = topo.numExperts;
   if (K < 1)
@@ -31,7 +32,7 @@ Status validateRouting(const Topology &topo, int rank,
   if (capacity < 0)
     return invalidArgument(
         cat("rank ", rank, ": capacity must be >= 0, got ", capacity));
-  if (E % topo.ranks != 0)
+  if (!placed && E % topo.ranks != 0)
     return invalidArgument(
         cat("num_experts ", E, " is not divisible by ", topo.ranks, " ranks"));
   for (int64_t t = 0; t < routing.numTokens; ++t)

@@ -6,6 +6,13 @@
 
 namespace moecomm {
 
+const char *replicaChoiceName(moecommReplicaChoice_t choice) {
+  static const char *const names[] = {"locality", "load_only"}; // by value
+  return choice == moecommReplicaLocality || choice == moecommReplicaLoadOnly
+             ? names[choice]
+             : "unknown";
+}
+
 ExpertPlacement identityPlacement(int64_t numLogical) {
   ExpertPlacement p;
   p.numLogical = numLogical;
@@ -64,7 +71,21 @@ class Chooser {
 public:
   Chooser(const ReplicaTable &table, int rank)
       : table(table), topo(table.slotTopology()), rank(rank),
-        own(topo.node(rank)), load((size_t)topo.numExperts, 0) {}
+        own(topo.node(rank)), load((size_t)topo.numExperts, 0),
+        share((size_t)table.numLogical(), 0) {}
+
+  /// Each replica's share of this rank's rows for its expert: ceil(c / n)
+  /// of the c (token, expert) pairs over the expert's n replicas.
+  void countShares(const RoutingView &logical) {
+    for (int64_t t = 0; t < logical.numTokens; ++t)
+      for (int k = 0; k < logical.topk; ++k)
+        if (int64_t e = logical.expert(t, k); e >= 0)
+          share[(size_t)e]++;
+    for (int64_t e = 0; e < table.numLogical(); ++e) {
+      const int64_t n = table.replicaCount(e);
+      share[(size_t)e] = (share[(size_t)e] + n - 1) / n;
+    }
+  }
 
   /// The least-loaded replica of `e` among those `accept`ed, or -1. Ties:
   /// the first after rotating the replica list by the rank.
@@ -80,6 +101,13 @@ public:
     return best;
   }
 
+  /// Whether replica `slot` of expert `e` may take one more row under
+  /// the locality rule. Some replica always may: the rows taken so far are
+  /// fewer than the expert's pairs, at most n * share.
+  bool underShare(int64_t e, int64_t slot) const {
+    return load[(size_t)slot] < share[(size_t)e];
+  }
+
   int64_t take(int64_t slot) {
     load[(size_t)slot]++;
     return slot;
@@ -93,35 +121,34 @@ public:
       visited.push_back(node);
   }
 
-  void chooseLocality(const int64_t *experts, int K, int64_t *out) {
+  /// Locality, first pass: single-slot experts, then replicas under their
+  /// share on the nodes the token visits so far.
+  void chooseNearby(const int64_t *experts, int K, int64_t *out) {
     visited.assign(1, own);
-    int remaining = 0;
     for (int k = 0; k < K; ++k) {
       int64_t e = experts[k];
       out[k] = -1;
       if (e >= 0 && table.replicaCount(e) == 1) {
         out[k] = take(*table.replicasBegin(e));
         visit(topo.nodeOfExpert(out[k]));
-      } else if (e >= 0) {
-        ++remaining;
       }
     }
+    assignOnVisited(experts, K, out);
+  }
+
+  /// Locality, second pass: the experts the first left, visiting the node
+  /// that serves most of them until none is left.
+  void chooseRest(const int64_t *experts, int K, int64_t *out) {
+    visited.assign(1, own);
+    int remaining = 0;
+    for (int k = 0; k < K; ++k) {
+      if (out[k] >= 0)
+        visit(topo.nodeOfExpert(out[k]));
+      else if (experts[k] >= 0)
+        ++remaining;
+    }
     while (remaining > 0) {
-      for (int k = 0; k < K; ++k) {
-        if (experts[k] < 0 || out[k] >= 0)
-          continue;
-        int64_t s = leastLoaded(experts[k], [&](int64_t slot) {
-          return topo.nodeOfExpert(slot) == own;
-        });
-        if (s < 0)
-          s = leastLoaded(experts[k], [&](int64_t slot) {
-            return isVisited(topo.nodeOfExpert(slot));
-          });
-        if (s >= 0) {
-          out[k] = take(s);
-          --remaining;
-        }
-      }
+      remaining -= assignOnVisited(experts, K, out);
       if (remaining > 0)
         visit(bestNewNode(experts, K, out));
     }
@@ -135,8 +162,32 @@ public:
   }
 
 private:
-  /// The node holding replicas of the most experts still without a slot
-  /// (ties: the first after the own node, cyclically).
+  /// Each expert without a slot takes its least-loaded replica under its
+  /// share on the token's own node, else on another visited node. Returns
+  /// how many took one.
+  int assignOnVisited(const int64_t *experts, int K, int64_t *out) {
+    int assigned = 0;
+    for (int k = 0; k < K; ++k) {
+      if (experts[k] < 0 || out[k] >= 0)
+        continue;
+      const int64_t e = experts[k];
+      int64_t s = leastLoaded(e, [&](int64_t slot) {
+        return underShare(e, slot) && topo.nodeOfExpert(slot) == own;
+      });
+      if (s < 0)
+        s = leastLoaded(e, [&](int64_t slot) {
+          return underShare(e, slot) && isVisited(topo.nodeOfExpert(slot));
+        });
+      if (s >= 0) {
+        out[k] = take(s);
+        ++assigned;
+      }
+    }
+    return assigned;
+  }
+
+  /// The node holding replicas under their share of the most experts
+  /// still without a slot (ties: the first after the own node, cyclically).
   int bestNewNode(const int64_t *experts, int K, const int64_t *out) {
     const int N = topo.nodes();
     counts.assign((size_t)N, 0);
@@ -147,9 +198,10 @@ private:
       for (const int64_t *s = table.replicasBegin(experts[k]);
            s != table.replicasEnd(experts[k]); ++s) {
         int n = topo.nodeOfExpert(*s);
-        if (n != last)
+        if (n != last && underShare(experts[k], *s)) {
           counts[(size_t)n]++;
-        last = n;
+          last = n;
+        }
       }
     }
     int best = -1;
@@ -164,7 +216,8 @@ private:
   const ReplicaTable &table;
   const Topology &topo;
   const int rank, own;
-  std::vector<int64_t> load;
+  std::vector<int64_t> load;  ///< [S] rows this rank gave each slot so far
+  std::vector<int64_t> share; ///< [E] rows each replica of e may take
   std::vector<int> visited;
   std::vector<int64_t> counts;
 };
@@ -212,17 +265,22 @@ void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
                     int rank, const RoutingView &logical,
                     int64_t *physicalIds) {
   Chooser chooser(table, rank);
+  chooser.countShares(logical);
   const int K = logical.topk;
   std::vector<int64_t> experts((size_t)K);
-  for (int64_t t = 0; t < logical.numTokens; ++t) {
-    for (int k = 0; k < K; ++k)
-      experts[(size_t)k] = logical.expert(t, k);
-    int64_t *out = physicalIds + t * K;
-    if (choice == moecommReplicaLoadOnly)
-      chooser.chooseLoadOnly(experts.data(), K, out);
-    else
-      chooser.chooseLocality(experts.data(), K, out);
-  }
+  const int passes = choice == moecommReplicaLoadOnly ? 1 : 2;
+  for (int pass = 0; pass < passes; ++pass)
+    for (int64_t t = 0; t < logical.numTokens; ++t) {
+      for (int k = 0; k < K; ++k)
+        experts[(size_t)k] = logical.expert(t, k);
+      int64_t *out = physicalIds + t * K;
+      if (choice == moecommReplicaLoadOnly)
+        chooser.chooseLoadOnly(experts.data(), K, out);
+      else if (pass == 0)
+        chooser.chooseNearby(experts.data(), K, out);
+      else
+        chooser.chooseRest(experts.data(), K, out);
+    }
 }
 
 int minRemoteNodes(const ReplicaTable &table, int rank, const int64_t *experts,

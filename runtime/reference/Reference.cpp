@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "moecomm/Reference/Reference.h"
 #include "moecomm/Model/Limits.h"
+#include "moecomm/Model/Placement.h"
 
 #include <algorithm>
 #include <array>
@@ -43,6 +44,10 @@ std::string validate(const Problem &p, moecommResult_t *code) {
       return fail(rankPrefix(r) + ": align " + std::to_string(p.align) +
                   " is not a power of two in [1, " + std::to_string(kMaxAlign) +
                   "]");
+    if (p.hasPlacement() && p.replicaChoice != moecommReplicaLocality &&
+        p.replicaChoice != moecommReplicaLoadOnly)
+      return fail(rankPrefix(r) + ": unknown replica choice " +
+                  std::to_string((int)p.replicaChoice));
     if (p.topk < 1)
       return fail(rankPrefix(r) + ": topk must be >= 1, got " +
                   std::to_string(p.topk));
@@ -68,7 +73,8 @@ std::string validate(const Problem &p, moecommResult_t *code) {
     if (p.capacity < 0)
       return fail(rankPrefix(r) + ": capacity must be >= 0, got " +
                   std::to_string(p.capacity));
-    if (p.numExperts % p.ranks != 0)
+    // With a placement the slots are what the ranks split (checkPlacement).
+    if (!p.hasPlacement() && p.numExperts % p.ranks != 0)
       return fail("num_experts " + std::to_string(p.numExperts) +
                   " is not divisible by " + std::to_string(p.ranks) + " ranks");
     if ((int64_t)rr.topkIdx.size() != rr.numTokens * p.topk)
@@ -99,11 +105,38 @@ std::string validate(const Problem &p, moecommResult_t *code) {
                         std::to_string(k));
       }
     }
+    if (p.hasPlacement()) {
+      ExpertPlacement placement{p.numExperts, p.slotExperts};
+      std::string msg = checkPlacement(placement, p.ranks);
+      if (!msg.empty())
+        return fail(rankPrefix(r) + ": " + msg);
+    }
   }
   return "";
 }
 
-std::vector<RankLayout> layout(const Problem &p) {
+Problem physicalProblem(const Problem &p) {
+  if (!p.hasPlacement())
+    return p;
+  Problem q = p;
+  const ReplicaTable table(ExpertPlacement{p.numExperts, p.slotExperts},
+                           p.ranks, p.ranksPerNode);
+  for (int r = 0; r < p.ranks; ++r) {
+    const RankRouting &rr = p.routing[r];
+    RoutingView logical;
+    logical.numTokens = rr.numTokens;
+    logical.topk = p.topk;
+    logical.topkIdx = rr.topkIdx.data();
+    chooseReplicas(table, p.replicaChoice, r, logical,
+                   q.routing[r].topkIdx.data());
+  }
+  q.numExperts = (int64_t)p.slotExperts.size();
+  q.slotExperts.clear();
+  return q;
+}
+
+std::vector<RankLayout> layout(const Problem &logical) {
+  const Problem p = physicalProblem(logical);
   const int W = p.ranks;
   const int64_t L = p.localExperts();
   const int K = p.topk;
@@ -436,9 +469,10 @@ int64_t rowBytes(moecommDataType_t type, int64_t hidden) {
   return 0;
 }
 
-int64_t interNodeLowerBoundBytes(const Problem &p,
+int64_t interNodeLowerBoundBytes(const Problem &logical,
                                  const std::vector<RankLayout> &l,
                                  int64_t rowBytes) {
+  const Problem p = physicalProblem(logical);
   auto kept = keptSlots(p, l);
   const int64_t perNode = (int64_t)p.ranksPerNode * p.localExperts();
   int64_t total = 0;

@@ -24,7 +24,8 @@ using namespace moecomm::test;
 namespace {
 
 constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
-                            FP8 = moecommFloat8E4M3;
+                            FP8 = moecommFloat8E4M3,
+                            MXFP8 = moecommMxfp8;
 
 class Capacity : public NcclSingleRankTest {};
 
@@ -164,6 +165,7 @@ TEST_F(Capacity, MatchesTheReference) {
       // Drops at the destination (latest tokens first).
       {16, 40, 4, 24, 57, 0, BF16, BF16, moecommInt64, RK::Uniform},
       {8, 30, 5, 300, 41, 0, BF16, FP8, moecommInt32, RK::OneExpert},
+      {8, 30, 5, 300, 41, 0, BF16, MXFP8, moecommInt64, RK::Skewed},
       // A pair capacity below the default also drops (at the source).
       {16, 40, 4, 24, 1000, 50, F32, F32, moecommInt64, RK::Uniform},
       // Nothing routed / no tokens.

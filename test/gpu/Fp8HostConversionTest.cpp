@@ -8,8 +8,13 @@
 // runtime's CPU conversions for every bf16 value, a million random floats
 // and every rounding midpoint of e4m3fn. NaN inputs only need to stay NaN
 // (payload and sign bits of NaN codes may differ, as docs/gpu.md says).
+// The E8M0 scale rules of the device kernels (E8M0Scale.h, on cuda_fp8.h's
+// E8M0 conversions) give Fp8.cpp's scale bytes for every finite bf16
+// magnitude, a million random floats, both sides of every 448 * 2^k and
+// 2^k, subnormals and infinity, and decode every byte alike.
 //
 //===----------------------------------------------------------------------===//
+#include "E8M0Scale.h"
 #include "Fp8.h"
 #include "RowKernels.h"
 
@@ -22,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 using namespace moecomm;
 
@@ -86,18 +92,22 @@ TEST(Fp8HostConversion, MidpointsAndLimitsEncodeAlike) {
   expectSameEncoding(NAN);
 }
 
+/// The same bits (any NaN for a NaN); `what` names the value.
+void expectSameDecoding(float got, float want, const std::string &what) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what;
+    return;
+  }
+  EXPECT_EQ(std::memcmp(&got, &want, 4), 0)
+      << what << ": " << got << " vs " << want;
+}
+
 TEST(Fp8HostConversion, EveryCodeDecodesAlike) {
   for (int c = 0; c < 256; ++c) {
     const __half_raw h =
         __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E4M3);
-    const float got = __half2float(__half(h));
-    const float want = fp8Decode((uint8_t)c);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(got)) << "code " << c;
-      continue;
-    }
-    EXPECT_EQ(std::memcmp(&got, &want, 4), 0)
-        << "code " << c << ": " << got << " vs " << want;
+    expectSameDecoding(__half2float(__half(h)), fp8Decode((uint8_t)c),
+                       "code " + std::to_string(c));
   }
 }
 
@@ -116,6 +126,47 @@ TEST(Fp8HostConversion, Bf16RoundingMatchesRowKernels) {
     }
     ASSERT_EQ(got, want) << "value " << v;
   }
+}
+
+/// Fp8.cpp's E8M0 scale byte for a block whose largest magnitude is `amax`:
+/// that of a one-element row holding it.
+uint8_t hostScaleByte(moecommDataType_t type, float amax) {
+  uint8_t q, byte;
+  fp8QuantizeRow(type, &amax, 1, &q, &byte);
+  return byte;
+}
+
+void expectSameScale(float amax) {
+  for (moecommDataType_t type : {moecommFloat8E4M3UE8M0, moecommMxfp8})
+    ASSERT_EQ(cuda::e8m0ScaleByte(type, amax), hostScaleByte(type, amax))
+        << "type " << type << " amax " << amax << " (bits 0x" << std::hex
+        << [&] {
+             uint32_t u;
+             std::memcpy(&u, &amax, 4);
+             return u;
+           }();
+}
+
+TEST(Fp8HostConversion, E8M0ScalesMatchFp8Cpp) {
+  // Every non-negative bf16 value but NaN (subnormals, the largest, inf).
+  for (uint32_t b = 0; b <= 0x7F80; ++b)
+    expectSameScale(fromBits(b << 16));
+  std::mt19937 rng(99);
+  for (int i = 0; i < 1000000; ++i)
+    expectSameScale(fromBits(rng() % 0x7F800000u));
+  // Where the rules turn: 448 * 2^k (ue8m0) and 2^k (mxfp8), each with its
+  // neighbours, over the whole float range.
+  for (int k = -160; k <= 128; ++k)
+    for (float edge : {std::ldexp(448.0f, k), std::ldexp(1.0f, k)})
+      for (float v : {edge, std::nextafter(edge, 0.0f),
+                      std::nextafter(edge, INFINITY)})
+        expectSameScale(v);
+}
+
+TEST(Fp8HostConversion, EveryE8M0ByteDecodesAlike) {
+  for (int b = 0; b < 256; ++b)
+    expectSameDecoding(cuda::decodeE8M0((uint8_t)b), e8m0Decode((uint8_t)b),
+                       "byte " + std::to_string(b));
 }
 
 } // namespace

@@ -2,7 +2,9 @@
 //
 // Every device kernel against its CPU reference in the runtime, bitwise:
 //  - gather (same type, FP8 with scales), pack + quantize, unpack +
-//    dequantize against gatherRows (RowKernels.cpp / Fp8.cpp);
+//    dequantize against gatherRows (RowKernels.cpp / Fp8.cpp), for every
+//    FP8 type (fp8_e4m3's f32 scales, fp8_e4m3_ue8m0's and mxfp8's E8M0
+//    bytes, whose scale rules meet their edge cases in E8M0ScaleEdges);
 //  - the CSR f32 reduction against reduceRows (same order of IEEE ops, so
 //    the stated bound for combine is 0 ulp here: bit-identical);
 //  - the routing layout against pairCountsOfRank / summarizeRank and an
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <tuple>
 
@@ -34,7 +37,9 @@ using namespace moecomm::test;
 namespace {
 
 constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
-                            FP8 = moecommFloat8E4M3;
+                            FP8 = moecommFloat8E4M3,
+                            UE8M0 = moecommFloat8E4M3UE8M0,
+                            MXFP8 = moecommMxfp8;
 
 const int64_t kHiddens[] = {1, 7, 8, 24, 127, 128, 129, 300, 1024, 7168};
 
@@ -63,19 +68,26 @@ Rows randomRows(int64_t n, int64_t H, moecommDataType_t type, uint64_t seed) {
   return Rows::fromValues(v, H, type);
 }
 
-/// Random FP8 rows: codes other than NaN, scales over a wide range.
-Rows randomFp8(int64_t n, int64_t H, uint64_t seed) {
+/// Random FP8 rows of FP8 type `type`: codes other than NaN, scales over a
+/// wide range (E8M0: any byte but 255, NaN, which quantization never
+/// writes).
+Rows randomFp8(int64_t n, int64_t H, uint64_t seed,
+               moecommDataType_t type = FP8) {
   std::mt19937_64 rng(seed);
-  Rows r(n, H, FP8);
+  Rows r(n, H, type);
   for (auto &c : r.data) {
     uint8_t q = (uint8_t)rng();
     if ((q & 0x7F) == 0x7F)
       q ^= 1; // not NaN
     c = q;
   }
-  for (float &s : r.scales)
-    s = std::ldexp(1.0f + (float)(rng() % 1000) / 1000.0f,
-                   (int)(rng() % 40) - 30);
+  if (type == FP8)
+    for (float &s : r.scales)
+      s = std::ldexp(1.0f + (float)(rng() % 1000) / 1000.0f,
+                     (int)(rng() % 40) - 30);
+  else
+    for (int64_t k = 0; k < n * fp8Blocks(type, H); ++k)
+      reinterpret_cast<uint8_t *>(r.scales.data())[k] = (uint8_t)(rng() % 255);
   return r;
 }
 
@@ -117,7 +129,7 @@ void checkGather(const Rows &in, moecommDataType_t outType, const RowMap &map,
   const int64_t es = elementSize(in.rows.type);
   std::memcpy(inPadded.data.data() + shift * es, in.data.data(),
               in.rows.rows * H * es);
-  if (in.rows.type == FP8)
+  if (isFp8(in.rows.type))
     std::copy(in.scales.begin(), in.scales.end(), inPadded.scales.begin());
   DeviceRows din = DeviceRows::from(inPadded);
   DeviceRows dout(map.rows() + 1, H, outType);
@@ -143,7 +155,19 @@ void checkGather(const Rows &in, moecommDataType_t outType, const RowMap &map,
     for (int64_t k = 0; k < map.rows() * nb; ++k)
       ASSERT_EQ(std::memcmp(&got.scales[k], &want.scales[k], 4), 0)
           << "scale " << k << ": " << got.scales[k] << " vs " << want.scales[k];
+  } else if (isFp8(outType)) {
+    const auto *g = reinterpret_cast<const uint8_t *>(got.scales.data());
+    const auto *w = reinterpret_cast<const uint8_t *>(want.scales.data());
+    for (int64_t k = 0; k < map.rows() * fp8Blocks(outType, H); ++k)
+      ASSERT_EQ(g[k], w[k]) << "E8M0 scale " << k;
   }
+}
+
+/// "type T H N shift S" for a check's trace.
+std::string caseName(const std::string &what, moecommDataType_t t, int64_t H,
+                     int shift) {
+  return what + " type " + std::to_string(t) + " H " +
+         std::to_string(H) + " shift " + std::to_string(shift);
 }
 
 TEST(GpuKernels, GatherSameTypeIsACopy) {
@@ -186,6 +210,66 @@ TEST(GpuKernels, UnpackDequantizeMatchesFp8Cpp) {
                     "dequantize type " + std::to_string(t) + " H " +
                         std::to_string(H) + " shift " + std::to_string(shift));
       }
+}
+
+// The E8M0 types: copies with their scale bytes, quantization (both scale
+// rules, from f32 and bf16) and dequantization, bit for bit as Fp8.cpp.
+TEST(GpuKernels, E8M0TypesMatchFp8Cpp) {
+  MOECOMM_REQUIRE_GPU();
+  for (moecommDataType_t fp8 : {UE8M0, MXFP8})
+    for (int64_t H : kHiddens) {
+      Rows copied = randomFp8(29, H, H + fp8, fp8);
+      checkGather(copied, fp8, randomGather(41, 29, true, H + 2), 0,
+                  caseName("copy", fp8, H, 0));
+      for (moecommDataType_t t : {F32, BF16})
+        for (int shift : {0, 1}) {
+          Rows in = randomRows(33, H, t, H * 17 + t + fp8 + shift);
+          checkGather(in, fp8, randomGather(47, 33, true, H + 5), shift,
+                      caseName("quantize to " + std::to_string(fp8), t, H,
+                               shift));
+          Rows q = randomFp8(31, H, H * 5 + fp8 + shift, fp8);
+          checkGather(q, t, randomGather(45, 31, true, H + 9), shift,
+                      caseName("dequantize from " + std::to_string(fp8), t, H,
+                               shift));
+        }
+    }
+}
+
+// Blocks whose amax sits where the E8M0 rules are easy to get wrong: at and
+// just above 448 * 2^k (ue8m0 rounds up there), in [448, 512) * 2^k (mxfp8
+// saturates), subnormal (ilogb below -126, where the scale clamps to
+// 2^-127), the largest float, infinities; each row one amax, H = 300 so
+// every format has a partial last block.
+TEST(GpuKernels, E8M0ScaleEdges) {
+  MOECOMM_REQUIRE_GPU();
+  const float edges[] = {0.0f,
+                         448.0f,
+                         std::nextafter(448.0f, 1e9f),
+                         std::ldexp(448.0f, -20),
+                         std::nextafter(std::ldexp(448.0f, -20), 1.0f),
+                         500.0f,
+                         511.9f,
+                         std::ldexp(448.0f, -127),
+                         std::nextafter(std::ldexp(448.0f, -127), 1.0f),
+                         std::ldexp(1.0f, -149),
+                         std::ldexp(1.0f, -130),
+                         std::ldexp(1.0f, -126),
+                         std::numeric_limits<float>::max(),
+                         std::numeric_limits<float>::infinity()};
+  const int64_t H = 300;
+  const int64_t n = sizeof(edges) / sizeof(edges[0]);
+  std::vector<float> v(n * H);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t h = 0; h < H; ++h)
+      // The amax, then smaller values of both signs in the block.
+      v[r * H + h] = h % 32 == 5 ? edges[r]
+                                 : (h % 2 ? -edges[r] : edges[r]) / 3.0f;
+  for (moecommDataType_t t : {F32, BF16}) {
+    Rows in = Rows::fromValues(v, H, t);
+    for (moecommDataType_t fp8 : {UE8M0, MXFP8})
+      checkGather(in, fp8, randomGather(n, n, false, 1), 0,
+                  caseName("edges to " + std::to_string(fp8), t, H, 0));
+  }
 }
 
 TEST(GpuKernels, SkippedRowsAreLeftUntouched) {
@@ -277,23 +361,30 @@ TEST(GpuKernels, QuantizeDequantizeThroughTheCApi) {
       << moecommCommGetLastError(nullptr);
   const int64_t H = 300;
   Rows in = randomRows(9, H, BF16, 77);
-  DeviceRows din = DeviceRows::from(in), q(9, H, FP8), back(9, H, BF16);
-  EXPECT_EQ(moecommQuantizeFp8Device(comm, din.view(), q.view(), nullptr),
-            moecommSuccess)
-      << moecommCommGetLastError(comm);
-  EXPECT_EQ(moecommDequantizeFp8Device(comm, q.view(), back.view(), nullptr),
-            moecommSuccess)
-      << moecommCommGetLastError(comm);
-  Rows wantQ(9, H, FP8), wantBack(9, H, BF16);
-  ASSERT_EQ(moecommQuantizeFp8(&in.rows, &wantQ.rows), moecommSuccess);
-  ASSERT_EQ(moecommDequantizeFp8(&wantQ.rows, &wantBack.rows), moecommSuccess);
-  Rows gotQ = q.toHost();
-  EXPECT_TRUE(sameBytes(gotQ.data, wantQ.data));
-  EXPECT_EQ(std::memcmp(gotQ.scales.data(), wantQ.scales.data(),
-                        wantQ.scales.size() * 4),
-            0);
-  EXPECT_TRUE(sameBytes(back.toHost().data, wantBack.data));
+  DeviceRows din = DeviceRows::from(in);
+  // Every FP8 type (the E8M0 ones with their scale bytes).
+  for (moecommDataType_t type : {FP8, UE8M0, MXFP8}) {
+    SCOPED_TRACE("type " + std::to_string(type));
+    DeviceRows q(9, H, type), back(9, H, BF16);
+    EXPECT_EQ(moecommQuantizeFp8Device(comm, din.view(), q.view(), nullptr),
+              moecommSuccess)
+        << moecommCommGetLastError(comm);
+    EXPECT_EQ(moecommDequantizeFp8Device(comm, q.view(), back.view(), nullptr),
+              moecommSuccess)
+        << moecommCommGetLastError(comm);
+    Rows wantQ(9, H, type), wantBack(9, H, BF16);
+    ASSERT_EQ(moecommQuantizeFp8(&in.rows, &wantQ.rows), moecommSuccess);
+    ASSERT_EQ(moecommDequantizeFp8(&wantQ.rows, &wantBack.rows),
+              moecommSuccess);
+    Rows gotQ = q.toHost();
+    EXPECT_TRUE(sameBytes(gotQ.data, wantQ.data));
+    EXPECT_EQ(std::memcmp(gotQ.scales.data(), wantQ.scales.data(),
+                          wantQ.scales.size() * 4),
+              0);
+    EXPECT_TRUE(sameBytes(back.toHost().data, wantBack.data));
+  }
   // Host pointers are refused with a message naming the argument.
+  DeviceRows q(9, H, FP8);
   EXPECT_EQ(moecommQuantizeFp8Device(comm, &in.rows, q.view(), nullptr),
             moecommInvalidArgument);
   EXPECT_NE(std::string(moecommCommGetLastError(comm)).find("host memory"),

@@ -27,7 +27,11 @@ std::string noDeviceReason() {
 }
 
 namespace {
-int64_t blocksOf(int64_t hidden) { return (hidden + 127) / 128; }
+/// Bytes of the scales of `n` rows of `type` (ref::rowBytes, as test
+/// Rows sizes them: independent of the runtime's sizes); 0 unless FP8.
+int64_t scaleBytesOf(int64_t n, int64_t hidden, moecommDataType_t type) {
+  return ref::isFp8Wire(type) ? n * (ref::rowBytes(type, hidden) - hidden) : 0;
+}
 } // namespace
 
 DeviceRows::DeviceRows(int64_t n, int64_t hidden, moecommDataType_t type) {
@@ -38,15 +42,17 @@ DeviceRows::DeviceRows(int64_t n, int64_t hidden, moecommDataType_t type) {
   } else {
     cudaMemset(data_, 0xCD, bytes);
   }
-  if (type == moecommFloat8E4M3) {
-    const size_t nb = std::max<int64_t>(1, n * blocksOf(hidden));
-    std::vector<float> fill(nb, -7.0f);
-    void *s = nullptr;
-    if (cudaMalloc(&s, nb * 4) == cudaSuccess) {
-      scales_ = static_cast<float *>(s);
-      cudaMemcpy(scales_, fill.data(), nb * 4, cudaMemcpyHostToDevice);
-    } else {
+  if (ref::isFp8Wire(type)) {
+    // fp8_e4m3: f32 -7 each; E8M0 bytes: 0xCD (2^78), as the data.
+    const size_t sb = std::max<int64_t>(4, scaleBytesOf(n, hidden, type));
+    if (cudaMalloc(&scales_, sb) != cudaSuccess) {
       ADD_FAILURE() << "cudaMalloc of scales failed";
+      scales_ = nullptr;
+    } else if (type == moecommFloat8E4M3) {
+      std::vector<float> fill(sb / 4, -7.0f);
+      cudaMemcpy(scales_, fill.data(), sb, cudaMemcpyHostToDevice);
+    } else {
+      cudaMemset(scales_, 0xCD, sb);
     }
   }
   rows_.data = data_;
@@ -83,9 +89,8 @@ DeviceRows DeviceRows::from(const Rows &host) {
   const size_t bytes = h.rows * h.hidden * elemSize(h.type);
   if (bytes && d.data_)
     cudaMemcpy(d.data_, host.data.data(), bytes, cudaMemcpyHostToDevice);
-  if (h.type == moecommFloat8E4M3 && d.scales_ && h.rows > 0)
-    cudaMemcpy(d.scales_, host.scales.data(), h.rows * blocksOf(h.hidden) * 4,
-               cudaMemcpyHostToDevice);
+  if (const int64_t sb = scaleBytesOf(h.rows, h.hidden, h.type); sb && d.scales_)
+    cudaMemcpy(d.scales_, host.scales.data(), sb, cudaMemcpyHostToDevice);
   return d;
 }
 
@@ -95,9 +100,9 @@ Rows DeviceRows::toHost() const {
   const size_t bytes = rows_.rows * rows_.hidden * elemSize(rows_.type);
   if (bytes && data_)
     cudaMemcpy(h.data.data(), data_, bytes, cudaMemcpyDeviceToHost);
-  if (rows_.type == moecommFloat8E4M3 && scales_ && rows_.rows > 0)
-    cudaMemcpy(h.scales.data(), scales_,
-               rows_.rows * blocksOf(rows_.hidden) * 4, cudaMemcpyDeviceToHost);
+  if (const int64_t sb = scaleBytesOf(rows_.rows, rows_.hidden, rows_.type);
+      sb && scales_)
+    cudaMemcpy(h.scales.data(), scales_, sb, cudaMemcpyDeviceToHost);
   return h;
 }
 
@@ -179,10 +184,13 @@ RankRun runRankDevice(moecommComm_t comm, const Expected &exp,
   // Alive until the layout is made from them.
   DeviceArray<int64_t> idx(rr.topkIdx);
   DeviceArray<float> weights(rr.topkWeights);
+  DeviceArray<int64_t> slots(p.slotExperts);
   if (deviceRouting && rr.numTokens > 0) {
     desc.topkIdx = idx.data();
     desc.topkWeights = weights.data();
   }
+  if (deviceRouting && p.hasPlacement())
+    desc.slotExperts = slots.data(); // copied to the host with the routing
   DeviceSpace space{stream};
   return runRankWith(comm, exp, desc, rank, space, RankRun());
 }

@@ -38,9 +38,10 @@ std::string noDeviceReason();
 /// ASSERTs that a CUDA call succeeded.
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-/// A block of rows in device memory (data + FP8 scales), freed on
-/// destruction. New blocks are filled with 0xCD bytes (scales -7) so that a
-/// row the runtime forgets to write shows up.
+/// A block of rows in device memory (data + FP8 scales of any FP8 type),
+/// freed on destruction. New blocks are filled with 0xCD bytes (f32 scales
+/// -7, E8M0 scales 0xCD) so that a row the runtime forgets to write shows
+/// up.
 class DeviceRows {
 public:
   DeviceRows() = default;
@@ -61,7 +62,7 @@ public:
 
 private:
   void *data_ = nullptr;
-  float *scales_ = nullptr;
+  void *scales_ = nullptr; ///< f32 or E8M0 bytes by type
   moecommRows_t rows_{};
 };
 

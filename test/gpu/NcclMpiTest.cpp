@@ -79,7 +79,8 @@ protected:
 TEST_F(NcclMpi, OracleMatrix) {
   const int W = worldSize();
   constexpr auto F32 = moecommFloat32, BF16 = moecommBfloat16,
-                 FP8 = moecommFloat8E4M3;
+                 FP8 = moecommFloat8E4M3, UE8M0 = moecommFloat8E4M3UE8M0,
+                 MXFP8 = moecommMxfp8;
   using RK = RoutingKind;
   std::vector<CaseSpec> cells;
   for (int G : {1, 2, 4, 8}) {
@@ -88,6 +89,8 @@ TEST_F(NcclMpi, OracleMatrix) {
     cells.push_back(cell(W, G, 8 * W, 3, 24, BF16, FP8, RK::Skewed, 7));
     cells.push_back(cell(W, G, 4 * W, 5, 7, F32, F32, RK::UniformMasked, 6));
   }
+  cells.push_back(cell(W, 1, 8 * W, 3, 300, BF16, UE8M0, RK::Skewed, 11));
+  cells.push_back(cell(W, W, 8 * W, 3, 300, BF16, MXFP8, RK::Uniform, 12));
   cells.push_back(cell(W, W, 32 * W, 8, 7168, BF16, FP8, RK::Uniform, 64));
   if (W % 2 == 0) {
     cells.push_back(cell(W, 2, 8 * W, 8, 128, BF16, FP8, RK::EmptyRanks, 5));

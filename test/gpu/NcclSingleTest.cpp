@@ -23,7 +23,9 @@ using namespace moecomm::test;
 namespace {
 
 constexpr moecommDataType_t F32 = moecommFloat32, BF16 = moecommBfloat16,
-                            FP8 = moecommFloat8E4M3;
+                            FP8 = moecommFloat8E4M3,
+                            UE8M0 = moecommFloat8E4M3UE8M0,
+                            MXFP8 = moecommMxfp8;
 
 /// A single-rank nccl communicator and a stream, for one test.
 class NcclSingle : public NcclSingleRankTest {};
@@ -62,6 +64,13 @@ TEST_F(NcclSingle, OraclesHoldForEveryStrategy) {
     c.align = align;
     return c;
   };
+  // Replicated experts (docs/runtime.md): the choice is made on the host
+  // from device routing and a device placement, the plan uploaded.
+  auto placed = [](CaseSpec c, moecommReplicaChoice_t choice) {
+    c.slotExperts = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 7};
+    c.choice = choice;
+    return c;
+  };
   const CaseSpec cells[] = {
       single(4, 1, 1, F32, F32, RK::Uniform, 5),
       single(8, 3, 300, BF16, FP8, RK::UniformMasked, 7),
@@ -73,6 +82,15 @@ TEST_F(NcclSingle, OraclesHoldForEveryStrategy) {
       single(8, 2, 24, BF16, FP8, RK::Uniform, 0),
       alignedTo(single(8, 3, 300, BF16, FP8, RK::UniformMasked, 7), 16),
       alignedTo(single(12, 6, 24, F32, F32, RK::OneExpert, 10, 7), 128),
+      // The E8M0 wires (device quantization in their formats), H not a
+      // multiple of 32 or 128.
+      single(8, 3, 300, BF16, UE8M0, RK::UniformMasked, 7),
+      single(16, 5, 129, F32, MXFP8, RK::Skewed, 33),
+      single(8, 2, 24, BF16, MXFP8, RK::OneExpert, 0),
+      placed(single(8, 3, 300, BF16, FP8, RK::UniformMasked, 7),
+             moecommReplicaLocality),
+      placed(single(8, 2, 24, F32, F32, RK::OneExpert, 9, 5),
+             moecommReplicaLoadOnly),
   };
   for (const CaseSpec &cs : cells)
     for (moecommStrategy_t s :

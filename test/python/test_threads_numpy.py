@@ -99,6 +99,64 @@ def test_fp8_wire_same_bits_for_every_strategy(wire, block, relative, scale_boun
         assert (error > 0).any()  # FP8 did travel
 
 
+@pytest.mark.parametrize("choice", ["locality", "load_only"])
+def test_replicated_experts(choice):
+    # 8 logical experts over 12 slots (3 per rank): experts 0..3 twice.
+    placement = list(range(EXPERTS)) + [0, 1, 2, 3]
+    local = len(placement) // WORLD
+
+    def rank(comm, idx, weights, x):
+        buffer = moecomm.Buffer(comm)
+        recv, handle = buffer.dispatch(x, idx, weights, EXPERTS, strategy="hierarchical",
+                                       placement=placement, replica_choice=choice)
+        unplaced, _ = buffer.dispatch(x, idx, weights, EXPERTS, strategy="hierarchical",
+                                      placement=range(EXPERTS))
+        return (recv, handle.sources, handle.tokens_per_expert, handle.local_experts,
+                buffer.combine(recv, handle), buffer.combine(recv, handle, weighted=False),
+                unplaced)
+
+    routing, results = run(rank)
+    pairs = [(idx, w) for idx, w, _ in routing]
+    xs = [x for _, _, x in routing]
+    kept = sum(int((idx >= 0).sum()) for idx, _, _ in routing)
+    assert sum(int(result[2].sum()) for result in results) == kept
+    for r, (recv, sources, per_slot, experts, out, plain, identity) in enumerate(results):
+        assert experts == local
+        # The identity placement is no placement, bit for bit.
+        assert identity.tobytes() == oracle.dispatch(pairs, xs, EXPERTS, r)[0].tobytes()
+        # Each row is its source token's x, at a replica of one of its experts.
+        row = 0
+        for slot, count in enumerate(per_slot):
+            for _ in range(count):
+                source, token = sources[row]
+                assert placement[r * local + slot] in routing[source][0][token]
+                assert recv[row].tobytes() == xs[source][token].tobytes()
+                row += 1
+        assert row == recv.shape[0]
+        # Identity experts: x * the kept weights, whichever replicas served.
+        idx, w, x = routing[r]
+        for got, weighted in ((out, True), (plain, False)):
+            ref, magnitude = oracle.identity_combine(idx, w, x, weighted)
+            bound = oracle.combine_bound(magnitude, TOPK, 2.0 ** -24, 2.0 ** -149)
+            assert (numpy.abs(got - ref) <= bound).all()
+
+
+def test_placement_errors():
+    def rank(comm, idx, weights, x):
+        buffer = moecomm.Buffer(comm)
+        with pytest.raises(ValueError, match="replica_choice must be one of locality, load_only"):
+            buffer.layout(idx, weights, EXPERTS, placement=range(EXPERTS), replica_choice="x")
+        with pytest.raises(TypeError, match="placement must be a sequence of ints, got float"):
+            buffer.layout(idx, weights, EXPERTS, placement=1.5)
+        with pytest.raises(ValueError, match="placement must hold at least one slot"):
+            buffer.layout(idx, weights, EXPERTS, placement=[])
+        with pytest.raises(moecomm.InvalidArgumentError) as error:
+            buffer.layout(idx, weights, EXPERTS, placement=[0] * EXPERTS)
+        return error.value.message
+
+    assert run(rank)[1] == ["rank 0: placement: logical expert 1 has no slot"] * WORLD
+
+
 def test_runtime_error_is_raised_on_every_rank_with_its_message():
     def rank(comm, idx, weights, x):
         if comm.rank == 2:

@@ -38,15 +38,6 @@ std::vector<CaseSpec> alignedCells() {
   return specs;
 }
 
-std::vector<RankRun> runAll(const Expected &exp, moecommStrategy_t s) {
-  const ref::Problem &p = exp.problem;
-  std::vector<RankRun> runs(p.ranks);
-  runOnThreads(p.ranks, p.ranksPerNode, [&](moecommComm_t comm, int rank) {
-    runs[rank] = runRank(comm, exp, s, rank);
-  });
-  return runs;
-}
-
 /// The padding rows of one rank's run, checked without the reference:
 /// segments start at multiples of align and hold tokensPerExpert real rows
 /// then zero rows of weight 0 and sources (-1, -1), fewer than align of them.
@@ -80,8 +71,8 @@ TEST_P(AlignedSegments, OraclesHoldAndPaddingNeverTravels) {
   CaseSpec unaligned = param.spec;
   unaligned.align = 1;
   const Expected exp1 = computeExpected(makeProblem(unaligned));
-  std::vector<RankRun> runs = runAll(exp, param.strategy);
-  std::vector<RankRun> runs1 = runAll(exp1, param.strategy);
+  std::vector<RankRun> runs = runEveryRank(exp, param.strategy);
+  std::vector<RankRun> runs1 = runEveryRank(exp1, param.strategy);
   for (int r = 0; r < exp.problem.ranks; ++r) {
     checkRank(exp, param.strategy, r, runs[r]);
     expectPadding(runs[r], param.spec.align, param.spec.H);

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
+#include "moecomm/Model/WireFormat.h"
 #include "moecomm/moecomm_compiled.h"
 
 #include <gtest/gtest.h>
@@ -93,6 +94,62 @@ TEST(CompiledAbi, Fp8HelperErrorKeepsItsMessage) {
     Seen s = seen();
     EXPECT_EQ(s.status, moecommInvalidArgument);
     EXPECT_EQ(s.message, "in is FP8 but has NULL scales");
+  });
+}
+
+// The E8M0 formats' conversions of compiled code are the runtime's
+// (moecommQuantizeFp8 / moecommDequantizeFp8 with that type, checked against
+// an independent quantizer in Fp8FormatsTest), H = 300 (partial last
+// blocks), and a scale buffer of another format's shape is refused.
+TEST(CompiledAbi, E8M0ConversionsAreTheRuntimes) {
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBind(comm), moecommSuccess);
+    constexpr int64_t n = 3, h = 300;
+    std::vector<float> x(n * h);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>((i * 37) % 101) * 0.173f - 8.0f;
+    moecommMemRef2D in = ref2(x.data(), n, h);
+    for (moecommDataType_t type : {moecommFloat8E4M3UE8M0, moecommMxfp8}) {
+      const int64_t blocks = fp8Blocks(type, h);
+      std::vector<uint8_t> q(n * h), s(n * blocks), qWant(n * h),
+          sWant(n * blocks);
+      moecommMemRef2D qRef = ref2(q.data(), n, h),
+                      sRef = ref2(s.data(), n, blocks);
+      const bool mx = type == moecommMxfp8;
+      (mx ? _mlir_ciface_moecomm_rt_quantize_f32_mxfp8
+          : _mlir_ciface_moecomm_rt_quantize_f32_ue8m0)(&in, &qRef, &sRef);
+      ASSERT_EQ(moecommCompiledStatus(), moecommSuccess)
+          << moecommCompiledLastError();
+      moecommRows_t wide{x.data(), nullptr, n, h, moecommFloat32};
+      moecommRows_t narrow{qWant.data(), sWant.data(), n, h, type};
+      ASSERT_EQ(moecommQuantizeFp8(&wide, &narrow), moecommSuccess);
+      EXPECT_EQ(q, qWant) << type;
+      EXPECT_EQ(s, sWant) << type;
+
+      std::vector<float> out(n * h), outWant(n * h);
+      moecommMemRef2D outRef = ref2(out.data(), n, h);
+      (mx ? _mlir_ciface_moecomm_rt_dequantize_f32_mxfp8
+          : _mlir_ciface_moecomm_rt_dequantize_f32_ue8m0)(&qRef, &sRef,
+                                                          &outRef);
+      ASSERT_EQ(moecommCompiledStatus(), moecommSuccess)
+          << moecommCompiledLastError();
+      moecommRows_t back{outWant.data(), nullptr, n, h, moecommFloat32};
+      ASSERT_EQ(moecommDequantizeFp8(&narrow, &back), moecommSuccess);
+      EXPECT_EQ(out, outWant) << type;
+    }
+  });
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBind(comm), moecommSuccess);
+    std::vector<float> x(2 * 300, 1.0f);
+    std::vector<uint8_t> q(2 * 300), s(2 * 3);
+    // fp8_e4m3_ue8m0's 3 scales per row where mxfp8 has 10.
+    moecommMemRef2D in = ref2(x.data(), 2, 300), qRef = ref2(q.data(), 2, 300),
+                    sRef = ref2(s.data(), 2, 3);
+    _mlir_ciface_moecomm_rt_quantize_f32_mxfp8(&in, &qRef, &sRef);
+    Seen seenNow = seen();
+    EXPECT_EQ(seenNow.status, moecommInvalidArgument);
+    EXPECT_EQ(seenNow.message, "compiled code passed scales [2][3] for rows "
+                               "[2][300] (want [2][10])");
   });
 }
 

@@ -74,6 +74,15 @@ TEST(EnumRange, LayoutDescFields) {
       a.desc.strategy = as<moecommStrategy_t>(v);
       expectRejected(a.desc, "strategy", v);
     }
+    // Read only with a placement (here: the identity of the 2 experts).
+    const int64_t slots[2] = {0, 1};
+    for (int v : badValues(moecommReplicaLoadOnly + 1)) {
+      Routing a(r);
+      a.desc.numSlots = 2;
+      a.desc.slotExperts = slots;
+      a.desc.replicaChoice = as<moecommReplicaChoice_t>(v);
+      expectRejected(a.desc, "replicaChoice", v);
+    }
     // The communicator is still usable.
     Routing good(r);
     moecommLayout_t l = nullptr;

@@ -186,6 +186,106 @@ TEST(Faults, RanksDisagreeOnAlign) {
   expectAll(same, moecommSuccess, "");
 }
 
+// An expert placement's fields: each fault is InvalidArgument on every rank
+// (the lowest failing rank's message), after the routing's own checks.
+TEST(Faults, InvalidPlacementFields) {
+  ref::Problem p = smallProblem(4, 8, 2, 3);
+  p.slotExperts = {0, 1, 2, 3, 4, 5, 6, 7};
+  struct Bad {
+    int rank;
+    moecommLayoutDesc_t (*edit)(moecommLayoutDesc_t);
+    const char *message;
+  };
+  const Bad bad[] = {
+      {1,
+       [](moecommLayoutDesc_t d) {
+         d.numSlots = -8;
+         return d;
+       },
+       "rank 1: num_slots must be >= 0, got -8"},
+      {2,
+       [](moecommLayoutDesc_t d) {
+         d.numSlots = INT64_MAX / 4;
+         return d;
+       },
+       "rank 2: num_slots 2305843009213693951 ids are more bytes than memory "
+       "holds"},
+      {3,
+       [](moecommLayoutDesc_t d) {
+         d.slotExperts = nullptr;
+         return d;
+       },
+       "rank 3: slot_experts is NULL"},
+      {0,
+       [](moecommLayoutDesc_t d) {
+         d.replicaChoice = (moecommReplicaChoice_t)2;
+         return d;
+       },
+       "rank 0: unknown replica choice 2"},
+  };
+  for (const Bad &b : bad) {
+    std::vector<Outcome> o(4);
+    runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
+      moecommLayoutDesc_t d = descFor(p, r, moecommHierarchical);
+      if (r == b.rank)
+        d = b.edit(d);
+      moecommLayout_t l = nullptr;
+      o[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+    });
+    expectAll(o, moecommInvalidArgument, b.message);
+  }
+}
+
+// Ranks passing different placements or choices get Mismatch naming the
+// placement on every rank (nobody hangs), and the communicator stays usable.
+TEST(Faults, RanksDisagreeOnThePlacement) {
+  ref::Problem p = smallProblem(4, 8, 2, 3);
+  p.slotExperts = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3};
+  const std::vector<int64_t> other = {0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7};
+  Expected good = computeExpected(p);
+  std::vector<Outcome> slots(4), choice(4), none(4), count(4);
+  runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
+    moecommLayout_t l = nullptr;
+    moecommLayoutDesc_t d = descFor(p, r, moecommHierarchical);
+    if (r == 3)
+      d.slotExperts = other.data();
+    slots[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+    d = descFor(p, r, moecommHierarchical);
+    if (r == 1)
+      d.replicaChoice = moecommReplicaLoadOnly;
+    choice[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+    d = descFor(p, r, moecommHierarchical);
+    if (r == 2)
+      d.numSlots = 0;
+    none[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+    d = descFor(p, r, moecommHierarchical);
+    if (r == 1)
+      d.numSlots = 8; // a valid placement too: the first 8 slots
+    count[r] = outcome(comm, moecommLayoutCreate(comm, &d, &l));
+    expectUsable(comm, good, r);
+  });
+  auto expectMismatchOn = [](const std::vector<Outcome> &o,
+                             const std::string &prefix) {
+    for (size_t r = 0; r < o.size(); ++r) {
+      EXPECT_EQ(o[r].result, moecommMismatch) << "rank " << r;
+      EXPECT_EQ(o[r].message.rfind(prefix, 0), 0u)
+          << "rank " << r << ": " << o[r].message;
+      EXPECT_EQ(o[r].message, o[0].message) << "rank " << r;
+    }
+  };
+  expectMismatchOn(
+      slots, "ranks disagree on the placement's slot_experts (FNV-1a hash)");
+  expectAll(choice, moecommMismatch,
+            "ranks disagree on the placement's replica choice: rank 0 has 0, "
+            "rank 1 has 1");
+  expectAll(none, moecommMismatch,
+            "ranks disagree on the placement's num_slots: rank 0 has 12, rank "
+            "2 has 0");
+  expectAll(count, moecommMismatch,
+            "ranks disagree on the placement's num_slots: rank 0 has 12, rank "
+            "1 has 8");
+}
+
 TEST(Faults, AllToAllCountMismatchDetectedBeforePayload) {
   const int W = 4;
   std::vector<Outcome> o(W), ok(W);
@@ -287,6 +387,26 @@ TEST(Faults, RuntimeAndReferenceAgreeOnValidation) {
     bad.back().align = align;
     bad.back().routing[2].topkIdx[0] = 99; // reported after the align
   }
+  // Placements (each message names the placement; the routing is checked
+  // against the logical experts first, E % W only without one).
+  ref::Problem placed = base;
+  placed.slotExperts = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,
+                        10, 11, 12, 13, 14, 15, 15, 14, 13, 12};
+  bad.push_back(placed);
+  bad.back().replicaChoice = (moecommReplicaChoice_t)-1;
+  bad.push_back(placed);
+  bad.back().slotExperts.resize(12); // fewer slots than experts
+  bad.push_back(placed);
+  bad.back().slotExperts.resize(18); // not divisible by 4 ranks
+  bad.push_back(placed);
+  bad.back().slotExperts[19] = 16; // out of range
+  bad.push_back(placed);
+  bad.back().slotExperts[3] = 0; // expert 3 has no slot
+  bad.push_back(placed);
+  bad.back().slotExperts[3] = 0;
+  bad.back().routing[0].topkIdx[0] = 16; // the routing's error comes first
+  bad.push_back(placed);
+  bad.back().numExperts = 18; // E % W: the placement's fault, not E's
   for (const ref::Problem &p : bad) {
     moecommResult_t code;
     std::string want = ref::validate(p, &code);

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 using namespace moecomm;
 using namespace moecomm::test;
@@ -125,6 +126,45 @@ TEST(Mpi, E8M0WireFormats) {
   }
 }
 
+/// A cell with an expert placement (Placement.h) of `S` slots: slot s < E
+/// holds expert s, slot s >= E `spare(s)`.
+CaseSpec placedCell(CaseSpec c, int64_t S, int64_t (*spare)(int64_t s,
+                                                             int64_t E)) {
+  c.slotExperts.resize(S);
+  for (int64_t s = 0; s < S; ++s)
+    c.slotExperts[s] = s < c.E ? s : spare(s, c.E);
+  return c;
+}
+
+// Replicated experts (issue 16 part 3) against the oracle with both replica
+// choices: every expert twice (the second copies mirrored onto other ranks
+// and nodes), T = 0 ranks, masked slots, FP8 wire, H not a multiple of 32 or
+// 128, align 16; and every token to one expert with W more replicas.
+TEST(Mpi, ReplicatedExperts) {
+  const int W = worldSize();
+  using RK = RoutingKind;
+  auto mirrored = [](int64_t s, int64_t E) { return 2 * E - 1 - s; };
+  auto hot = [](int64_t, int64_t E) { return E - 1; };
+  std::vector<CaseSpec> cells = {
+      placedCell(cell(W, 2, 4 * W, 4, 129, moecommBfloat16, moecommFloat8E4M3,
+                      RK::EmptyRanks, 5),
+                 8 * W, mirrored),
+      placedCell(cell(W, W / 2, 2 * W, 3, 33, moecommFloat32, moecommFloat32,
+                      RK::UniformMasked, 6, 7),
+                 4 * W, mirrored),
+      placedCell(cell(W, 2, 2 * W, 1, 40, moecommFloat32, moecommFloat32,
+                      RK::OneExpert, 8),
+                 3 * W, hot),
+  };
+  cells[1].align = 16;
+  for (moecommReplicaChoice_t choice :
+       {moecommReplicaLocality, moecommReplicaLoadOnly})
+    for (CaseSpec c : cells) {
+      c.choice = choice;
+      runCell(MPI_COMM_WORLD, c);
+    }
+}
+
 TEST(Mpi, SubCommunicators) {
   // Two independent pairs of ranks (W = 2) next to each other.
   MPI_Comm pair;
@@ -170,6 +210,27 @@ TEST(Mpi, FaultsAreAgreedAndRecoverable) {
   EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommMismatch);
   EXPECT_EQ(lastError(),
             "ranks disagree on align: rank 0 has 16, rank 1 has 128");
+  // A placement missing an expert on the last rank, then ranks that
+  // disagree on the placement.
+  std::vector<int64_t> slots(512);
+  for (int64_t e = 0; e < 512; ++e)
+    slots[e] = e % 256;
+  d = descFor(good.problem, r, moecommHierarchical);
+  d.numSlots = 512;
+  d.slotExperts = slots.data();
+  if (r == W - 1)
+    slots[7] = slots[263] = 0;
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommInvalidArgument);
+  EXPECT_EQ(lastError(), "rank " + std::to_string(W - 1) +
+                             ": placement: logical expert 7 has no slot");
+  slots[7] = slots[263] = 7;
+  if (r == 1)
+    std::swap(slots[0], slots[1]);
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommMismatch);
+  EXPECT_EQ(lastError().rfind("ranks disagree on the placement's slot_experts",
+                              0),
+            0u)
+      << lastError();
   // all_to_all counts that are not a transpose: error before any payload.
   std::vector<int64_t> send(W, 1), recv(W, 1);
   if (r == 1)

@@ -118,9 +118,57 @@ TEST(Placement, LeastLoadedWithRankRotatedTies) {
             (std::vector<int64_t>{6, 3, 6}));
   // Locality from node 0: logical 0 has no replica on node 0 and nothing is
   // visited, so the best new node is the first after node 0 holding it
-  // (node 1), every time -- locality outranks load.
+  // (node 1) -- until slot 3 has its share, ceil(2 / 2) = 1 row.
   EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {0, 0}, 1),
-            (std::vector<int64_t>{3, 3}));
+            (std::vector<int64_t>{3, 6}));
+  // The share moves the second token of logical 1 off node 3, which logical
+  // 2 makes it visit, to node 2 (rank 0; logical 1's slots 7 and 9).
+  EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {1, 2, 1, 2}, 2),
+            (std::vector<int64_t>{9, 10, 7, 10}));
+  // Tokens that need no new node come first to the shares: token 1 visits
+  // node 1 for logical 5 and takes logical 0's node-1 slot 3; token 0, which
+  // must visit a new node anyway, gets slot 6 (in token order it would have
+  // taken slot 3 and sent token 1 to a second node).
+  EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {0, -1, 0, 5}, 2),
+            (std::vector<int64_t>{6, -1, 3, 5}));
+}
+
+TEST(Placement, LocalityKeepsLoadOnlyShares) {
+  std::mt19937_64 rng(777);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int G = 2, N = 1 + (int)(rng() % 4), W = G * N;
+    const int64_t E = 8;
+    const int64_t S = (int64_t)W * ((E + W - 1) / W + 1 + (int64_t)(rng() % 2));
+    std::vector<int64_t> slots((size_t)S);
+    for (int64_t s = 0; s < S; ++s)
+      slots[(size_t)s] = s < E ? s : (int64_t)(rng() % 3); // hot: 0, 1, 2
+    std::shuffle(slots.begin(), slots.end(), rng);
+    ExpertPlacement p = placementOf(E, slots);
+    ASSERT_EQ(checkPlacement(p, W), "");
+    ReplicaTable t(p, W, G);
+    const int K = 3, rank = (int)(rng() % W);
+    std::vector<int64_t> ids;
+    std::vector<int64_t> pairs((size_t)E, 0);
+    for (int tok = 0; tok < 40; ++tok) {
+      std::vector<int64_t> row = {0, 1, 2, 3, 4, 5, 6, 7};
+      std::shuffle(row.begin(), row.end(), rng);
+      for (int k = 0; k < K; ++k) {
+        ids.push_back(row[(size_t)k]);
+        pairs[(size_t)row[(size_t)k]]++;
+      }
+    }
+    for (auto choice : {moecommReplicaLocality, moecommReplicaLoadOnly}) {
+      std::vector<int64_t> phys = choose(t, choice, rank, ids, K);
+      std::vector<int64_t> rows((size_t)S, 0);
+      for (int64_t s : phys)
+        rows[(size_t)s]++;
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t e = p.slotExperts[(size_t)s], n = t.replicaCount(e);
+        EXPECT_LE(rows[(size_t)s], (pairs[(size_t)e] + n - 1) / n)
+            << "trial " << trial << " slot " << s;
+      }
+    }
+  }
 }
 
 /// The smallest remote node set by enumerating every subset of nodes.
@@ -191,3 +239,10 @@ TEST(Placement, ReceiveImbalance) {
 }
 
 } // namespace
+
+TEST(Placement, ReplicaChoiceNames) {
+  EXPECT_STREQ(replicaChoiceName(moecommReplicaLocality), "locality");
+  EXPECT_STREQ(replicaChoiceName(moecommReplicaLoadOnly), "load_only");
+  EXPECT_STREQ(replicaChoiceName(static_cast<moecommReplicaChoice_t>(-1)),
+               "unknown");
+}

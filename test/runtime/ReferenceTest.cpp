@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 using namespace moecomm;
 
 namespace {
@@ -148,6 +150,86 @@ TEST(Reference, ValidationMessages) {
   p.routing[1].numTokens = int64_t(1) << 62;
   EXPECT_EQ(ref::validate(p), "rank 1: num_tokens 4611686018427387904 x topk "
                               "2 ids are more bytes than memory holds");
+}
+
+// DESIGN.md §8's example with 12 slots (3 per rank): experts 3, 4, 5 and 6
+// get a second replica. Locality: r0t0's expert 5 and r0t1's expert 3 stay
+// on node 0, r3t0's expert 6 on node 1 (slots 8 and 9 tie: rank 3 starts at
+// its rotation, slot 9); r1t0's 7 and 1 have one slot each.
+ref::Problem designExamplePlaced() {
+  ref::Problem p = designExample();
+  p.slotExperts = {0, 1, 5, 2, 3, 4, 4, 5, 6, 6, 7, 3};
+  return p;
+}
+
+TEST(Reference, DesignExampleWithReplicas) {
+  ref::Problem p = designExamplePlaced();
+  ASSERT_EQ(ref::validate(p), "");
+  EXPECT_EQ(p.localExperts(), 3);
+  ref::Problem q = ref::physicalProblem(p);
+  EXPECT_EQ(q.numExperts, 12);
+  EXPECT_FALSE(q.hasPlacement());
+  EXPECT_EQ(q.routing[0].topkIdx, (std::vector<int64_t>{0, 2, 4, -1}));
+  EXPECT_EQ(q.routing[1].topkIdx, (std::vector<int64_t>{10, 1}));
+  EXPECT_EQ(q.routing[3].topkIdx, (std::vector<int64_t>{3, 9}));
+  auto l = ref::layout(p);
+  expectRows(l[0], {{0, 0, 0}, {1, 1, 0}, {2, 0, 0}});
+  expectRows(l[1], {{0, 3, 0}, {1, 0, 1}});
+  expectRows(l[2], {});
+  expectRows(l[3], {{0, 3, 0}, {1, 1, 0}});
+  EXPECT_EQ(l[2].tokensPerExpert, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(l[0].expertOffsets, (std::vector<int64_t>{0, 1, 2, 3}));
+  // Remote nodes per token: r1t0 {1}, r3t0 {0} (30 without replicas).
+  EXPECT_EQ(ref::interNodeLowerBoundBytes(p, l, 10), 20);
+}
+
+// The combine of identity experts is Σ weight * x whatever the placement:
+// the same bits with and without one (the choice moves rows, not sums).
+TEST(Reference, IdentityCombineIgnoresThePlacement) {
+  for (moecommReplicaChoice_t choice :
+       {moecommReplicaLocality, moecommReplicaLoadOnly}) {
+    ref::Problem placed = designExamplePlaced();
+    placed.replicaChoice = choice;
+    const ref::Problem plain = designExample();
+    std::vector<std::vector<float>> x(4);
+    for (int r = 0; r < 4; ++r)
+      x[r] = ref::standardX(r, plain.routing[r].numTokens, plain.hidden);
+    auto lp = ref::layout(placed), l = ref::layout(plain);
+    auto dp = ref::dispatch(placed, lp, x), d = ref::dispatch(plain, l, x);
+    for (bool weighted : {true, false}) {
+      auto cp = ref::combine(placed, lp, dp, weighted);
+      auto c = ref::combine(plain, l, d, weighted);
+      for (int r = 0; r < 4; ++r) {
+        ASSERT_EQ(cp[r].size(), c[r].size());
+        for (size_t i = 0; i < c[r].size(); ++i)
+          EXPECT_EQ(std::memcmp(&cp[r][i], &c[r][i], 4), 0)
+              << "rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(Reference, PlacementValidationMessages) {
+  ref::Problem p = designExamplePlaced();
+  p.replicaChoice = (moecommReplicaChoice_t)5;
+  moecommResult_t code;
+  EXPECT_EQ(ref::validate(p, &code), "rank 0: unknown replica choice 5");
+  EXPECT_EQ(code, moecommInvalidArgument);
+  p = designExamplePlaced();
+  p.slotExperts[1] = 0;
+  EXPECT_EQ(ref::validate(p), "rank 0: placement: logical expert 1 has no slot");
+  p = designExamplePlaced();
+  p.slotExperts.resize(10);
+  EXPECT_EQ(ref::validate(p),
+            "rank 0: placement: 10 slots are not divisible by 4 ranks");
+  // E % W is the slots' business with a placement: 6 experts, 12 slots.
+  p = designExamplePlaced();
+  p.numExperts = 6;
+  p.slotExperts = {0, 1, 2, 3, 4, 5, 5, 4, 3, 2, 1, 0};
+  p.routing[1].topkIdx = {5, 1};
+  p.routing[3].topkIdx = {2, 4};
+  EXPECT_EQ(ref::validate(p), "");
+  EXPECT_EQ(ref::layout(p)[0].tokensPerExpert.size(), 3u);
 }
 
 TEST(Reference, Fp8RoundTripIsPerRowAndBlock) {

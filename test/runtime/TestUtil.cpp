@@ -66,6 +66,9 @@ std::string CaseSpec::name() const {
     os << "_cap" << capacity;
   if (align != 1)
     os << "_align" << align;
+  if (!slotExperts.empty())
+    os << "_S" << slotExperts.size()
+       << (choice == moecommReplicaLoadOnly ? "_loadonly" : "_locality");
   return os.str();
 }
 
@@ -159,6 +162,8 @@ ref::Problem makeProblem(const CaseSpec &spec) {
   p.wireType = spec.wire;
   p.capacity = spec.capacity;
   p.align = spec.align;
+  p.slotExperts = spec.slotExperts;
+  p.replicaChoice = spec.choice;
   p.routing.resize(spec.W);
   std::vector<double> loads;
   if (spec.routing == RoutingKind::Skewed) {
@@ -279,6 +284,9 @@ moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
   desc.hidden = p.hidden;
   desc.wireType = p.wireType;
   desc.align = p.align;
+  desc.numSlots = (int64_t)p.slotExperts.size();
+  desc.slotExperts = p.hasPlacement() ? p.slotExperts.data() : nullptr;
+  desc.replicaChoice = p.replicaChoice;
   return desc;
 }
 
@@ -405,7 +413,9 @@ Expected computeExpected(const ref::Problem &p) {
   e.identityU = ref::combine(p, e.layout, e.dispatch, false);
   e.idAbsW = ref::combineAbsSum(p, e.layout, e.dispatch, true);
   e.idAbsU = ref::combineAbsSum(p, e.layout, e.dispatch, false);
-  e.summary = summarizeRouting(topologyOf(p), p.capacity, routingViewsOf(p));
+  const ref::Problem physical = ref::physicalProblem(p);
+  e.summary = summarizeRouting(topologyOf(physical), p.capacity,
+                               routingViewsOf(physical));
   return e;
 }
 
@@ -657,6 +667,16 @@ void runOnThreads(int W, int G,
                   const std::function<void(moecommComm_t, int)> &fn) {
   if (llvm::Error e = workload::runOnThreadGroup(W, G, fn))
     ADD_FAILURE() << llvm::toString(std::move(e));
+}
+
+std::vector<RankRun> runEveryRank(const Expected &exp,
+                                  moecommStrategy_t strategy) {
+  const ref::Problem &p = exp.problem;
+  std::vector<RankRun> runs(p.ranks);
+  runOnThreads(p.ranks, p.ranksPerNode, [&](moecommComm_t comm, int rank) {
+    runs[rank] = runRank(comm, exp, strategy, rank);
+  });
+  return runs;
 }
 
 } // namespace test

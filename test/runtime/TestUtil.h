@@ -36,7 +36,8 @@ enum class RoutingKind {
 const char *routingName(RoutingKind k);
 
 /// An aggregate: tests build it as CaseSpec{W, G, E, K, H, data, wire,
-/// routing, T, capacity, randomWeights, seed, align} (fields in this order).
+/// routing, T, capacity, randomWeights, seed, align, slotExperts, choice}
+/// (fields in this order).
 struct CaseSpec {
   int W = 1, G = 1;
   int64_t E = 1;
@@ -50,6 +51,10 @@ struct CaseSpec {
   bool randomWeights = false; ///< f32 weights in (0,1) instead of k/64
   uint64_t seed = 1;
   int64_t align = 1; ///< expert segment alignment of recv (rows)
+  /// Expert placement ([S] logical expert of each slot; empty = none) and
+  /// its replica choice (ref::Problem's fields).
+  std::vector<int64_t> slotExperts;
+  moecommReplicaChoice_t choice = moecommReplicaLocality;
   std::string name() const;
 };
 
@@ -99,7 +104,8 @@ std::vector<float> makeX(const ref::Problem &p, int rank);
 std::vector<float> makeY(const ref::Problem &p, int rank,
                          const ref::RankLayout &layout);
 
-/// The layout desc of `rank` of `p` (int64 ids; pointers into p).
+/// The layout desc of `rank` of `p` (int64 ids; pointers into p; the
+/// placement's fields when p has one).
 moecommLayoutDesc_t descFor(const ref::Problem &p, int rank,
                             moecommStrategy_t strategy);
 
@@ -110,7 +116,8 @@ moecommLayoutDesc_t oneTokenDesc(const int64_t *idx, const float *w,
                                  int64_t numExperts,
                                  moecommStrategy_t strategy);
 
-/// The topology of `p` (ranks, ranks per node, experts).
+/// The topology of `p` (ranks, ranks per node, experts; with a placement
+/// pass ref::physicalProblem(p) for the slots').
 Topology topologyOf(const ref::Problem &p);
 /// Every rank's routing of `p` as the model library sees it (int64 ids;
 /// pointers into p; weights nullptr where a rank has none).
@@ -150,7 +157,7 @@ struct Expected {
   std::vector<std::vector<double>> absW, absU;          ///< of y
   std::vector<std::vector<float>> identityW, identityU; ///< y = dispatch
   std::vector<std::vector<double>> idAbsW, idAbsU;
-  RoutingSummary summary;
+  RoutingSummary summary; ///< of the physical routing (slot ids)
 };
 Expected computeExpected(const ref::Problem &p);
 
@@ -190,6 +197,11 @@ void checkLowerBound(const Expected &exp, const RankRun &run);
 /// The strategy moecommAuto must resolve to.
 moecommStrategy_t resolvedStrategy(const Expected &exp,
                                    moecommStrategy_t requested);
+
+/// runRank on every rank of `exp`'s problem, as threads (runOnThreads);
+/// the runs indexed by rank.
+std::vector<RankRun> runEveryRank(const Expected &exp,
+                                  moecommStrategy_t strategy);
 
 /// Runs fn(comm, rank) on W threads over a fresh thread group
 /// (workload::runOnThreadGroup); a group, thread or communicator that cannot

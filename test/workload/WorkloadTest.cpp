@@ -22,7 +22,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <set>
 #include <system_error>
@@ -109,6 +111,43 @@ TEST(Generators, SameSeedSameRouting) {
   llvm::Expected<RoutingProblem> c = generateRouting(o);
   ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
   EXPECT_NE(a->topkIdx, c->topkIdx);
+}
+
+// The weights EPLB balances are the generator's: uniform's are equal, and
+// zipf's order is the one the seeded routing realizes (its most and least
+// drawn experts are the heaviest and lightest weights).
+TEST(Generators, ExpertWeightsAreTheSamplingWeights) {
+  GenerateOptions o;
+  o.numExperts = 16;
+  o.tokens = {4096};
+  llvm::Expected<std::vector<double>> uniform = expertWeights(o);
+  ASSERT_TRUE(static_cast<bool>(uniform))
+      << llvm::toString(uniform.takeError());
+  EXPECT_EQ(*uniform, std::vector<double>(16, 1.0));
+  llvm::Expected<RoutingDist> dist = parseRoutingDist("zipf:1.5");
+  ASSERT_TRUE(static_cast<bool>(dist)) << llvm::toString(dist.takeError());
+  o.dist = *dist;
+  o.seed = 3;
+  llvm::Expected<std::vector<double>> w = expertWeights(o);
+  ASSERT_TRUE(static_cast<bool>(w)) << llvm::toString(w.takeError());
+  std::vector<double> sorted = *w;
+  std::sort(sorted.rbegin(), sorted.rend());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    EXPECT_DOUBLE_EQ(sorted[i], 1.0 / std::pow(double(i + 1), 1.5));
+  llvm::Expected<RoutingProblem> p = generateRouting(o);
+  ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
+  std::vector<int64_t> drawn(16, 0);
+  for (const std::vector<int64_t> &idx : p->topkIdx)
+    for (int64_t e : idx)
+      drawn[(size_t)e]++;
+  auto argmax = [](const auto &v) {
+    return std::max_element(v.begin(), v.end()) - v.begin();
+  };
+  auto argmin = [](const auto &v) {
+    return std::min_element(v.begin(), v.end()) - v.begin();
+  };
+  EXPECT_EQ(argmax(drawn), argmax(*w));
+  EXPECT_EQ(argmin(drawn), argmin(*w));
 }
 
 moecommTraceEvent_t traceEvent(moecommTraceKind_t kind,

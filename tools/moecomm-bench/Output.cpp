@@ -164,6 +164,49 @@ void printScaling(raw_ostream &os, const BenchReport &report) {
   }
 }
 
+/// The replicated-experts table (--placements): one block per group.
+void printPlacements(raw_ostream &os, const BenchReport &report) {
+  if (!report.placementsWanted)
+    return;
+  os << "\nreplicated experts (--placements; counted): inter-node bytes of "
+        "dispatch + combine per strategy over the physical routing each "
+        "rank's replica choice gives; bound = sum over tokens of the fewest "
+        "remote nodes holding a replica of each expert x row bytes; vs none "
+        "= hierarchical / hierarchical without replicas; imbalance = max "
+        "rows received per rank / mean\n";
+  std::string last;
+  for (const PlacementRow &r : report.placements) {
+    std::string key =
+        formatv("[{0}] {1} {2}x{3} {4}", r.sweep, r.config, r.cluster.nodes,
+                r.cluster.ranksPerNode, r.routing)
+            .str();
+    if (key != last) {
+      os << formatv("{0}: E={1}, {2} tokens/rank\n", key, r.experts, r.tokens);
+      os << formatv("  {0,-14} {1,6} {2,-12} {3,-9} {4,-4} {5,10} {6,10} "
+                    "{7,12} {8,10} {9,7} {10,7} {11,9}\n",
+                    "placement", "slots", "eplb", "choice", "wire",
+                    "per_expert", "flat", "hierarchical", "bound", "x bound",
+                    "vs none", "imbalance");
+      last = key;
+    }
+    const int64_t bound = r.lowerBound[0] + r.lowerBound[1];
+    const int64_t hier = r.interBytes[moecommHierarchical];
+    os << formatv(
+        "  {0,-14} {1,6} {2,-12} {3,-9} {4,-4} {5,10} {6,10} {7,12} "
+        "{8,10} {9,7} {10,7} {11,9:f3}\n",
+        r.placement, r.slots, r.policy, r.choice,
+        workload::payloadTypeName(r.dtype),
+        humanBytes(r.interBytes[moecommPerExpert]),
+        humanBytes(r.interBytes[moecommFlat]), humanBytes(hier),
+        humanBytes(bound),
+        bound ? formatv("{0:f3}", ratio(hier, bound)).str() : std::string("-"),
+        r.noReplicaHierarchical
+            ? formatv("{0:f3}", ratio(hier, r.noReplicaHierarchical)).str()
+            : std::string("-"),
+        r.imbalance);
+  }
+}
+
 } // namespace
 
 void printTable(raw_ostream &os, const BenchReport &report) {
@@ -337,6 +380,7 @@ void printTable(raw_ostream &os, const BenchReport &report) {
   }
 
   printScaling(os, report);
+  printPlacements(os, report);
 
   const Findings &f = report.findings;
   os << formatv(
@@ -695,6 +739,33 @@ json::Value toJson(const BenchReport &report) {
     }
     cells.push_back(std::move(o));
   }
+  json::Array placements;
+  for (const PlacementRow &r : report.placements)
+    placements.push_back(json::Object{
+        {"sweep", r.sweep},
+        {"config", r.config},
+        {"routing", r.routing},
+        {"dtype", workload::payloadTypeName(r.dtype)},
+        {"nodes", r.cluster.nodes},
+        {"ranks_per_node", r.cluster.ranksPerNode},
+        {"ranks", r.cluster.ranks()},
+        {"num_experts", r.experts},
+        {"tokens_per_rank", r.tokens},
+        {"placement", r.placement},
+        {"inter_node_bytes",
+         json::Object{{"per_expert", r.interBytes[moecommPerExpert]},
+                      {"flat", r.interBytes[moecommFlat]},
+                      {"hierarchical", r.interBytes[moecommHierarchical]}}},
+        {"num_slots", r.slots},
+        {"eplb_policy", r.policy},
+        {"replica_choice", r.choice},
+        {"inter_node_lower_bound_bytes",
+         json::Object{{"dispatch", r.lowerBound[0]},
+                      {"combine", r.lowerBound[1]}}},
+        {"hierarchical_no_replicas_inter_node_bytes", r.noReplicaHierarchical},
+        {"hierarchical_vs_no_replicas",
+         ratio(r.interBytes[moecommHierarchical], r.noReplicaHierarchical)},
+        {"receive_imbalance", r.imbalance}});
   json::Array skipped;
   for (const Skipped &s : report.skipped)
     skipped.push_back(json::Object{{"sweep", s.sweep},
@@ -729,6 +800,7 @@ json::Value toJson(const BenchReport &report) {
                                    : json::Value(nullptr)},
       {"cells", std::move(cells)},
       {"skipped", std::move(skipped)},
+      {"placements", std::move(placements)},
       {"auto_check", json::Object{{"tolerance", f.tolerance},
                                   {"checked", f.autoChecked},
                                   {"worst_gap", f.autoWorstGap},

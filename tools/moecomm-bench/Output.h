@@ -4,7 +4,9 @@
 // a scaling summary and the auto check), one CSV row per cell, and a JSON
 // document ("moecomm-bench-v1") with everything, including per-stage
 // modelled times and the runtime's counters. With --link-rate every cell
-// also gets its link-limited time and, when measured, `x link`. Times under a
+// also gets its link-limited time and, when measured, `x link`; with
+// --placements the table and the JSON ("placements") get the
+// replicated-experts rows (Placements.h). Times under a
 // preset are *modelled* (alpha-beta, CostModel.h) and labelled so; measured
 // times are CPU wall time here and reported with their ratio to the baseline.
 //
@@ -13,6 +15,7 @@
 #define MOECOMM_TOOLS_BENCH_OUTPUT_H
 
 #include "Cells.h"
+#include "Placements.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -39,6 +42,9 @@ struct BenchReport {
   /// --link-rate in bits/s (0 = not given): the emulated cluster's per-node
   /// egress rate, for the link-limited time and `x link` (LinkLimit.h).
   double linkRateBitsPerSec = 0;
+  /// --placements' rows (Placements.h), when it was given.
+  std::vector<PlacementRow> placements;
+  bool placementsWanted = false;
 };
 
 /// The preset a cluster's plots and scaling summary use: choicePreset(), or

@@ -8,7 +8,9 @@
 // backends as a ratio to a baseline all-to-all run in the same process.
 // `--routing FILE` measures one routing file's group instead of the sweep;
 // `--link-rate R` adds, for runs on the emulated cluster, each cell's
-// link-limited time and `x link` (LinkLimit.h).
+// link-limited time and `x link` (LinkLimit.h); `--placements` adds the
+// replicated-experts rows (Placements.h: EPLB placements, both replica
+// choices, counted).
 // docs/BENCHMARKS.md explains every number and how to regenerate the plots.
 //
 // Exit status: 0 all checks passed, 1 a check failed (listed), 2 invalid flags
@@ -23,6 +25,7 @@
 #include "Measure.h"
 #include "MoECommVersion.h"
 #include "Output.h"
+#include "Placements.h"
 #include "Plots.h"
 #include "Sweep.h"
 #include "moecomm/Model/Limits.h"
@@ -177,6 +180,15 @@ cl::opt<std::string> linkRateOpt(
              "node's inter-node bytes, payload + layout metadata, / rate) "
              "and x link = measured median / it, also for the baseline"),
     cl::value_desc("rate"), cl::cat(modelCat));
+cl::opt<std::string> placementsOpt(
+    "placements",
+    cl::desc("Expert placements to count, comma-separated: none (no "
+             "replicas) | eplb:R (DeepSeek EPLB over E + R slots from the "
+             "routing's expert loads; rows for the locality and load_only "
+             "replica choices) | eplb-global:R (EPLB with one expert group: "
+             "its global policy); adds the replicated-experts table "
+             "(default none: no table); --backend count only"),
+    cl::value_desc("p,..."), cl::init("none"), cl::cat(modelCat));
 cl::opt<std::string> csvFile("csv",
                              cl::desc("Write one CSV row per cell ('-' = "
                                       "stdout, replacing the table)"),
@@ -223,6 +235,8 @@ struct Setup {
   double linkRate = 0; ///< --link-rate, bits/s (0 = not given)
   /// --routing's problem (the plan's only group), else null.
   std::shared_ptr<const workload::RoutingProblem> fileRouting;
+  /// --placements when given (the placement table), else empty.
+  std::vector<PlacementSpec> placements;
 };
 
 /// Sets `sw`'s wire dtypes (--dtypes, else `defaultDtypes`) and strategies
@@ -299,6 +313,41 @@ Error buildFilePlan(Setup &s) {
 
 Error buildGeneratedPlan(const char *argv0,
                          const std::vector<std::string> &dirs, Setup &s);
+
+/// Parses --placements and checks that every placement fits every cell of
+/// the plan (EPLB's (E + R) % W == 0) and that the backend counts.
+Error buildPlacements(Setup &s) {
+  Expected<std::vector<PlacementSpec>> specs = parsePlacements(placementsOpt);
+  if (!specs)
+    return specs.takeError();
+  s.placements = *specs;
+  for (const PlacementSpec &spec : s.placements) {
+    if (spec.isNone())
+      continue;
+    if (s.backend != "count")
+      return workload::inputError(
+          formatv("--placements {0} needs --backend count: the {1} backend "
+                  "does not take expert placements yet",
+                  spec.spec, s.backend));
+    for (const SweepSpec &sw : s.plan)
+      for (const std::string &name : sw.configs)
+        for (const Cluster &topo : sw.topologies) {
+          const int64_t experts =
+              s.fileRouting ? s.fileRouting->numExperts
+                            : cellExperts(s.configs.at(name).numExperts,
+                                          topo.ranks(), scaleExperts);
+          if (experts == 0) // skipped (--scale-experts=false)
+            continue;
+          if (Error e =
+                  checkPlacementFits(spec, experts, topo.ranks(),
+                                     formatv("config {0} on {1}x{2}", name,
+                                             topo.nodes, topo.ranksPerNode)
+                                         .str()))
+            return e;
+        }
+  }
+  return Error::success();
+}
 
 Error buildSetup(const char *argv0, Setup &s) {
   std::vector<std::string> dirs = configDir.getNumOccurrences()
@@ -389,6 +438,10 @@ Error buildSetup(const char *argv0, Setup &s) {
   } else if (Error e = buildGeneratedPlan(argv0, dirs, s)) {
     return e;
   }
+
+  if (placementsOpt.getNumOccurrences())
+    if (Error e = buildPlacements(s))
+      return e;
 
   // No output may replace a file the sweep reads.
   std::vector<workload::InputFile> inputs;
@@ -622,6 +675,7 @@ int main(int argc, char **argv) {
   rep.autoPreset = setup.autoPreset;
   rep.findings.tolerance = autoTolerance;
   rep.linkRateBitsPerSec = setup.linkRate;
+  rep.placementsWanted = !setup.placements.empty();
 
   MeasureOptions mopt;
   mopt.warmup = static_cast<int>(warmupOpt);
@@ -728,6 +782,18 @@ int main(int argc, char **argv) {
         bf16 = countDtype(*g, workload::PayloadType::BF16, setup.presets);
       cells = makeCells(sw.name, *g, sw.dtypes, sw.strategies, counts, bf16,
                         setup.presets, choice);
+      if (!setup.placements.empty()) {
+        Expected<std::vector<double>> loads =
+            placementLoads(*g, setup.traceFile, setup.fileRouting != nullptr);
+        if (!loads)
+          return report(loads.takeError(), printer);
+        Expected<std::vector<PlacementRow>> rows =
+            placementRows(sw.name, *g, setup.placements, *loads, sw.dtypes);
+        if (!rows)
+          return report(rows.takeError(), printer);
+        for (PlacementRow &r : *rows)
+          rep.placements.push_back(std::move(r));
+      }
     }
     if (measure) {
       std::vector<std::pair<workload::PayloadType, moecommStrategy_t>> ops;

@@ -60,6 +60,9 @@ Error DirectPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   desc.hidden = H;
   desc.wireType = wireType(p.dtype);
   desc.align = p.align;
+  desc.numSlots = static_cast<int64_t>(p.slotExperts.size());
+  desc.slotExperts = p.slotExperts.empty() ? nullptr : p.slotExperts.data();
+  desc.replicaChoice = p.replicaChoice;
 
   LayoutGuard guard;
   if (Error e = runtimeError(moecommLayoutCreate(comm, &desc, &guard.layout),

@@ -2,6 +2,7 @@
 
 #include "Report.h"
 
+#include "moecomm/Model/Placement.h"
 #include "moecomm/Workload/RoutingProblem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -70,6 +71,27 @@ ArrayRef<moecommDirection_t> directions(bool layouts) {
   return allToAll;
 }
 
+/// The placement's figures (RunReport::replicaLowerBound,
+/// receiveImbalance) from the routing and the reference's layout.
+void placementFigures(const RoutingProblem &p, const ReferenceResult &ref,
+                      int passes, RunReport &r) {
+  if (p.slotExperts.empty() || static_cast<int>(ref.layout.size()) != p.ranks)
+    return;
+  const ReplicaTable table(ExpertPlacement{p.numExperts, p.slotExperts},
+                           p.ranks, p.ranksPerNode);
+  int64_t nodes = 0;
+  std::vector<int64_t> rows(static_cast<size_t>(p.ranks), 0);
+  for (int rank = 0; rank < p.ranks; ++rank) {
+    for (int64_t t = 0; t < p.numTokens[rank]; ++t)
+      nodes += minRemoteNodes(table, rank, &p.topkIdx[rank][t * p.topk],
+                              p.topk);
+    for (int64_t n : ref.layout[rank].tokensPerExpert)
+      rows[rank] += n;
+  }
+  r.replicaLowerBound = passes * nodes * ref.dispatchRowBytes;
+  r.receiveImbalance = receiveImbalance(rows);
+}
+
 } // namespace
 
 RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
@@ -80,6 +102,7 @@ RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
   r.combineLowerBound = passes * ref.combineLowerBound;
   r.dispatchRowBytes = ref.dispatchRowBytes;
   r.combineRowBytes = ref.combineRowBytes;
+  placementFigures(p, ref, passes, r);
   if (!run.ranks.empty() && !run.ranks[0].empty()) {
     const IterationSummary &s = run.ranks[0][0];
     r.combineTolerance =
@@ -185,11 +208,15 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
        << strategyName(r.strategy);
   os << formatv(", {0} chunk{1} per dispatch\n", info.chunks,
                 info.chunks == 1 ? "" : "s");
+  const std::string slots =
+      p.slotExperts.empty()
+          ? std::string()
+          : formatv(" in {0} slots", p.slotExperts.size()).str();
   os << formatv(
-      "  topology   {0} ranks = {1} nodes x {2}; {3} experts ({4} per "
+      "  topology   {0} ranks = {1} nodes x {2}; {3} experts{8} ({4} per "
       "rank), top-{5}, hidden {6}, dtype {7}",
       p.ranks, p.numNodes(), p.ranksPerNode, p.numExperts, p.localExperts(),
-      p.topk, p.hidden, dtype);
+      p.topk, p.hidden, dtype, slots);
   if (p.dtype == PayloadType::FP8)
     os << " (bf16 in/out, fp8 e4m3 + 1x128 scales on the wire)";
   else if (p.dtype == PayloadType::FP8UE8M0)
@@ -204,6 +231,11 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
       p.origin, p.totalTokens(), minT, maxT,
       p.capacity ? std::to_string(p.capacity) : std::string("none"),
       p.align > 1 ? formatv("; align {0}", p.align).str() : std::string());
+  if (!p.slotExperts.empty())
+    os << formatv("  placement  {0} slots for {1} logical experts, replica "
+                  "choice {2}\n",
+                  p.slotExperts.size(), p.numExperts,
+                  replicaChoiceName(p.replicaChoice));
   os << formatv("  rows       {0} received in total; row bytes: dispatch {1}, "
                 "combine {2}\n",
                 r.recvRows, r.dispatchRowBytes, r.combineRowBytes);
@@ -267,6 +299,12 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
       "\ninter-node lower bound  dispatch {0} B{1}, combine {2} B{3}\n",
       r.dispatchLowerBound, human(r.dispatchLowerBound), r.combineLowerBound,
       human(r.combineLowerBound));
+  if (!p.slotExperts.empty())
+    os << formatv("inter-node lower bound with replicas  dispatch {0} B{1} "
+                  "(fewest remote nodes per token); receive imbalance {2:f3} "
+                  "(max rows per rank / mean)\n",
+                  r.replicaLowerBound, human(r.replicaLowerBound),
+                  r.receiveImbalance);
   if (info.layouts) {
     const uint64_t dispatchInter =
         interNodeBytes(r.traffic, moecommDirectionDispatch);
@@ -452,6 +490,13 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"iteration_seconds", std::move(seconds)},
       {"experts", info.experts.ffn() ? "swiglu" : "identity"},
   };
+  if (!p.slotExperts.empty()) {
+    o["placement"] = json::Object{
+        {"num_slots", static_cast<int64_t>(p.slotExperts.size())},
+        {"replica_choice", replicaChoiceName(p.replicaChoice)}};
+    o["inter_node_lower_bound_with_replicas_bytes"] = r.replicaLowerBound;
+    o["receive_imbalance"] = r.receiveImbalance;
+  }
   if (info.experts.ffn())
     o["expert_ffn"] = json::Object{
         {"intermediate", info.experts.intermediate},

@@ -48,6 +48,13 @@ struct RunReport {
   std::vector<StageInfo> stages;            ///< rows summed over ranks
   int64_t dispatchLowerBound = 0;
   int64_t combineLowerBound = 0;
+  /// With a placement (problem.slotExperts): the placement's own dispatch
+  /// bound, Σ_tokens minRemoteNodes x dispatch row bytes (before capacity
+  /// drops; any replica choice sends at least this), and the receive-load
+  /// imbalance of the chosen replicas (receiveImbalance of the kept rows per
+  /// rank: max / mean, 1 = balanced). Zero / 0.0 without one.
+  int64_t replicaLowerBound = 0;
+  double receiveImbalance = 0;
   int64_t dispatchRowBytes = 0;
   int64_t combineRowBytes = 0;
   std::vector<std::vector<int64_t>> tokensPerExpert; ///< [W][E/W]
@@ -80,7 +87,9 @@ void printReport(llvm::raw_ostream &os, const workload::RoutingProblem &problem,
 /// {intra_node, inter_node} (the dispatch's payload bytes; the combine's are
 /// under bytes_by_direction), inter_node_lower_bound_bytes (dispatch),
 /// verified, max_abs_err, plus per-direction/scope traffic, stages, metadata
-/// bytes, failures, timings and the experts applied (`experts`, with SwiGLU
+/// bytes, with a placement `placement`,
+/// inter_node_lower_bound_with_replicas_bytes and receive_imbalance,
+/// failures, timings and the experts applied (`experts`, with SwiGLU
 /// experts `expert_ffn`). See docs/moecomm-run.md for every key.
 llvm::json::Value reportJson(const workload::RoutingProblem &problem,
                              const RunInfo &info, const RunReport &report);

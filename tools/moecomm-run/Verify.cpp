@@ -75,6 +75,8 @@ ref::Problem toReferenceProblem(const RoutingProblem &p) {
   q.wireType = wireType(p.dtype);
   q.capacity = p.capacity;
   q.align = p.align;
+  q.slotExperts = p.slotExperts;
+  q.replicaChoice = p.replicaChoice;
   q.routing.resize(p.ranks);
   for (int r = 0; r < p.ranks; ++r) {
     q.routing[r].numTokens = p.numTokens[r];

@@ -29,6 +29,7 @@
 #include "moecomm/Workload/MemoryEstimate.h"
 #include "moecomm/Workload/ModelConfig.h"
 #include "moecomm/Workload/OutputFiles.h"
+#include "moecomm/Workload/PlacementFile.h"
 #include "moecomm/Workload/RankLauncher.h"
 #include "moecomm/Workload/RoutingFile.h"
 #include "moecomm/Workload/RoutingProblem.h"
@@ -139,6 +140,16 @@ cl::opt<long long> alignOpt(
              "in [1, 65536] (default 1: unpadded); replaces a graph's own "
              "align(N)"),
     cl::cat(runCat));
+cl::opt<std::string> placementFile(
+    "placement", cl::value_desc("FILE"), cl::cat(runCat),
+    cl::desc("Expert placement (EPLB's phy2log) of --direct's layouts"));
+cl::opt<moecommReplicaChoice_t> replicaChoiceOpt(
+    "replica-choice", cl::desc("How --placement's layouts pick a replica"),
+    cl::values(clEnumValN(moecommReplicaLocality, "locality",
+                          "the fewest inter-node copies (default)"),
+               clEnumValN(moecommReplicaLoadOnly, "load_only",
+                          "the least-loaded replica (EPLB's balancing)")),
+    cl::init(moecommReplicaLocality), cl::cat(runCat));
 cl::opt<long long> iterationsOpt(
     "iterations",
     cl::desc("Dispatch+combine N times on one communicator, a layout per "
@@ -407,6 +418,32 @@ Error applyOverrides(RoutingProblem &p) {
   return Error::success();
 }
 
+/// --placement and --replica-choice: the expert placement of the direct
+/// path's layouts, checked against the routing's logical experts.
+Error applyPlacement(RoutingProblem &p) {
+  if (placementFile.empty()) {
+    if (replicaChoiceOpt.getNumOccurrences())
+      return inputError("--replica-choice needs --placement FILE");
+    return Error::success();
+  }
+#ifdef MOECOMM_RUN_HAVE_COMPILER
+  // A graph's placement is its topologies' (GraphPath.cpp).
+  if (!directOpt)
+    return inputError("--placement needs --direct (with a generated routing "
+                      "or a routing file); a graph's placement is its "
+                      "topology's (slots, placement)");
+#endif
+  p.replicaChoice = replicaChoiceOpt;
+  Expected<moecomm::ExpertPlacement> placement = loadPlacementFile(placementFile);
+  if (!placement)
+    return placement.takeError();
+  if (Error e = checkPlacedRouting(*placement, placementFile, p.numExperts,
+                                   p.ranks))
+    return e;
+  p.slotExperts = std::move(placement->slotExperts);
+  return Error::success();
+}
+
 /// What the prepare phase hands to the execute phase.
 struct RunState {
   moecommStrategy_t strategy = moecommAuto;
@@ -492,7 +529,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
 #ifdef MOECOMM_RUN_HAVE_COMPILER
                                     &aotLibrary,
 #endif
-                                    &jsonFile, &dumpDir, &saveRouting,
+                                    &placementFile, &jsonFile, &dumpDir,
+                                    &saveRouting,
                                     &timelineFile, &timelinePng}))
     return report(std::move(e), printer);
   if (timelinePng.getNumOccurrences() && timelineFile.empty())
@@ -536,6 +574,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   state.problem = std::move(*problem);
   RoutingProblem &p = state.problem;
   if (Error e = applyOverrides(p))
+    return report(std::move(e), printer);
+  if (Error e = applyPlacement(p))
     return report(std::move(e), printer);
 
   // Shape-level rules always hold before anything runs; the id / duplicate /
@@ -592,6 +632,7 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
   // which (the graph) are read only after the outputs are opened.
   if (Error e = checkOutputsSpareInputs(
           {{"routing file", routingFile},
+           {"placement file", placementFile},
            {"graph", graphFile},
 #ifdef MOECOMM_RUN_HAVE_COMPILER
            {"--aot library", aotLibrary},

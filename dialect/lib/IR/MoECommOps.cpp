@@ -48,6 +48,53 @@ Scope mlir::moecomm::getStageScope(Strategy strategy, int64_t ranks,
       static_cast<moecommDirection_t>(direction), stage));
 }
 
+moecommDataType_t mlir::moecomm::getWireDataType(WireDtype wire) {
+  switch (wire) {
+  case WireDtype::f32:
+    return moecommFloat32;
+  case WireDtype::bf16:
+    return moecommBfloat16;
+  case WireDtype::fp8_e4m3:
+    return moecommFloat8E4M3;
+  case WireDtype::fp8_e4m3_ue8m0:
+    return moecommFloat8E4M3UE8M0;
+  case WireDtype::mxfp8:
+    return moecommMxfp8;
+  }
+  llvm_unreachable("unknown wire dtype");
+}
+
+/// Whether `hidden` is a static row length in [1, kMaxHidden].
+static bool isValidHidden(int64_t hidden) {
+  return !ShapedType::isDynamic(hidden) && hidden >= 1 && hidden <= kMaxHidden;
+}
+
+RankedTensorType mlir::moecomm::getScalesType(MLIRContext *ctx,
+                                              WireDtype wire, int64_t rows,
+                                              int64_t hidden) {
+  moecommDataType_t type = getWireDataType(wire);
+  // Out-of-range hidden sizes are the verifier's to report.
+  int64_t blocks = isValidHidden(hidden) ? ::moecomm::fp8Blocks(type, hidden)
+                                         : ShapedType::kDynamic;
+  Type elt = ::moecomm::hasE8M0Scales(type)
+                 ? Type(Float8E8M0FNUType::get(ctx))
+                 : Type(Float32Type::get(ctx));
+  return RankedTensorType::get({rows, blocks}, elt);
+}
+
+std::optional<WireDtype>
+mlir::moecomm::getFp8WireOfScales(RankedTensorType scales, int64_t hidden) {
+  // Listed so that the first match is the answer (ue8m0 before mxfp8).
+  for (WireDtype wire : {WireDtype::fp8_e4m3, WireDtype::fp8_e4m3_ue8m0,
+                         WireDtype::mxfp8})
+    if (getScalesType(scales.getContext(), wire, ShapedType::kDynamic, hidden)
+            .getElementType() == scales.getElementType() &&
+        ::moecomm::fp8Blocks(getWireDataType(wire), hidden) ==
+            scales.getDimSize(1))
+      return wire;
+  return std::nullopt;
+}
+
 //===----------------------------------------------------------------------===//
 // Shared checks
 //===----------------------------------------------------------------------===//
@@ -65,11 +112,6 @@ static std::string shapeStr(ShapedType type) {
 static bool isFp8(Type t) { return isa<Float8E4M3FNType>(t); }
 static bool isRowFloat(Type t) { return t.isBF16() || t.isF32(); }
 
-/// Whether `hidden` is a static row length in [1, kMaxHidden].
-static bool isValidHidden(int64_t hidden) {
-  return !ShapedType::isDynamic(hidden) && hidden >= 1 && hidden <= kMaxHidden;
-}
-
 /// Rows are [N, H] with a static hidden size H >= 1.
 static LogicalResult verifyHidden(Operation *op, StringRef name,
                                   RankedTensorType rows) {
@@ -80,9 +122,11 @@ static LogicalResult verifyHidden(Operation *op, StringRef name,
   return success();
 }
 
-/// FP8 rows come with scales [N, ceil(H/128)] and only FP8 rows do.
+/// FP8 rows come with scales [N, B] of one of the FP8 formats (of `wire`
+/// when given: getScalesType) and only FP8 rows do.
 static LogicalResult verifyScales(Operation *op, StringRef name,
-                                  RankedTensorType rows, Value scales) {
+                                  RankedTensorType rows, Value scales,
+                                  std::optional<WireDtype> wire = {}) {
   if (failed(verifyHidden(op, name, rows)))
     return failure();
   bool fp8 = isFp8(rows.getElementType());
@@ -95,11 +139,37 @@ static LogicalResult verifyScales(Operation *op, StringRef name,
   if (!scales)
     return success();
   auto scalesType = cast<RankedTensorType>(scales.getType());
-  int64_t blocks = getNumScaleBlocks(rows.getDimSize(1));
-  if (scalesType.getDimSize(1) != blocks)
-    return op->emitOpError() << "scales must have ceil(" << rows.getDimSize(1)
-                             << "/128) = " << blocks << " columns, got "
-                             << shapeStr(scalesType);
+  int64_t hidden = rows.getDimSize(1);
+  auto blocks = [&](WireDtype w) {
+    return ::moecomm::fp8Blocks(getWireDataType(w), hidden);
+  };
+  // f32 scales of fp8_e4m3 keep the column message below.
+  if (wire && !(*wire == WireDtype::fp8_e4m3 &&
+                scalesType.getElementType().isF32())) {
+    RankedTensorType expected = getScalesType(op->getContext(), *wire,
+                                              ShapedType::kDynamic, hidden);
+    if (scalesType.getElementType() != expected.getElementType() ||
+        scalesType.getDimSize(1) != expected.getDimSize(1))
+      return op->emitOpError()
+             << "scales of wire<" << stringifyWireDtype(*wire) << "> must be "
+             << expected.getElementType() << " with "
+             << expected.getDimSize(1) << " columns for " << hidden
+             << " elements per row, got " << scalesType;
+  }
+  if (scalesType.getElementType().isF32()) {
+    if (scalesType.getDimSize(1) != blocks(WireDtype::fp8_e4m3))
+      return op->emitOpError()
+             << "scales must have ceil(" << hidden
+             << "/128) = " << blocks(WireDtype::fp8_e4m3) << " columns, got "
+             << shapeStr(scalesType);
+  } else if (!getFp8WireOfScales(scalesType, hidden)) {
+    return op->emitOpError()
+           << "E8M0 scales must have ceil(" << hidden
+           << "/128) = " << blocks(WireDtype::fp8_e4m3_ue8m0)
+           << " (fp8_e4m3_ue8m0) or ceil(" << hidden
+           << "/32) = " << blocks(WireDtype::mxfp8)
+           << " (mxfp8) columns, got " << shapeStr(scalesType);
+  }
   int64_t n = rows.getDimSize(0), sn = scalesType.getDimSize(0);
   if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(sn) && n != sn)
     return op->emitOpError() << "scales have " << sn << " rows but " << name
@@ -218,12 +288,13 @@ static RankedTensorType dynamicRows(Value rows) {
                                type.getElementType());
 }
 
-static RankedTensorType scalesFor(MLIRContext *ctx, int64_t rows,
-                                  int64_t hidden) {
-  // Out-of-range hidden sizes are the verifier's to report.
-  int64_t blocks =
-      isValidHidden(hidden) ? getNumScaleBlocks(hidden) : ShapedType::kDynamic;
-  return RankedTensorType::get({rows, blocks}, Float32Type::get(ctx));
+/// The type of scales like `scales` (a [N, B] tensor) whose count N is
+/// known only at run time (what an exchange or a permute returns with
+/// their rows).
+static RankedTensorType dynamicScales(Value scales) {
+  auto type = cast<RankedTensorType>(scales.getType());
+  return RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(1)},
+                               type.getElementType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -514,11 +585,9 @@ LogicalResult PermuteOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location>,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
-  auto in = cast<RankedTensorType>(adaptor.getIn().getType());
   results.push_back(dynamicRows(adaptor.getIn()));
   if (adaptor.getScales())
-    results.push_back(
-        scalesFor(ctx, ShapedType::kDynamic, in.getDimSize(1)));
+    results.push_back(dynamicScales(adaptor.getScales()));
   return success();
 }
 
@@ -546,12 +615,55 @@ LogicalResult QuantizeOp::inferReturnTypes(MLIRContext *ctx,
                              in.getRank());
   results.push_back(
       RankedTensorType::get(in.getShape(), Float8E4M3FNType::get(ctx)));
-  results.push_back(scalesFor(ctx, in.getDimSize(0), in.getDimSize(1)));
+  std::optional<WireDtype> wire = adaptor.getWire();
+  // A wire that is not FP8 is the verifier's to report.
+  results.push_back(getScalesType(
+      ctx, wire && isFp8Wire(*wire) ? *wire : WireDtype::fp8_e4m3,
+      in.getDimSize(0), in.getDimSize(1)));
   return success();
 }
 
+/// The `wire` attribute of an op that converts to or from FP8 rows: absent
+/// for fp8_e4m3 (the default, so that its IR reads as before the E8M0
+/// formats).
+static WireDtypeAttr fp8WireAttr(MLIRContext *ctx, WireDtype wire) {
+  return wire == WireDtype::fp8_e4m3 ? WireDtypeAttr()
+                                     : WireDtypeAttr::get(ctx, wire);
+}
+
+/// A `wire` attribute of a quantize, dequantize or pack names an FP8 format.
+static LogicalResult verifyFp8Wire(Operation *op,
+                                   std::optional<WireDtype> wire) {
+  if (!wire || isFp8Wire(*wire))
+    return success();
+  return op->emitOpError() << "wire<" << stringifyWireDtype(*wire)
+                           << "> is not an FP8 format (fp8_e4m3, "
+                              "fp8_e4m3_ue8m0 or mxfp8)";
+}
+
+void QuantizeOp::build(OpBuilder &builder, OperationState &state, Value in,
+                       WireDtype wire) {
+  build(builder, state, in, fp8WireAttr(builder.getContext(), wire));
+}
+
+WireDtype QuantizeOp::getFp8Wire() {
+  return getWire().value_or(WireDtype::fp8_e4m3);
+}
+
 LogicalResult QuantizeOp::verify() {
+  if (failed(verifyFp8Wire(*this, getWire())))
+    return failure();
   return verifyHidden(*this, "input", cast<RankedTensorType>(getIn().getType()));
+}
+
+void DequantizeOp::build(OpBuilder &builder, OperationState &state, Type out,
+                         Value q, Value scales, WireDtype wire) {
+  build(builder, state, out, q, scales,
+        fp8WireAttr(builder.getContext(), wire));
+}
+
+WireDtype DequantizeOp::getFp8Wire() {
+  return getWire().value_or(WireDtype::fp8_e4m3);
 }
 
 LogicalResult DequantizeOp::verify() {
@@ -560,7 +672,8 @@ LogicalResult DequantizeOp::verify() {
   if (!isFp8(q.getElementType()))
     return emitOpError() << "input must be f8E4M3FN rows, got "
                          << q.getElementType();
-  if (failed(verifyScales(*this, "input rows", q, getScales())))
+  if (failed(verifyFp8Wire(*this, getWire())) ||
+      failed(verifyScales(*this, "input rows", q, getScales(), getFp8Wire())))
     return failure();
   if (out.getRank() != 2 ||
       failed(verifyCompatibleShape(out.getShape(), q.getShape())))
@@ -584,14 +697,24 @@ static LogicalResult verifySameHidden(Operation *op, RankedTensorType in,
 
 LogicalResult PackOp::verify() {
   RankedTensorType in = getIn().getType(), out = getOut().getType();
+  Type inElt = in.getElementType(), outElt = out.getElementType();
+  bool quantize = isRowFloat(inElt) && isFp8(outElt);
+  if (getWire() && !quantize)
+    return emitOpError() << "wire<" << stringifyWireDtype(*getWire())
+                         << "> is the format a pack quantizes to, but this "
+                            "pack does not quantize";
+  if (failed(verifyFp8Wire(*this, getWire())))
+    return failure();
+  // A quantizing pack writes its format's scales (fp8_e4m3 by default).
+  std::optional<WireDtype> outWire;
+  if (quantize)
+    outWire = getWire().value_or(WireDtype::fp8_e4m3);
   if (failed(verifyStagedRows(*this, in, getScales(), getDirection(),
                               getWeighted())) ||
-      failed(verifyScales(*this, "result rows", out, getOutScales())))
+      failed(verifyScales(*this, "result rows", out, getOutScales(), outWire)))
     return failure();
   if (failed(verifySameHidden(*this, in, out)))
     return failure();
-  Type inElt = in.getElementType(), outElt = out.getElementType();
-  bool quantize = isRowFloat(inElt) && isFp8(outElt);
   if (inElt != outElt && !(quantize && getDirection() == Direction::dispatch))
     return emitOpError() << "cannot pack " << inElt << " rows into " << outElt
                          << " rows; only dispatch may quantize bf16/f32 to "
@@ -618,12 +741,11 @@ LogicalResult UnpackOp::verify() {
 // ExchangeOp / ExchangeStartOp / ExchangeWaitOp
 //===----------------------------------------------------------------------===//
 
-static void inferExchangeResults(MLIRContext *ctx, Value send, Value scales,
+static void inferExchangeResults(Value send, Value scales,
                                  SmallVectorImpl<Type> &results) {
-  auto rows = cast<RankedTensorType>(send.getType());
   results.push_back(dynamicRows(send));
   if (scales)
-    results.push_back(scalesFor(ctx, ShapedType::kDynamic, rows.getDimSize(1)));
+    results.push_back(dynamicScales(scales));
 }
 
 /// The rules exchange and exchange_start share: unweighted staged rows,
@@ -641,7 +763,7 @@ LogicalResult ExchangeOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location>,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
-  inferExchangeResults(ctx, adaptor.getSend(), adaptor.getScales(), results);
+  inferExchangeResults(adaptor.getSend(), adaptor.getScales(), results);
   return success();
 }
 
@@ -652,7 +774,7 @@ ExchangeStartOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &results) {
   results.push_back(RequestType::get(ctx));
-  inferExchangeResults(ctx, adaptor.getSend(), adaptor.getScales(), results);
+  inferExchangeResults(adaptor.getSend(), adaptor.getScales(), results);
   return success();
 }
 

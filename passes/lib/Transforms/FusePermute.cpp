@@ -67,7 +67,8 @@ struct PermuteToPack : OpRewritePattern<PermuteOp> {
     auto pack = PackOp::create(
         rewriter, permute.getLoc(), resultTypes, permute.getIn(),
         permute.getScales(), permute.getHandle(), permute.getDirectionAttr(),
-        permute.getStageAttr(), permute.getWeightedAttr());
+        permute.getStageAttr(), permute.getWeightedAttr(),
+        quant ? quant.getWireAttr() : WireDtypeAttr());
     rewriter.replaceOp(replaced, pack.getResults());
     if (replaced != permute.getOperation())
       rewriter.eraseOp(permute);

@@ -44,8 +44,9 @@ PermuteOp permuteFp8Rows(PatternRewriter &rewriter, PermuteOp permute,
                            UnitAttr());
 }
 
-/// dequantize -> permute(stage k) -> quantize  ==>  permute(stage k) of the
-/// FP8 rows and their scales (the forwarded rows stay FP8).
+/// dequantize -> permute(stage k) -> quantize, both in one FP8 format  ==>
+/// permute(stage k) of the FP8 rows and their scales (the forwarded rows
+/// stay FP8).
 struct ForwardFp8Rows : OpRewritePattern<QuantizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(QuantizeOp quant,
@@ -54,7 +55,7 @@ struct ForwardFp8Rows : OpRewritePattern<QuantizeOp> {
     if (!permute || !permute.getStage() || !permute.getOut().hasOneUse())
       return failure();
     DequantizeOp dequant = singleUseDequantize(permute);
-    if (!dequant)
+    if (!dequant || dequant.getFp8Wire() != quant.getFp8Wire())
       return failure();
     rewriter.replaceOp(quant,
                        permuteFp8Rows(rewriter, permute, dequant).getResults());
@@ -74,20 +75,24 @@ struct DequantizeAfterOutput : OpRewritePattern<PermuteOp> {
     if (!dequant)
       return failure();
     PermuteOp fp8 = permuteFp8Rows(rewriter, permute, dequant);
-    rewriter.replaceOpWithNewOp<DequantizeOp>(permute, permute.getOut().getType(),
-                                              fp8.getOut(), fp8.getOutScales());
+    rewriter.replaceOpWithNewOp<DequantizeOp>(
+        permute, permute.getOut().getType(), fp8.getOut(), fp8.getOutScales(),
+        dequant.getFp8Wire());
     return success();
   }
 };
 
-/// quantize(dequantize(q, s))  ==>  (q, s): a consumer that wants FP8 gets
-/// the received FP8 rows and scales directly.
+/// quantize(dequantize(q, s)), both in one FP8 format  ==>  (q, s): a
+/// consumer that wants FP8 gets the received FP8 rows and scales directly,
+/// in the wire's format (E8M0 scale bytes for fp8_e4m3_ue8m0 and mxfp8).
+/// A consumer asking for another format keeps its quantize: that is a real
+/// conversion.
 struct HandOverFp8 : OpRewritePattern<QuantizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(QuantizeOp quant,
                                 PatternRewriter &rewriter) const override {
     auto dequant = quant.getIn().getDefiningOp<DequantizeOp>();
-    if (!dequant)
+    if (!dequant || dequant.getFp8Wire() != quant.getFp8Wire())
       return failure();
     Location loc = quant.getLoc();
     SmallVector<Value> replacements;

@@ -27,10 +27,11 @@ using namespace mlir::moecomm;
 namespace {
 
 /// Rows of `x` moved along `handle`'s plan (`strategy` on its topology):
-/// per stage permute -> exchange (FP8: quantize -> exchange -> dequantize per
-/// hop), then a permute into expert-major order.
+/// per stage permute -> exchange (FP8 `wire`: quantize -> exchange ->
+/// dequantize per hop, in that format), then a permute into expert-major
+/// order.
 Value emitDispatchRows(OpBuilder &b, Location loc, Value x, Value handle,
-                       Strategy strategy, bool fp8) {
+                       Strategy strategy, WireDtype wire) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<HandleType>(handle.getType());
   int64_t ranks = type.getRanks(), perNode = type.getRanksPerNode();
@@ -39,12 +40,13 @@ Value emitDispatchRows(OpBuilder &b, Location loc, Value x, Value handle,
   auto dequantize = [&](Value q, Value scales) -> Value {
     auto qType = cast<RankedTensorType>(q.getType());
     auto type = RankedTensorType::get(qType.getShape(), xType.getElementType());
-    return DequantizeOp::create(b, loc, type, q, scales).getOut();
+    return DequantizeOp::create(b, loc, type, q, scales, wire).getOut();
   };
+  bool fp8 = isFp8Wire(wire);
   int64_t stages = getNumStages(strategy, ranks, perNode);
   if (fp8 && stages == 0) {
     // No wire hop, but the semantics of an FP8 wire still hold.
-    auto quant = QuantizeOp::create(b, loc, x);
+    auto quant = QuantizeOp::create(b, loc, x, wire);
     auto permute = PermuteOp::create(b, loc, quant.getQ(), quant.getScales(),
                                      handle, dispatch, IntegerAttr());
     return dequantize(permute.getOut(), permute.getOutScales());
@@ -63,7 +65,7 @@ Value emitDispatchRows(OpBuilder &b, Location loc, Value x, Value handle,
                  .getRecv();
       continue;
     }
-    auto quant = QuantizeOp::create(b, loc, send);
+    auto quant = QuantizeOp::create(b, loc, send, wire);
     auto exchange = ExchangeOp::create(b, loc, quant.getQ(), quant.getScales(),
                                        handle, dispatch, stageAttr, scope);
     rows = dequantize(exchange.getRecv(), exchange.getRecvScales());
@@ -130,7 +132,7 @@ struct LowerDispatch : CollectivePattern<DispatchOp> {
                                    op.getCapacityAttr(), op.getAlignAttr());
     Value recv = emitDispatchRows(rewriter, op.getLoc(), op.getX(),
                                   layout.getHandle(), strategy,
-                                  op.getWireDtype() == WireDtype::fp8_e4m3);
+                                  op.getWireDtype());
     rewriter.replaceOp(op, {recv, layout.getRecvWeights(),
                             layout.getTokensPerExpert(), layout.getHandle()});
   }
@@ -143,8 +145,7 @@ struct LowerCachedDispatch : CollectivePattern<CachedDispatchOp> {
              PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, emitDispatchRows(
                                rewriter, op.getLoc(), op.getX(), op.getHandle(),
-                               strategy,
-                               op.getWireDtype() == WireDtype::fp8_e4m3));
+                               strategy, op.getWireDtype()));
   }
 };
 
@@ -189,25 +190,9 @@ struct LowerCollectivesPass
   using WithOptionErrors::WithOptionErrors;
 
   void runOnOperation() override {
-    // The patterns only apply where the strategy is known and the staged
-    // level has the wire dtype; say where not before rewriting anything.
+    // The patterns only apply where the strategy is known; say where not
+    // before rewriting anything.
     WalkResult unknown = getOperation().walk([&](Operation *op) {
-      std::optional<WireDtype> wire;
-      if (auto dispatch = dyn_cast<DispatchOp>(op))
-        wire = dispatch.getWireDtype();
-      if (auto cached = dyn_cast<CachedDispatchOp>(op))
-        wire = cached.getWireDtype();
-      if (wire && isFp8Wire(*wire) && *wire != WireDtype::fp8_e4m3) {
-        // The staged level's FP8 rows carry fp8_e4m3's f32 1x128 scales
-        // (moecomm.quantize and the compiled-code ABI); E8M0 scales are the
-        // runtime's (moecommDispatch) only.
-        op->emitError() << "wire<" << stringifyWireDtype(*wire)
-                        << "> has no staged form (the staged FP8 ops carry "
-                           "f32 1x128 scales); use wire<fp8_e4m3> here, or "
-                           "the runtime (moecommDispatch, moecomm-run "
-                           "--direct) for E8M0 scales";
-        return WalkResult::interrupt();
-      }
       if (auto dispatch = dyn_cast<DispatchOp>(op)) {
         if (strategyOf(dispatch, strategy))
           return WalkResult::advance();

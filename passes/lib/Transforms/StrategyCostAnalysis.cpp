@@ -9,23 +9,6 @@
 using namespace mlir;
 using namespace mlir::moecomm;
 
-/// The runtime's data type of rows in the `wire` format.
-static moecommDataType_t wireDataType(WireDtype wire) {
-  switch (wire) {
-  case WireDtype::f32:
-    return moecommFloat32;
-  case WireDtype::bf16:
-    return moecommBfloat16;
-  case WireDtype::fp8_e4m3:
-    return moecommFloat8E4M3;
-  case WireDtype::fp8_e4m3_ue8m0:
-    return moecommFloat8E4M3UE8M0;
-  case WireDtype::mxfp8:
-    return moecommMxfp8;
-  }
-  llvm_unreachable("unknown wire dtype");
-}
-
 StrategyCostAnalysis::StrategyCostAnalysis(Operation *root) {
   root->walk([&](DispatchOp op) {
     TopologyAttr topo = op.getTopology();
@@ -43,7 +26,7 @@ StrategyCostAnalysis::StrategyCostAnalysis(Operation *root) {
     moecommDataType_t data =
         x.getElementType().isF32() ? moecommFloat32 : moecommBfloat16;
     w.dispatchRowBytes =
-        ::moecomm::wireRowBytes(wireDataType(w.wire), w.hidden);
+        ::moecomm::wireRowBytes(getWireDataType(w.wire), w.hidden);
     w.combineRowBytes = ::moecomm::wireRowBytes(data, w.hidden);
     dispatches.push_back({op, w});
   });

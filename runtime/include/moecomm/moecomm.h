@@ -373,7 +373,8 @@ moecommResult_t moecommBarrier(moecommComm_t comm);
 typedef struct {
   int64_t numTokens;            /* T >= 0 on this rank */
   int32_t topk;                 /* K >= 1, same on all ranks */
-  int64_t numExperts;           /* E >= 1, E % W == 0, same on all ranks */
+  int64_t numExperts;           /* E >= 1, same on all ranks; E % W == 0
+                                   unless numSlots != 0 (then logical) */
   moecommDataType_t idxType;    /* moecommInt32 or moecommInt64 */
   const void *topkIdx;          /* [T][K] expert ids; -1 = masked slot */
   const float *topkWeights;     /* [T][K] routing weights, or NULL = 1.0 */
@@ -398,7 +399,9 @@ typedef struct {
    * [0, numExperts), every expert in at least one slot, same on all ranks.
    * topkIdx then holds logical ids, and the layout picks one slot per
    * (token, expert) by replicaChoice; recv, tokens_per_expert, expert
-   * offsets, recv weights and sources are per local slot (S/W of them). */
+   * offsets, recv weights and sources are per local slot (S/W of them).
+   * slotExperts may be host or (nccl backend) device memory; replicaChoice
+   * is read only when numSlots != 0. */
   int64_t numSlots;
   const int64_t *slotExperts;
   moecommReplicaChoice_t replicaChoice;
@@ -412,7 +415,7 @@ typedef struct {
 typedef struct {
   int64_t recvRows;             /* R: rows of dispatch's recv on this rank,
                                    padding rows of align > 1 included */
-  int64_t localExperts;         /* E / W */
+  int64_t localExperts;         /* E / W; with a placement S / W (slots) */
   int64_t dropped;              /* rows dropped by capacity at this rank */
   moecommStrategy_t strategy;   /* the strategy in effect (auto resolved) */
   int numStages;                /* exchange stages per direction (0 when W == 1) */
@@ -424,7 +427,17 @@ typedef struct {
  *  capacity drops (deterministic: latest source rank, then latest token, is
  *  dropped first), exchanges the routing metadata and builds the plan of every
  *  stage of the chosen strategy. The layout is reused by the dispatch, its
- *  combine and their backward passes. */
+ *  combine and their backward passes.
+ *  With an expert placement (numSlots != 0) it also checks, in this order
+ *  after the routing's type, strategy, wire type, hidden and align:
+ *  numSlots >= 0, slotExperts not NULL, replicaChoice one of the enum's
+ *  values, then the routing against the logical E (E % W not required),
+ *  then the placement (S >= E, S % W == 0, ids in [0, E), every expert
+ *  placed: "rank R: placement: ..."); every rank must pass the same
+ *  placement and choice (else Mismatch naming the placement's field). The
+ *  replica choice then rewrites the logical ids into slot ids
+ *  (moecomm/Model/Placement.h) and everything above, capacity drops
+ *  included, is done over the S slots. InvalidArgument for each fault. */
 moecommResult_t moecommLayoutCreate(moecommComm_t comm,
                                     const moecommLayoutDesc_t *desc,
                                     moecommLayout_t *layout);
@@ -432,7 +445,8 @@ moecommResult_t moecommLayoutDestroy(moecommLayout_t layout);
 moecommResult_t moecommLayoutGetInfo(moecommLayout_t layout,
                                      moecommLayoutInfo_t *info);
 /** tokens_per_expert[E/W] (int64) of this rank's local experts, after drops:
- *  the real rows, padding not counted. */
+ *  the real rows, padding not counted. With a placement: [S/W], per local
+ *  slot (a replica's rows, not its logical expert's total). */
 moecommResult_t moecommLayoutTokensPerExpert(moecommLayout_t layout,
                                              int64_t *tokensPerExpert);
 /** offsets[E/W + 1] (int64): local expert e's segment of recv is rows

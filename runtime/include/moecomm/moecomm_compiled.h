@@ -13,8 +13,11 @@
  * passed by pointer): {allocated, aligned, offset, sizes[N], strides[N]}; rows
  * must be contiguous (stride 1 along H, stride H between rows; the expert
  * GEMM's operands may also be rows of a larger buffer). Function names
- * carry element types: bf16, f32, f8 (f8E4M3FN rows, always followed by their
- * [rows][ceil(H/128)] f32 scales), i32, i64. `direction` is 0 = dispatch,
+ * carry element types: bf16, f32, i32, i64, and the FP8 formats, whose
+ * f8E4M3FN rows are always followed by their scales: f8 (fp8_e4m3,
+ * [rows][ceil(H/128)] f32), ue8m0 (fp8_e4m3_ue8m0, [rows][ceil(H/128)] E8M0
+ * bytes) and mxfp8 ([rows][ceil(H/32)] E8M0 bytes); scales of another shape
+ * are moecommInvalidArgument. `direction` is 0 = dispatch,
  * 1 = combine; `step` is an exchange stage index or -1 for the output order.
  *
  * Errors: compiled code cannot branch on a status, so the first failure on a
@@ -96,7 +99,7 @@ typedef struct {
 /* Layout: topk_idx [T][K] (i32 or i64), topk_weights [T][K] f32. Checks
  * that the bound communicator has `ranks` ranks and `ranksPerNode` per node.
  * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none.
- * hidden (H, 0 = unknown) and wire (0 f32, 1 bf16, 2 fp8_e4m3) are the
+ * hidden (H, 0 = unknown) and wire (a moecommDataType_t) are the
  * row-size hints of auto's cost model; align (1 = none) the expert segment
  * alignment of the dispatch output; numSlots, slotExperts [numSlots] and
  * replicaChoice (moecommReplicaChoice_t) the topology's expert placement
@@ -157,10 +160,22 @@ moecommRtGatherToF8_t _mlir_ciface_moecomm_rt_gather_bf16_f8,
     _mlir_ciface_moecomm_rt_gather_f32_f8;
 moecommRtGatherFromF8_t _mlir_ciface_moecomm_rt_gather_f8_bf16,
     _mlir_ciface_moecomm_rt_gather_f8_f32;
-moecommRtGatherF8_t _mlir_ciface_moecomm_rt_gather_f8_f8;
+moecommRtGatherToF8_t _mlir_ciface_moecomm_rt_gather_bf16_ue8m0,
+    _mlir_ciface_moecomm_rt_gather_f32_ue8m0,
+    _mlir_ciface_moecomm_rt_gather_bf16_mxfp8,
+    _mlir_ciface_moecomm_rt_gather_f32_mxfp8;
+moecommRtGatherFromF8_t _mlir_ciface_moecomm_rt_gather_ue8m0_bf16,
+    _mlir_ciface_moecomm_rt_gather_ue8m0_f32,
+    _mlir_ciface_moecomm_rt_gather_mxfp8_bf16,
+    _mlir_ciface_moecomm_rt_gather_mxfp8_f32;
+moecommRtGatherF8_t _mlir_ciface_moecomm_rt_gather_f8_f8,
+    _mlir_ciface_moecomm_rt_gather_ue8m0_ue8m0,
+    _mlir_ciface_moecomm_rt_gather_mxfp8_mxfp8;
 
-/* FP8: rows [N][H] bf16 or f32 <-> q [N][H] f8 with scales [N][ceil(H/128)]
- * f32. */
+/* FP8: rows [N][H] bf16 or f32 <-> q [N][H] f8 with their scales:
+ * quantize_<T> / dequantize_<T> for fp8_e4m3, quantize_<T>_<format> /
+ * dequantize_<T>_<format> for ue8m0 and mxfp8 (moecommQuantizeFp8's
+ * rules). */
 typedef void moecommRtQuantize_t(moecommMemRef2D *in, moecommMemRef2D *q,
                                  moecommMemRef2D *scales);
 typedef void moecommRtDequantize_t(moecommMemRef2D *q, moecommMemRef2D *scales,
@@ -169,6 +184,14 @@ moecommRtQuantize_t _mlir_ciface_moecomm_rt_quantize_bf16,
     _mlir_ciface_moecomm_rt_quantize_f32;
 moecommRtDequantize_t _mlir_ciface_moecomm_rt_dequantize_bf16,
     _mlir_ciface_moecomm_rt_dequantize_f32;
+moecommRtQuantize_t _mlir_ciface_moecomm_rt_quantize_bf16_ue8m0,
+    _mlir_ciface_moecomm_rt_quantize_f32_ue8m0,
+    _mlir_ciface_moecomm_rt_quantize_bf16_mxfp8,
+    _mlir_ciface_moecomm_rt_quantize_f32_mxfp8;
+moecommRtDequantize_t _mlir_ciface_moecomm_rt_dequantize_bf16_ue8m0,
+    _mlir_ciface_moecomm_rt_dequantize_f32_ue8m0,
+    _mlir_ciface_moecomm_rt_dequantize_bf16_mxfp8,
+    _mlir_ciface_moecomm_rt_dequantize_f32_mxfp8;
 
 /* Exchange stage `stage` of `direction` (moecommExchange); the _start_
  * forms return the request (moecommExchangeStart) that moecomm_rt_wait
@@ -192,13 +215,17 @@ moecommRtExchange_t _mlir_ciface_moecomm_rt_exchange_bf16,
     _mlir_ciface_moecomm_rt_exchange_f32;
 moecommRtExchangeStart_t _mlir_ciface_moecomm_rt_exchange_start_bf16,
     _mlir_ciface_moecomm_rt_exchange_start_f32;
-moecommRtExchangeF8_t _mlir_ciface_moecomm_rt_exchange_f8;
-moecommRtExchangeStartF8_t _mlir_ciface_moecomm_rt_exchange_start_f8;
+moecommRtExchangeF8_t _mlir_ciface_moecomm_rt_exchange_f8,
+    _mlir_ciface_moecomm_rt_exchange_ue8m0,
+    _mlir_ciface_moecomm_rt_exchange_mxfp8;
+moecommRtExchangeStartF8_t _mlir_ciface_moecomm_rt_exchange_start_f8,
+    _mlir_ciface_moecomm_rt_exchange_start_ue8m0,
+    _mlir_ciface_moecomm_rt_exchange_start_mxfp8;
 void moecomm_rt_wait(void *request);
 
 /* Collective level (the runtime's one-shot calls). dispatch: x [T][H] ->
- * recv [R][H], wire 0 f32, 1 bf16, 2 fp8_e4m3; combine: y [R][H] -> out
- * [T][H]. */
+ * recv [R][H], wire a moecommDataType_t (f32, bf16 or an FP8 format);
+ * combine: y [R][H] -> out [T][H]. */
 typedef void moecommRtDispatch_t(void *layout, int32_t wire, moecommMemRef2D *x,
                                  moecommMemRef2D *recv);
 typedef void moecommRtCombine_t(void *layout, int32_t weighted,

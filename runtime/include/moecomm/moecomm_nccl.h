@@ -82,9 +82,11 @@ moecommResult_t moecommCommCudaDevice(moecommComm_t comm, int *cudaDevice);
 
 /*--- FP8 on the device (local) --------------------------------------------*/
 
-/** Device rows, same shape: in f32/bf16 -> out FP8 + scales, exactly
- *  moecommQuantizeFp8's rounding (scale = amax/448 per 128-element block, 1
- *  for an all-zero block; round to nearest even, saturating). Enqueued on
+/** Device rows, same shape: in f32/bf16 -> out FP8 + scales of any FP8
+ *  type, exactly moecommQuantizeFp8's rounding (per block of the type, 1
+ *  for an all-zero block: amax/448 for moecommFloat8E4M3, the E8M0 power
+ *  of two of moecommFloat8E4M3UE8M0 and moecommMxfp8; round to nearest
+ *  even, saturating). Enqueued on
  *  `stream`. InvalidArgument on a non-nccl communicator, host pointers or
  *  wrong types. */
 moecommResult_t moecommQuantizeFp8Device(moecommComm_t comm,

@@ -192,9 +192,9 @@ Status capacityDispatch(moecommCapacityPlan *plan, const void *topkIdx,
     fixedPart(ex, p.W, p.sendMeta, p.recvMeta, sizeof(cuda::CapacityMeta), p.P);
     fixedPart(ex, p.W, p.sendRows.data, p.recvSlots.data,
               p.H * elementSize(p.desc.wireType), p.P);
-    if (p.desc.wireType == moecommFloat8E4M3)
-      fixedPart(ex, p.W, p.sendRows.scales, p.recvSlots.scales, p.blocks * 4,
-                p.P);
+    if (isFp8(p.desc.wireType))
+      fixedPart(ex, p.W, p.sendRows.scales, p.recvSlots.scales,
+                fp8ScaleRowBytes(p.desc.wireType, p.H), p.P);
     st = runExchange(p, ex, moecommDirectionDispatch,
                      p.P * wireRowBytes(p.desc.wireType, p.H),
                      8 + p.P * (int64_t)sizeof(cuda::CapacityMeta), s);

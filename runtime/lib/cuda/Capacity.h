@@ -39,7 +39,7 @@ struct moecommCapacityPlan {
   int64_t id = 0;               ///< the same on every rank (creation order)
   moecommCapacityDesc_t desc{}; ///< pairCapacity resolved
   int W = 1, G = 1, rank = 0;
-  int64_t T = 0, K = 1, E = 1, L = 1, C = 1, P = 0, H = 1, blocks = 1;
+  int64_t T = 0, K = 1, E = 1, L = 1, C = 1, P = 0, H = 1;
   int keyBits = 1;
 
   moecomm::cuda::DeviceBuffer memory; ///< every array below

@@ -54,9 +54,7 @@ Status checkDesc(const moecommCapacityDesc_t &d, int W, int me) {
   if (!isFloatData(d.dataType))
     return bad(
         cat("the data type must be f32 or bf16, got type ", (int)d.dataType));
-  if (Status st = cuda::checkDeviceType(d.wireType); !st.ok())
-    return st;
-  if (d.wireType != d.dataType && d.wireType != moecommFloat8E4M3)
+  if (d.wireType != d.dataType && !isFp8(d.wireType))
     return bad(cat("wire type ", (int)d.wireType,
                    " is neither the data type nor FP8"));
   return Status::success();
@@ -93,7 +91,8 @@ Status allocatePlan(moecommCapacityPlan &p) {
   p.tempBytes = std::max(layoutTemp, sortTemp);
   const int64_t wireRow = p.H * elementSize(wire);
   const int64_t dataRow = p.H * elementSize(data);
-  const bool fp8 = wire == moecommFloat8E4M3;
+  const bool fp8 = isFp8(wire);
+  const int64_t scaleRow = fp8ScaleRowBytes(wire, p.H); // 0: not FP8
   Arena a;
   const int64_t oClean = a.take(T * K * 4), oWeights = a.take(T * K * 4),
                 oCounts = a.take((W * T + 1) * 4),
@@ -102,10 +101,10 @@ Status allocatePlan(moecommCapacityPlan &p) {
                 oPairPos = a.take(T * K * 8), oSlotPos = a.take(T * K * 8),
                 oSendSrc = a.take(WP * 8), oSendCount = a.take(W * 8),
                 oSendMeta = a.take(WP * 16), oSendRows = a.take(WP * wireRow),
-                oSendScales = a.take(fp8 ? WP * p.blocks * 4 : 0),
+                oSendScales = a.take(WP * scaleRow),
                 oRecvCount = a.take(W * 8), oKept = a.take(W * 8),
                 oRecvMeta = a.take(WP * 16), oRecvRows = a.take(WP * wireRow),
-                oRecvScales = a.take(fp8 ? WP * p.blocks * 4 : 0),
+                oRecvScales = a.take(WP * scaleRow),
                 oKeysIn = a.take(WP * 4), oKeysOut = a.take(WP * 4),
                 oValsIn = a.take(WP * 4), oValsOut = a.take(WP * 4),
                 oRecvIndex = a.take(C * 8), oInverse = a.take(WP * 8),
@@ -131,14 +130,11 @@ Status allocatePlan(moecommCapacityPlan &p) {
   p.sendSrc = static_cast<int64_t *>(at(oSendSrc));
   p.sendCount = static_cast<int64_t *>(at(oSendCount));
   p.sendMeta = static_cast<cuda::CapacityMeta *>(at(oSendMeta));
-  p.sendRows = {at(oSendRows),
-                fp8 ? static_cast<float *>(at(oSendScales)) : nullptr, WP, p.H,
-                wire};
+  p.sendRows = {at(oSendRows), fp8 ? at(oSendScales) : nullptr, WP, p.H, wire};
   p.recvCount = static_cast<int64_t *>(at(oRecvCount));
   p.kept = static_cast<int64_t *>(at(oKept));
   p.recvMeta = static_cast<cuda::CapacityMeta *>(at(oRecvMeta));
-  p.recvSlots = {at(oRecvRows),
-                 fp8 ? static_cast<float *>(at(oRecvScales)) : nullptr, WP, p.H,
+  p.recvSlots = {at(oRecvRows), fp8 ? at(oRecvScales) : nullptr, WP, p.H,
                  wire};
   p.keysIn = static_cast<uint32_t *>(at(oKeysIn));
   p.keysOut = static_cast<uint32_t *>(at(oKeysOut));
@@ -222,7 +218,6 @@ Status capacityPlanCreate(Comm &comm, const moecommCapacityDesc_t *desc,
   p.L = p.E / W;
   p.C = desc->capacity;
   p.H = desc->hidden;
-  p.blocks = fp8Blocks(moecommFloat8E4M3, p.H);
   // The default P: a source sends a destination at most min(K, L) pairs
   // per token and the destination keeps at most C, so with this P no
   // source-side drop ever happens that the capacity rule would not make.

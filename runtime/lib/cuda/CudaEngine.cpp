@@ -11,25 +11,13 @@
 namespace moecomm {
 namespace cuda {
 
-Status checkDeviceType(moecommDataType_t type) {
-  if (hasE8M0Scales(type))
-    return Status::error(moecommUnsupported,
-                         cat("the nccl backend's FP8 rows are fp8_e4m3 "
-                             "(type ",
-                             (int)moecommFloat8E4M3, "), got type ",
-                             (int)type));
-  return Status::success();
-}
-
 Status checkDeviceRows(const moecommRows_t &rows, const char *what,
                        int device) {
-  if (Status st = checkDeviceType(rows.type); !st.ok())
-    return st;
   if (rows.rows <= 0 || rows.hidden <= 0)
     return Status::success();
   if (Status st = checkDevicePointer(rows.data, what, device); !st.ok())
     return st;
-  if (rows.type == moecommFloat8E4M3)
+  if (isFp8(rows.type))
     return checkDevicePointer(rows.scales, cat(what, " scales").c_str(),
                               device);
   return Status::success();
@@ -69,6 +57,21 @@ Status localStep(const moecommLayout &layout, int device,
 Status CudaEngine::hostRouting(const moecommLayoutDesc_t &desc,
                                HostRouting &out) {
   out.desc = desc;
+  if (desc.numSlots > 0 && isDevicePointer(desc.slotExperts)) {
+    DeviceGuard guard(transport_.device());
+    if (!guard.status().ok())
+      return guard.status();
+    if (desc.numSlots > (int64_t(1) << 40))
+      return invalidArgument(cat("num_slots ", desc.numSlots, " is too large"));
+    out.slots.resize((size_t)desc.numSlots);
+    if (Status st = cudaStatus(cudaMemcpy(out.slots.data(), desc.slotExperts,
+                                          (size_t)desc.numSlots * 8,
+                                          cudaMemcpyDeviceToHost),
+                               "cudaMemcpy of slot_experts to the host");
+        !st.ok())
+      return st;
+    out.desc.slotExperts = out.slots.data();
+  }
   if (desc.numTokens <= 0 || desc.topk < 1 ||
       (desc.idxType != moecommInt32 && desc.idxType != moecommInt64))
     return Status::success(); // nothing the validation would read
@@ -180,8 +183,8 @@ Status CudaEngine::unpack(const moecommLayout &layout,
 Status CudaEngine::convertRows(const moecommRows_t &in,
                                const moecommRows_t &out,
                                moecommStream_t stream) {
-  const bool quantize = isFloatData(in.type) && out.type == moecommFloat8E4M3;
-  const bool dequantize = in.type == moecommFloat8E4M3 && isFloatData(out.type);
+  const bool quantize = isFloatData(in.type) && isFp8(out.type);
+  const bool dequantize = isFp8(in.type) && isFloatData(out.type);
   if (!quantize && !dequantize)
     return invalidArgument("FP8 conversion needs f32 or bf16 rows on one side "
                            "and FP8 rows on the other");

@@ -51,15 +51,9 @@ private:
   NcclTransport &transport_;
 };
 
-/// Checks that the data (and FP8 scales) of `rows` are memory of `device`
-/// and that the device kernels convert its type (checkDeviceType); `what`
-/// names the argument.
+/// Checks that the data (and FP8 scales) of `rows` are memory of `device`;
+/// `what` names the argument.
 Status checkDeviceRows(const moecommRows_t &rows, const char *what, int device);
-
-/// Unsupported for the FP8 wire types with E8M0 scales (fp8_e4m3_ue8m0,
-/// mxfp8): the device kernels quantize only fp8_e4m3's 1x128 f32 blocks
-/// (Pack.cu's half-warp per block); the host backends carry all three.
-Status checkDeviceType(moecommDataType_t type);
 
 } // namespace cuda
 } // namespace moecomm

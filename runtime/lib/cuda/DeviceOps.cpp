@@ -16,7 +16,7 @@ namespace cuda {
 Status DeviceRowBuffer::allocate(int64_t n, int64_t hidden,
                                  moecommDataType_t type, cudaStream_t stream,
                                  const char *what, cudaMemPool_t pool) {
-  const bool fp8 = type == moecommFloat8E4M3;
+  const bool fp8 = isFp8(type);
   const int64_t dataBytes = n * hidden * elementSize(type);
   const int64_t padded = (dataBytes + 255) / 256 * 256;
   const int64_t scaleBytes = n * fp8ScaleRowBytes(type, hidden);
@@ -96,8 +96,6 @@ Status DeviceStagedOp::prepare() {
     return guard.status();
   const int device = transport_.device();
   const bool dispatch = dir_ == moecommDirectionDispatch;
-  if (Status st = checkDeviceType(stageType_); !st.ok())
-    return st;
   if (Status st = checkDeviceRows(in_, dispatch ? "x" : "y", device); !st.ok())
     return st;
   if (Status st = checkDeviceRows(out_, dispatch ? "recv" : "out", device);
@@ -122,10 +120,9 @@ Status DeviceStagedOp::prepare() {
         !st.ok())
       return st;
   }
-  if (S == 0 && dispatch && stageType_ == moecommFloat8E4M3 &&
-      in_.type != moecommFloat8E4M3)
+  if (S == 0 && dispatch && isFp8(stageType_) && !isFp8(in_.type))
     if (Status st =
-            quantized_.allocate(in_.rows, H, moecommFloat8E4M3, stream_,
+            quantized_.allocate(in_.rows, H, stageType_, stream_,
                                 "the quantized rows", transport_.memPool());
         !st.ok())
       return st;
@@ -198,8 +195,7 @@ Status DeviceStagedOp::post() {
 
 Status DeviceStagedOp::unpack(const moecommRows_t &in) {
   moecommRows_t src = in;
-  if (dir_ == moecommDirectionDispatch &&
-      quantized_.rows.type == moecommFloat8E4M3) {
+  if (dir_ == moecommDirectionDispatch && isFp8(quantized_.rows.type)) {
     // No exchange (W == 1): still quantize once, so the result does not
     // depend on the topology (as StagedOp.cpp does).
     if (Status st =

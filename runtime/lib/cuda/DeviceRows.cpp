@@ -2,6 +2,7 @@
 #include "DeviceRows.h"
 
 #include "RowKernels.h"
+#include "moecomm/Model/WireFormat.h"
 
 namespace moecomm {
 namespace cuda {
@@ -16,15 +17,14 @@ Status gatherRowsDevice(const moecommRows_t &in, const moecommRows_t &out,
                              out.rows, " rows"));
   if (out.rows == 0 || out.hidden == 0)
     return Status::success();
-  if ((in.type == moecommFloat8E4M3 && !in.scales && in.rows > 0) ||
-      (out.type == moecommFloat8E4M3 && !out.scales))
+  if ((isFp8(in.type) && !in.scales && in.rows > 0) ||
+      (isFp8(out.type) && !out.scales))
     return invalidArgument("FP8 rows need scales");
-  if (in.type == out.type &&
-      (isFloatData(in.type) || in.type == moecommFloat8E4M3))
+  if (in.type == out.type && (isFloatData(in.type) || isFp8(in.type)))
     return launchCopyRows(in, out, gather, stream);
-  if (isFloatData(in.type) && out.type == moecommFloat8E4M3)
+  if (isFloatData(in.type) && isFp8(out.type))
     return launchQuantizeRows(in, out, gather, stream);
-  if (in.type == moecommFloat8E4M3 && isFloatData(out.type))
+  if (isFp8(in.type) && isFloatData(out.type))
     return launchDequantizeRows(in, out, gather, stream);
   return invalidArgument(cat("cannot convert rows of type ", (int)in.type,
                              " to type ", (int)out.type));

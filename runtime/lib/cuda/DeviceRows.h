@@ -5,15 +5,15 @@
 //
 //   gatherRowsDevice: out[i] = convert(in[index[i]]), one term per row:
 //     same type           bytes copied (FP8: with its scales)   Pack.cu
-//     f32/bf16 -> FP8     1x128 block quantization              Pack.cu
+//     f32/bf16 -> FP8     block quantization (every FP8 type)   Pack.cu
 //     FP8 -> f32/bf16     dequantization                        Unpack.cu
 //   reduceRowsDevice: out[i] = sum_j c_j * in[src[j]] over a CSR segment,
 //     in f32 from +0 in j order (acc = acc + c * v), then rounded to out's
 //     type (f32 or bf16, round to nearest even)                 Reduce.cu
 //
 // All pointers are device memory of the current device; rows are
-// row-major [rows][hidden]; FP8 rows carry [rows][ceil(hidden / 128)] f32
-// scales. Index arrays are int64. Work is enqueued on `stream`; errors are
+// row-major [rows][hidden]; FP8 rows carry [rows][fp8Blocks(type, hidden)]
+// scales, f32 or E8M0 bytes (WireFormat.h). Index arrays are int64. Work is enqueued on `stream`; errors are
 // argument errors (InvalidArgument / InternalError) or launch failures
 // (SystemError).
 //

@@ -2,11 +2,13 @@
 //-*-===//
 //
 // The device form of Fp8.h with cuda_fp8.h's conversions: scale =
-// amax(block) / 448 (1 for an all-zero block), q = e4m3fn(x / scale) rounded
-// to nearest even and saturated to +-448 (__NV_SATFINITE; on sm_89+ one
-// cvt.rn.satfinite.e4m3x2.f32 instruction), x = q * scale. Divisions and
-// products are the IEEE ones (__fdiv_rn, __fmul_rn) whatever the compiler
-// flags, so the bits equal Fp8.cpp's (NaN payloads aside).
+// amax(block) / 448 for fp8_e4m3, a power of two stored as one E8M0 byte for
+// fp8_e4m3_ue8m0 and mxfp8 (E8M0Scale.h), 1 for an all-zero block;
+// q = e4m3fn(x / scale) rounded to nearest even and saturated to +-448
+// (__NV_SATFINITE; on sm_89+ one cvt.rn.satfinite.e4m3x2.f32 instruction),
+// x = q * scale. Divisions and products are the IEEE ones (__fdiv_rn,
+// __fmul_rn) whatever the compiler flags, so the bits equal Fp8.cpp's (NaN
+// payloads aside).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_CUDA_FP8DEVICE_CUH
@@ -15,6 +17,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include "E8M0Scale.h"
+#include "moecomm/Model/WireFormat.h"
 #include "moecomm/moecomm.h"
 
 #include <cstdint>
@@ -25,8 +29,7 @@ namespace cuda {
 /// Largest finite e4m3fn value.
 constexpr float kE4M3Max = 448.0f;
 
-/// Elements per f32 scale of fp8_e4m3 rows (WireFormat.h), the only FP8
-/// wire type of the device kernels.
+/// Elements per f32 scale of fp8_e4m3 rows (WireFormat.h).
 constexpr int64_t kE4M3Block = MOECOMM_FP8_BLOCK;
 
 /// The scale of a block whose largest magnitude is `amax` (NaNs ignored by

@@ -2,8 +2,10 @@
 //
 // The device form of gatherRows' FP8 -> f32/bf16 case (the dispatch
 // unpack into expert-major rows):
-//   out[i][h] = decode(q[h]) * scale[h / kE4M3Block]
-// in f32, rounded to nearest even for bf16 (Fp8.cpp's fp8DequantizeRow*).
+//   out[i][h] = decode(q[h]) * scale[h / block]
+// in f32 (block and scale per FP8 type: 128 and f32 for fp8_e4m3, 128 or 32
+// and the E8M0 byte's 2^(byte - 127) for fp8_e4m3_ue8m0 and mxfp8), rounded
+// to nearest even for bf16 (Fp8.cpp's fp8DequantizeRow*).
 // Each thread handles 8 codes (one 8-byte load) in the vector form.
 // Same-type unpacks use Pack.cu's copy kernel.
 //
@@ -20,13 +22,23 @@ namespace cuda {
 
 namespace {
 
-template <typename T, bool Vec>
+/// The f32 value of one scale: fp8_e4m3's f32 itself, an E8M0 byte's
+/// power of two.
+__device__ __forceinline__ float scaleValue(float s) { return s; }
+__device__ __forceinline__ float scaleValue(uint8_t s) {
+  return decodeE8M0(s);
+}
+
+/// Scales of type S (float or E8M0 bytes), one per `block` elements; Vec
+/// reads 8 elements at a time, all in one block (every block size is a
+/// multiple of 8).
+template <typename T, typename S, bool Vec>
 __global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
-                                     const float *__restrict__ inScales,
+                                     const S *__restrict__ inScales,
                                      const int64_t *__restrict__ index,
                                      T *__restrict__ out, int64_t outRows,
-                                     int64_t H, bool skipEmpty) {
-  const int64_t nb = (H + kE4M3Block - 1) / kE4M3Block;
+                                     int64_t H, int64_t block, bool skipEmpty) {
+  const int64_t nb = H / block + (H % block != 0);
   for (int64_t row = blockIdx.x; row < outRows; row += gridDim.x) {
     const int64_t src = index ? index[row] : row;
     T *o = out + row * H;
@@ -44,11 +56,11 @@ __global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
       continue;
     }
     const uint8_t *q = in + src * H;
-    const float *s = inScales + src * nb;
+    const S *s = inScales + src * nb;
     if (Vec) {
       for (int64_t g = threadIdx.x; g < H / 8; g += blockDim.x) {
         const uint2 raw = __ldg(reinterpret_cast<const uint2 *>(q + g * 8));
-        const float scale = __ldg(s + g * 8 / kE4M3Block);
+        const float scale = scaleValue(__ldg(s + g * 8 / block));
         const float2 a = decodeE4M3x2(raw.x), b = decodeE4M3x2(raw.x >> 16),
                      c = decodeE4M3x2(raw.y), d = decodeE4M3x2(raw.y >> 16);
         const float v[8] = {__fmul_rn(a.x, scale), __fmul_rn(a.y, scale),
@@ -60,21 +72,23 @@ __global__ void dequantizeRowsKernel(const uint8_t *__restrict__ in,
     } else {
       for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
         storeFloat(o + h,
-                   __fmul_rn(decodeE4M3(q[h]), __ldg(s + h / kE4M3Block)));
+                   __fmul_rn(decodeE4M3(q[h]), scaleValue(__ldg(s + h / block))));
     }
   }
 }
 
-template <typename T>
+template <typename T, typename S>
 void launchDequantize(const moecommRows_t &in, const moecommRows_t &out,
                       const GatherIndex &g, cudaStream_t stream) {
+  static_assert(MOECOMM_FP8_BLOCK % 8 == 0 && MOECOMM_MXFP8_BLOCK % 8 == 0,
+                "Vec reads 8 elements of one block");
   const uint8_t *q = static_cast<const uint8_t *>(in.data);
   T *o = static_cast<T *>(out.data);
   launchVectorOrScalar(in, 8, out, 16, [&](auto vec) {
-    dequantizeRowsKernel<T, decltype(vec)::value>
+    dequantizeRowsKernel<T, S, decltype(vec)::value>
         <<<rowGrid(out.rows), kRowThreads, 0, stream>>>(
-            q, static_cast<const float *>(in.scales), g.index, o, out.rows,
-            out.hidden, g.skipEmpty);
+            q, static_cast<const S *>(in.scales), g.index, o, out.rows,
+            out.hidden, fp8BlockSize(in.type), g.skipEmpty);
   });
 }
 
@@ -83,7 +97,10 @@ void launchDequantize(const moecommRows_t &in, const moecommRows_t &out,
 Status launchDequantizeRows(const moecommRows_t &in, const moecommRows_t &out,
                             const GatherIndex &gather, cudaStream_t stream) {
   return launchHostTyped(out, out.type, "dequantizeRowsKernel", [&](auto t) {
-    launchDequantize<decltype(t)>(in, out, gather, stream);
+    if (hasE8M0Scales(in.type))
+      launchDequantize<decltype(t), uint8_t>(in, out, gather, stream);
+    else
+      launchDequantize<decltype(t), float>(in, out, gather, stream);
   });
 }
 

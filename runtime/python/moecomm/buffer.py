@@ -22,6 +22,8 @@ TypeError / ValueError for bad arguments (named), moecomm.Error subclasses
 for what the runtime rejects (with its message; agreed on every rank).
 """
 
+import operator
+
 import numpy
 
 from . import rows
@@ -34,6 +36,10 @@ STRATEGIES = {
     "auto": lib.moecommAuto,
 }
 _STRATEGY_NAMES = {value: name for name, value in STRATEGIES.items()}
+# How a layout with an expert placement picks one replica per (token,
+# expert) (moecommReplicaChoice_t; moecomm/Model/Placement.h's rule).
+REPLICA_CHOICES = {"locality": lib.moecommReplicaLocality,
+                   "load_only": lib.moecommReplicaLoadOnly}
 # The wire format: None (x's own dtype) or an FP8 format (moecomm.h): e4m3
 # with 1x128 f32 scales, with 1x128 power-of-two E8M0 scales, or MXFP8 (1x32
 # E8M0 scales), quantized once on the sending rank and dequantized on arrival.
@@ -57,7 +63,8 @@ class Handle:
     """A layout (moecommLayout_t): the routing of one dispatch, reused by its
     combine and by the backward pass. Attributes (arrays of topk_idx's kind):
 
-    * num_recv_rows (R), num_tokens (T), local_experts (E / W), dropped
+    * num_recv_rows (R), num_tokens (T), local_experts (E / W; with a
+      placement S / W slots, and the per-expert arrays are per slot), dropped
       (rows dropped by capacity at this rank), strategy (the strategy in
       effect: "per_expert", "flat" or "hierarchical"; auto resolved);
     * tokens_per_expert [E/W] int64, after drops;
@@ -109,15 +116,33 @@ class Buffer:
         self.comm = comm
 
     def layout(self, topk_idx, topk_weights, num_experts, *, strategy="auto",
-               capacity=0, hidden=0, wire_dtype=None):
+               capacity=0, hidden=0, wire_dtype=None, placement=None,
+               replica_choice="locality"):
         """Collective: the layout of a routing (moecommLayoutCreate). E =
-        num_experts must be divisible by W; capacity > 0 bounds the rows a
-        rank receives (the latest source rank, then token, is dropped
-        first); strategy one of STRATEGIES; hidden and wire_dtype are auto's
-        cost-model hints (0 = 7168; None = bf16 rows)."""
+        num_experts must be divisible by W (without a placement); capacity >
+        0 bounds the rows a rank receives (the latest source rank, then
+        token, is dropped first); strategy one of STRATEGIES; hidden and
+        wire_dtype are auto's cost-model hints (0 = 7168; None = bf16 rows).
+        placement: None, or a sequence of S ints, the logical expert of each
+        physical slot (DeepSeek EPLB's phy2log; S % W == 0, rank r holds
+        slots [r*S/W, (r+1)*S/W)); topk_idx then holds logical ids and the
+        layout picks one replica each by replica_choice, one of
+        REPLICA_CHOICES (same on every rank)."""
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        if replica_choice not in REPLICA_CHOICES:
+            raise ValueError("replica_choice must be one of "
+                             f"{', '.join(REPLICA_CHOICES)}, got {replica_choice!r}")
         _check_wire(wire_dtype)
+        slots = None
+        if placement is not None:
+            try:
+                slots = ffi.new("int64_t[]", [operator.index(e) for e in placement])
+            except TypeError:
+                raise TypeError("placement must be a sequence of ints, got "
+                                f"{type(placement).__name__}") from None
+            if len(slots) == 0:
+                raise ValueError("placement must hold at least one slot")
         desc = ffi.new("moecommLayoutDesc_t *")
         desc.idxType, desc.topkIdx = rows.indices("topk_idx", topk_idx)
         desc.numTokens, desc.topk = topk_idx.shape
@@ -131,18 +156,24 @@ class Buffer:
         desc.strategy = STRATEGIES[strategy]
         desc.hidden = hidden
         desc.wireType = lib.moecommBfloat16 if wire_dtype is None else WIRE_DTYPES[wire_dtype]
+        if slots is not None:
+            desc.numSlots = len(slots)
+            desc.slotExperts = slots
+            desc.replicaChoice = REPLICA_CHOICES[replica_choice]
         layout = ffi.new("moecommLayout_t *")
         self.comm.check(lib.moecommLayoutCreate(self.comm.handle, desc, layout))
         return Handle(self.comm, layout[0], topk_idx)
 
     def dispatch(self, x, topk_idx, topk_weights, num_experts, *, wire_dtype=None,
-                 strategy="auto", capacity=0, out=None):
+                 strategy="auto", capacity=0, out=None, placement=None,
+                 replica_choice="locality"):
         """Collective: a new layout from the routing, then x's rows to their
         experts. Returns (recv [R][H], handle); see layout() for the routing
         arguments and cached_dispatch() for x, wire_dtype and out."""
         hidden = x.shape[-1] if hasattr(x, "shape") and len(x.shape) == 2 else 0
         handle = self.layout(topk_idx, topk_weights, num_experts, strategy=strategy,
-                             capacity=capacity, hidden=hidden, wire_dtype=wire_dtype)
+                             capacity=capacity, hidden=hidden, wire_dtype=wire_dtype,
+                             placement=placement, replica_choice=replica_choice)
         return self.cached_dispatch(x, handle, wire_dtype=wire_dtype, out=out), handle
 
     def cached_dispatch(self, x, handle, *, wire_dtype=None, out=None):

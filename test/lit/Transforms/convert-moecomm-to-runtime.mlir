@@ -214,3 +214,56 @@ func.func @aligned(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi64>, %w: tensor<?x2x
   %out = moecomm.combine %recv, %h weighted : tensor<?x64xbf16>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8> -> tensor<?x64xbf16>
   return %out, %offs : tensor<?x64xbf16>, tensor<3xi64>
 }
+
+// -----
+
+// The E8M0 wires: staged, every FP8 call names the format (mxfp8 here) and
+// its scales are f8E8M0FNU buffers; the layout's wire hint is the runtime's
+// data type (moecommMxfp8 = 6). Without the split, the one-shot dispatch
+// passes the runtime's data type too.
+// CHECK-LABEL: func.func @e8m0_layer
+// CHECK-DAG: %[[MX:.*]] = arith.constant 6 : i32
+// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MX]], %{{.*}})
+// CHECK: call @moecomm_rt_gather_bf16_mxfp8(%[[L]], {{.*}} : (!llvm.ptr, i32, i64, i32, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xf8E4M3FN, strided<[?, ?], offset: ?>>, memref<?x?xf8E8M0FNU, strided<[?, ?], offset: ?>>) -> ()
+// CHECK: call @moecomm_rt_exchange_mxfp8(%[[L]],
+// CHECK: call @moecomm_rt_gather_mxfp8_mxfp8(%[[L]],
+// CHECK: call @moecomm_rt_exchange_mxfp8(%[[L]],
+// CHECK: call @moecomm_rt_gather_mxfp8_bf16(%[[L]],
+// DIRECT-LABEL: func.func @e8m0_layer
+// DIRECT: %[[L:.*]] = call @moecomm_rt_layout_i32(
+// DIRECT: %[[MX:.*]] = arith.constant 6 : i32
+// DIRECT: call @moecomm_rt_dispatch_bf16(%[[L]], %[[MX]],
+func.func @e8m0_layer(%x: tensor<?x300xbf16>, %idx: tensor<?x3xi32>, %w: tensor<?x3xf32>) -> tensor<?x300xbf16> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> wire<mxfp8> : tensor<?x300xbf16>, tensor<?x3xi32>, tensor<?x3xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x300xbf16>
+  return %out : tensor<?x300xbf16>
+}
+
+// -----
+
+// A cached dispatch with the fp8_e4m3_ue8m0 wire (moecommFloat8E4M3UE8M0 =
+// 5 for the one-shot call).
+// CHECK-LABEL: func.func @e8m0_cached
+// CHECK: call @moecomm_rt_gather_bf16_ue8m0(
+// CHECK: call @moecomm_rt_exchange_ue8m0(
+// CHECK: call @moecomm_rt_gather_ue8m0_bf16(
+// DIRECT-LABEL: func.func @e8m0_cached
+// DIRECT: %[[UE:.*]] = arith.constant 5 : i32
+// DIRECT: call @moecomm_rt_dispatch_bf16(%{{.*}}, %[[UE]],
+func.func @e8m0_cached(%x: tensor<?x300xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) -> tensor<?x300xbf16> {
+  %recv = moecomm.cached_dispatch %x, %h wire<fp8_e4m3_ue8m0> : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return %recv : tensor<?x300xbf16>
+}
+
+// -----
+
+// A consumer's quantize and a dequantize in an E8M0 format: conversions
+// named quantize_<T>_<format> / dequantize_<T>_<format>.
+// DIRECT-LABEL: func.func @e8m0_convert
+// DIRECT: call @moecomm_rt_quantize_f32_ue8m0({{.*}}) : (memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf8E4M3FN, strided<[?, ?], offset: ?>>, memref<?x?xf8E8M0FNU, strided<[?, ?], offset: ?>>) -> ()
+// DIRECT: call @moecomm_rt_dequantize_bf16_mxfp8(
+func.func @e8m0_convert(%x: tensor<?x20xf32>, %q: tensor<?x40xf8E4M3FN>, %s: tensor<?x2xf8E8M0FNU>) -> (tensor<?x20xf8E4M3FN>, tensor<?x1xf8E8M0FNU>, tensor<?x40xbf16>) {
+  %q0, %s0 = moecomm.quantize %x wire<fp8_e4m3_ue8m0> : tensor<?x20xf32>
+  %d = moecomm.dequantize %q, %s wire<mxfp8> : tensor<?x40xf8E4M3FN>, tensor<?x2xf8E8M0FNU> -> tensor<?x40xbf16>
+  return %q0, %s0, %d : tensor<?x20xf8E4M3FN>, tensor<?x1xf8E8M0FNU>, tensor<?x40xbf16>
+}

@@ -56,3 +56,24 @@ func.func @fp8_consumer(%arg0: tensor<?x128xf32>, %arg1: tensor<?x2xi32>, %arg2:
   %out_3, %out_scales_4 = moecomm.permute %recv_1 scales(%recv_scales_2 : tensor<?x1xf32>), %handle dispatch output : tensor<?x128xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = hierarchical>
   return %out_3, %out_scales_4 : tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
 }
+
+// -----
+
+// An mxfp8 dispatch (H = 20: one E8M0 scale per row, the shape
+// fp8_e4m3_ue8m0 has too): the pack that quantizes keeps the quantize's
+// format, and the unpack dequantizes the E8M0 scales.
+// CHECK-LABEL: func.func @mxfp8
+// CHECK: %[[S:.*]], %[[SS:.*]] = moecomm.pack %arg0, %[[H:.*]] dispatch stage 0 wire<mxfp8> : tensor<?x20xf32>, {{.*}} -> tensor<?x20xf8E4M3FN>, tensor<?x1xf8E8M0FNU>
+// CHECK-NEXT: %[[R:.*]], %[[RS:.*]] = moecomm.exchange %[[S]] scales(%[[SS]] : tensor<?x1xf8E8M0FNU>)
+// CHECK-NEXT: moecomm.unpack %[[R]] scales(%[[RS]] : tensor<?x1xf8E8M0FNU>), %[[H]] dispatch : {{.*}} -> tensor<?x20xf32>
+// CHECK-NOT: moecomm.quantize
+// CHECK-NOT: moecomm.dequantize
+func.func @mxfp8(%arg0: tensor<?x20xf32>, %arg1: tensor<?x2xi32>, %arg2: tensor<?x2xf32>) -> tensor<?x20xf32> {
+  %handle, %recv_weights, %tokens_per_expert = moecomm.layout %arg1, %arg2 topology<ranks = 4, ranks_per_node = 4, experts = 8> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.permute %arg0, %handle dispatch stage 0 : tensor<?x20xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = flat>
+  %q, %scales = moecomm.quantize %out wire<mxfp8> : tensor<?x20xf32>
+  %recv, %recv_scales = moecomm.exchange %q scales(%scales : tensor<?x1xf8E8M0FNU>), %handle dispatch stage 0 scope<global> : tensor<?x20xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = flat>
+  %out_0, %out_scales = moecomm.permute %recv scales(%recv_scales : tensor<?x1xf8E8M0FNU>), %handle dispatch output : tensor<?x20xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = flat>
+  %0 = moecomm.dequantize %out_0, %out_scales wire<mxfp8> : tensor<?x20xf8E4M3FN>, tensor<?x1xf8E8M0FNU> -> tensor<?x20xf32>
+  return %0 : tensor<?x20xf32>
+}

@@ -43,3 +43,33 @@ func.func @aligned(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2x
   %offs = moecomm.expert_offsets %h : !moecomm.handle<ranks = 4, ranks_per_node = 2, experts = 8, strategy = flat>
   return %recv, %offs : tensor<?x64xbf16>, tensor<3xi64>
 }
+
+// The E8M0 wires keep their format at every hop: mxfp8's quantize makes
+// one f8E8M0FNU scale per 32 elements (H = 300: ceil(300/32) = 10), each
+// dequantize names its format; fp8_e4m3_ue8m0 keeps 1x128 blocks (3).
+// CHECK-LABEL: func.func @e8m0_wires
+// CHECK: %[[Q:.*]], %[[S:.*]] = moecomm.quantize %{{.*}} wire<mxfp8> : tensor<?x300xbf16>
+// CHECK: %[[R:.*]], %[[RS:.*]] = moecomm.exchange %[[Q]] scales(%[[S]] : tensor<?x10xf8E8M0FNU>), %{{.*}} dispatch stage 0 scope<inter_node> : tensor<?x300xf8E4M3FN>
+// CHECK: moecomm.dequantize %[[R]], %[[RS]] wire<mxfp8> : tensor<?x300xf8E4M3FN>, tensor<?x10xf8E8M0FNU> -> tensor<?x300xbf16>
+// CHECK: moecomm.quantize %{{.*}} wire<mxfp8>
+// CHECK: moecomm.exchange {{.*}} dispatch stage 1 scope<intra_node>
+// CHECK: moecomm.dequantize {{.*}} wire<mxfp8>
+// CHECK: moecomm.quantize %{{.*}} wire<fp8_e4m3_ue8m0> : tensor<?x300xbf16>
+// CHECK: moecomm.exchange {{.*}} scales(%{{.*}} : tensor<?x3xf8E8M0FNU>)
+// CHECK: moecomm.dequantize {{.*}} wire<fp8_e4m3_ue8m0> : tensor<?x300xf8E4M3FN>, tensor<?x3xf8E8M0FNU> -> tensor<?x300xbf16>
+// CHECK-NOT: moecomm.cached_dispatch
+func.func @e8m0_wires(%x: tensor<?x300xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x300xbf16>, tensor<?x300xbf16>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 8, ranks_per_node = 4, experts = 16> wire<mxfp8> strategy<hierarchical> : tensor<?x300xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %recv2 = moecomm.cached_dispatch %x, %h wire<fp8_e4m3_ue8m0> : tensor<?x300xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16, strategy = hierarchical>
+  return %recv, %recv2 : tensor<?x300xbf16>, tensor<?x300xbf16>
+}
+
+// One rank: no wire hop, but the rows still go through the format.
+// CHECK-LABEL: func.func @e8m0_one_rank
+// CHECK: moecomm.quantize %{{.*}} wire<fp8_e4m3_ue8m0>
+// CHECK: moecomm.permute {{.*}} scales(%{{.*}} : tensor<?x1xf8E8M0FNU>)
+// CHECK: moecomm.dequantize {{.*}} wire<fp8_e4m3_ue8m0>
+func.func @e8m0_one_rank(%x: tensor<?x20xf32>, %idx: tensor<?x1xi64>, %w: tensor<?x1xf32>) -> tensor<?x20xf32> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 1, ranks_per_node = 1, experts = 2> wire<fp8_e4m3_ue8m0> strategy<flat> : tensor<?x20xf32>, tensor<?x1xi64>, tensor<?x1xf32>
+  return %recv : tensor<?x20xf32>
+}

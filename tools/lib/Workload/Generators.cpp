@@ -91,6 +91,17 @@ Expected<int> parseLayer(StringRef text) {
   return layer;
 }
 
+/// The seeded permutation of zipf:S: perm[i] is the expert with the i-th
+/// largest popularity.
+std::vector<int64_t> zipfPermutation(int64_t E, uint64_t seed) {
+  std::vector<int64_t> perm(E);
+  std::iota(perm.begin(), perm.end(), 0);
+  Rng rng(seed, 0xFFFF'FFFF'0000'0001ull);
+  for (int64_t i = E - 1; i > 0; --i)
+    std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i + 1))]);
+  return perm;
+}
+
 } // namespace
 
 Expected<RoutingDist> parseRoutingDist(StringRef spec) {
@@ -202,12 +213,7 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
     p.origin = formatv("generated uniform, seed {0}", o.seed).str();
     break;
   case RoutingDist::Zipf: {
-    // A seeded permutation decides which experts are popular.
-    std::vector<int64_t> perm(E);
-    std::iota(perm.begin(), perm.end(), 0);
-    Rng rng(o.seed, 0xFFFF'FFFF'0000'0001ull);
-    for (int64_t i = E - 1; i > 0; --i)
-      std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i + 1))]);
+    const std::vector<int64_t> perm = zipfPermutation(E, o.seed);
     for (int64_t e = 0; e < E; ++e) {
       const double place = static_cast<double>(e + 1);
       weight[perm[e]] = 1.0 / std::pow(place, o.dist.zipfExponent);
@@ -376,6 +382,30 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
       th.join();
   }
   return p;
+}
+
+Expected<std::vector<double>> expertWeights(const GenerateOptions &o) {
+  const int64_t E = o.numExperts;
+  if (E < 1 || E > kMaxExperts)
+    return inputError(
+        formatv("expert weights: E = {0} is outside [1, {1}]", E, kMaxExperts));
+  std::vector<double> weight(E, 1.0);
+  switch (o.dist.kind) {
+  case RoutingDist::Uniform:
+  case RoutingDist::NodeLimited:
+    break;
+  case RoutingDist::Zipf: {
+    const std::vector<int64_t> perm = zipfPermutation(E, o.seed);
+    for (int64_t e = 0; e < E; ++e)
+      weight[perm[e]] =
+          1.0 / std::pow(static_cast<double>(e + 1), o.dist.zipfExponent);
+    break;
+  }
+  case RoutingDist::Trace:
+    return loadTraceLoads(o.traceFile, o.dist.traceModel, o.dist.traceDomain,
+                          o.dist.traceLayer, E);
+  }
+  return weight;
 }
 
 } // namespace moecomm::workload

@@ -114,9 +114,11 @@ Error validateRouting(const RoutingProblem &p) {
     return e;
   if (Error e = atLeast("num_experts", p.numExperts, 1))
     return e;
-  if (Error e =
-          multipleOf("num_experts", p.numExperts, "ranks", p.ranks, "E % W"))
-    return e;
+  // With a placement the slots are what the ranks split (checkPlacement).
+  if (p.slotExperts.empty())
+    if (Error e =
+            multipleOf("num_experts", p.numExperts, "ranks", p.ranks, "E % W"))
+      return e;
   if (Error e = atLeast("topk", p.topk, 1))
     return e;
   if (Error e = atLeast("hidden", p.hidden, 1))

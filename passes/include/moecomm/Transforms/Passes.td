@@ -222,7 +222,9 @@ def MoECommLowerCollectives : Pass<"moecomm-lower-collectives", "::mlir::ModuleO
     summing permute into `out[T, H]`; a `moecomm.cached_dispatch` moves its
     rows along the existing layout. Stages and scopes follow the stage rule
     (`moecomm/Model/StageRule.h`; see `moecomm-split-hierarchical`). With
-    an FP8 wire each exchange hop is quantize -> exchange -> dequantize.
+    an FP8 wire each exchange hop is quantize -> exchange -> dequantize, in
+    the wire's format (`fp8_e4m3`: f32 scales; `fp8_e4m3_ue8m0`, `mxfp8`:
+    f8E8M0FNU scales; see `moecomm.quantize`).
 
     A combine or cached dispatch follows the strategy of its handle's type;
     `strategy` gives the strategy of handles whose type carries none (a
@@ -288,7 +290,8 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     model's S experts); the layout picks each (token, expert)'s replica at
     run time.
 
-    With an FP8 wire (`wire<fp8_e4m3>`), each exchange hop is emitted as
+    With an FP8 wire (`wire<fp8_e4m3>`, `wire<fp8_e4m3_ue8m0>` or
+    `wire<mxfp8>`), each exchange hop is emitted as
     quantize -> exchange -> dequantize; `moecomm-fuse-quant` then quantizes
     once before the first hop and keeps rows in FP8 until the output.
 
@@ -340,9 +343,12 @@ def MoECommFuseQuant : Pass<"moecomm-fuse-quant"> {
     `dequantize -> permute(output)` into `permute(output) -> dequantize`, so a
     row is quantized once on its source rank, before the inter-node stage,
     and dequantized once on arrival. When the consumer quantizes the received
-    rows again (`quantize(dequantize(q, s))`, e.g. an FP8 expert GEMM), the
-    FP8 rows and scales are handed over directly. DeepSeek-V3/DeepEP send
-    dispatch payloads as FP8 with 1x128 scales the same way.
+    rows again in the same format (`quantize(dequantize(q, s))`, e.g. an
+    FP8 expert GEMM), the FP8 rows and scales are handed over directly (for
+    `fp8_e4m3_ue8m0` and `mxfp8` with their E8M0 scale bytes); a quantize
+    to another format stays. Each rewrite needs the dequantize's and the
+    quantize's formats (`wire`) to agree. DeepSeek-V3/DeepEP send dispatch
+    payloads as FP8 with 1x128 scales the same way.
 
     Collective-level ops (not split yet) are left as they are, with a
     remark saying so.

@@ -148,6 +148,50 @@ void appendAbi(RuntimeAbi &abi, SmallVectorImpl<Value> &args,
       args.push_back(abi.abiMemRef(b));
 }
 
+/// The FP8 format of `rows` (FP8, with their `scales`): that of the
+/// quantize or quantizing pack that made them, found back through the ops
+/// that move FP8 rows unchanged (permute, pack, exchange and its async
+/// form); else the one their scales have (getFp8WireOfScales: rows from
+/// elsewhere, e.g. a function argument, whose scales say the format except
+/// that one scale per row (H <= 32) does not tell the E8M0 formats apart,
+/// which then move and dequantize alike).
+WireDtype fp8Format(Value rows, Value scales) {
+  // Only FP8 values: a quantizing pack without `wire` (fp8_e4m3) reads
+  // bf16/f32 rows, which no quantize made.
+  for (Value v = rows;
+       v && isa<Float8E4M3FNType>(cast<ShapedType>(v.getType()).getElementType());) {
+    Operation *def = v.getDefiningOp();
+    if (auto quant = dyn_cast_or_null<QuantizeOp>(def))
+      return quant.getFp8Wire();
+    if (auto pack = dyn_cast_or_null<PackOp>(def); pack && pack.getWire())
+      return *pack.getWire();
+    if (auto permute = dyn_cast_or_null<PermuteOp>(def))
+      v = permute.getIn();
+    else if (auto pack = dyn_cast_or_null<PackOp>(def))
+      v = pack.getIn();
+    else if (auto exchange = dyn_cast_or_null<ExchangeOp>(def))
+      v = exchange.getSend();
+    else if (auto wait = dyn_cast_or_null<ExchangeWaitOp>(def))
+      v = wait.getRecv();
+    else if (auto start = dyn_cast_or_null<ExchangeStartOp>(def))
+      v = start.getSend();
+    else
+      v = Value();
+  }
+  // Verified: FP8 rows have the scales of one of the formats.
+  return *getFp8WireOfScales(cast<RankedTensorType>(scales.getType()),
+                             cast<RankedTensorType>(rows.getType()).getDimSize(1));
+}
+
+/// ABI name suffix of `rows`: their element type, or for FP8 rows (those
+/// with `scales`) their format.
+std::string rowsSuffix(Value rows, Value scales) {
+  if (scales)
+    return RuntimeAbi::suffix(fp8Format(rows, scales)).str();
+  return RuntimeAbi::suffix(cast<ShapedType>(rows.getType()).getElementType())
+      .str();
+}
+
 /// `moecomm_rt_gather_<in>_<out>`: permute, pack and unpack all gather (or
 /// sum) rows through the layout's map for one step of a direction.
 FailureOr<SmallVector<Value>> lowerGather(Operation *op, RuntimeLowering &l,
@@ -162,13 +206,9 @@ FailureOr<SmallVector<Value>> lowerGather(Operation *op, RuntimeLowering &l,
       op->getResults(), l.abi.rows(layout, direction, step, false));
   if (failed(outputs))
     return failure();
-  std::string name =
-      ("moecomm_rt_gather_" +
-       RuntimeAbi::suffix(cast<ShapedType>(in.getType()).getElementType()) +
-       "_" +
-       RuntimeAbi::suffix(
-           cast<ShapedType>(op->getResult(0).getType()).getElementType()))
-          .str();
+  Value outScales = op->getNumResults() > 1 ? op->getResult(1) : Value();
+  std::string name = "moecomm_rt_gather_" + rowsSuffix(in, scales) + "_" +
+                     rowsSuffix(op->getResult(0), outScales);
   SmallVector<Value> args = {layout, l.abi.i32(static_cast<int32_t>(direction)),
                              l.abi.i64(step), l.abi.i32(weighted)};
   appendAbi(l.abi, args, *inputs);
@@ -218,17 +258,26 @@ struct ConvertModel : FreshResultsModel<Model, OpTy> {
   }
 };
 
+/// `<name>_<elt>` for fp8_e4m3 (the ABI's first FP8 format), else
+/// `<name>_<elt>_<format>`.
+std::string convertName(StringRef name, Type elt, WireDtype wire) {
+  std::string result = (name + "_" + RuntimeAbi::suffix(elt)).str();
+  if (wire != WireDtype::fp8_e4m3)
+    result += ("_" + RuntimeAbi::suffix(wire)).str();
+  return result;
+}
+
 struct QuantizeModel : ConvertModel<QuantizeModel, QuantizeOp> {
   static std::string name(QuantizeOp op) {
     Type elt = cast<RankedTensorType>(op.getIn().getType()).getElementType();
-    return ("moecomm_rt_quantize_" + RuntimeAbi::suffix(elt)).str();
+    return convertName("moecomm_rt_quantize", elt, op.getFp8Wire());
   }
 };
 
 struct DequantizeModel : ConvertModel<DequantizeModel, DequantizeOp> {
   static std::string name(DequantizeOp op) {
     Type elt = cast<RankedTensorType>(op.getOut().getType()).getElementType();
-    return ("moecomm_rt_dequantize_" + RuntimeAbi::suffix(elt)).str();
+    return convertName("moecomm_rt_dequantize", elt, op.getFp8Wire());
   }
 };
 
@@ -250,31 +299,32 @@ struct ExchangeModel : FreshResultsModel<Model, OpTy> {
                 l.abi.rows(layout, op.getDirection(), op.getStage(), true));
     if (failed(outputs))
       return failure();
-    Type elt = op.getSend().getType().getElementType();
+    std::string rows = rowsSuffix(op.getSend(), op.getScales());
     SmallVector<Value> args = {
         layout, l.abi.i32(static_cast<int32_t>(op.getDirection())),
         l.abi.i64(op.getStage())};
     appendAbi(l.abi, args, *inputs);
     appendAbi(l.abi, args, *outputs);
-    return Model::call(l.abi, elt, args, *outputs, op);
+    return Model::call(l.abi, rows, args, *outputs, op);
   }
 };
 
 struct ExchangeOpModel : ExchangeModel<ExchangeOpModel, ExchangeOp> {
-  static SmallVector<Value> call(RuntimeAbi &abi, Type elt, ValueRange args,
-                                 ArrayRef<Value> outputs, ExchangeOp) {
-    abi.call(("moecomm_rt_exchange_" + RuntimeAbi::suffix(elt)).str(), args);
+  static SmallVector<Value> call(RuntimeAbi &abi, StringRef rows,
+                                 ValueRange args, ArrayRef<Value> outputs,
+                                 ExchangeOp) {
+    abi.call(("moecomm_rt_exchange_" + rows).str(), args);
     return SmallVector<Value>(outputs);
   }
 };
 
 struct ExchangeStartModel : ExchangeModel<ExchangeStartModel, ExchangeStartOp> {
-  static SmallVector<Value> call(RuntimeAbi &abi, Type elt, ValueRange args,
-                                 ArrayRef<Value> outputs, ExchangeStartOp op) {
+  static SmallVector<Value> call(RuntimeAbi &abi, StringRef rows,
+                                 ValueRange args, ArrayRef<Value> outputs,
+                                 ExchangeStartOp op) {
     Type ptr = LLVM::LLVMPointerType::get(op->getContext());
-    Value request = abi.call(
-        ("moecomm_rt_exchange_start_" + RuntimeAbi::suffix(elt)).str(), args,
-        ptr)[0];
+    Value request =
+        abi.call(("moecomm_rt_exchange_start_" + rows).str(), args, ptr)[0];
     SmallVector<Value> results = {abi.wrap(request, op.getRequest().getType())};
     results.append(outputs.begin(), outputs.end());
     return results;
@@ -326,7 +376,7 @@ Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
                    abi.i64(topo.getRanksPerNode()), abi.i64(topo.getExperts()),
                    abi.i32(static_cast<int32_t>(strategy)),
                    abi.i64(capacity.value_or(0)), abi.i64(hidden),
-                   abi.i32(static_cast<int32_t>(wire)),
+                   abi.i32(getWireDataType(wire)),
                    abi.i64(align.value_or(1)),
                    abi.i64(topo.getPlacement() ? topo.getSlots() : 0),
                    topo.getPlacement()
@@ -366,29 +416,32 @@ FailureOr<SmallVector<Value>> layoutOutputs(RuntimeLowering &l, Value layout,
 /// them to drivers (moecommCompiledGetStats). Without such an op: unknown
 /// width, bf16.
 std::pair<int64_t, WireDtype> stagedRowFormat(LayoutOp op) {
-  Value wireRows;
+  Value wireRows, wireScales;
   for (Operation *user : op.getHandle().getUsers()) {
     if (auto exchange = dyn_cast<ExchangeOp>(user);
         exchange && exchange.getDirection() == Direction::dispatch) {
       wireRows = exchange.getSend();
+      wireScales = exchange.getScales();
       break;
     }
     if (auto start = dyn_cast<ExchangeStartOp>(user);
         start && start.getDirection() == Direction::dispatch) {
       wireRows = start.getSend();
+      wireScales = start.getScales();
       break;
     }
     if (auto unpack = dyn_cast<UnpackOp>(user);
-        unpack && unpack.getDirection() == Direction::dispatch)
+        unpack && unpack.getDirection() == Direction::dispatch) {
       wireRows = unpack.getIn();
+      wireScales = unpack.getScales();
+    }
   }
   if (!wireRows)
     return {0, WireDtype::bf16};
   auto rows = cast<RankedTensorType>(wireRows.getType());
-  Type elt = rows.getElementType();
-  WireDtype wire = isa<Float8E4M3FNType>(elt) ? WireDtype::fp8_e4m3
-                   : elt.isF32()              ? WireDtype::f32
-                                              : WireDtype::bf16;
+  WireDtype wire = wireScales ? fp8Format(wireRows, wireScales)
+                   : rows.getElementType().isF32() ? WireDtype::f32
+                                                   : WireDtype::bf16;
   return {rows.isDynamicDim(1) ? 0 : rows.getDimSize(1), wire};
 }
 
@@ -461,7 +514,7 @@ struct DispatchModel : FreshResultsModel<DispatchModel, DispatchOp> {
       return failure();
     FailureOr<Value> recv =
         callOneShot(l, "moecomm_rt_dispatch",
-                    static_cast<int32_t>(op.getWireDtype()), (*inputs)[0],
+                    getWireDataType(op.getWireDtype()), (*inputs)[0],
                     layout, Direction::dispatch, op.getRecv().getType());
     if (failed(recv))
       return failure();
@@ -493,7 +546,7 @@ struct CachedDispatchModel
   static constexpr const char *kName = "moecomm_rt_dispatch";
   static constexpr Direction kDirection = Direction::dispatch;
   static int32_t flag(CachedDispatchOp op) {
-    return static_cast<int32_t>(op.getWireDtype());
+    return getWireDataType(op.getWireDtype());
   }
 };
 

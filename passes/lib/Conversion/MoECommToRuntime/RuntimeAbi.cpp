@@ -23,12 +23,17 @@ StringRef RuntimeAbi::suffix(Type type) {
     return "bf16";
   if (type.isF32())
     return "f32";
-  if (isa<Float8E4M3FNType>(type))
-    return "f8";
   if (type.isInteger(32))
     return "i32";
   assert(type.isInteger(64) && "no runtime ABI for this element type");
   return "i64";
+}
+
+StringRef RuntimeAbi::suffix(WireDtype wire) {
+  assert(isFp8Wire(wire) && "no FP8 suffix for this wire");
+  return wire == WireDtype::mxfp8            ? "mxfp8"
+         : wire == WireDtype::fp8_e4m3_ue8m0 ? "ue8m0"
+                                             : "f8";
 }
 
 ValueRange RuntimeAbi::call(StringRef name, ValueRange args,

@@ -4,7 +4,8 @@
 // moecomm_compiled.h): `moecomm_rt_*`, declared on first use with
 // `llvm.emit_c_interface` when they take memrefs. Memref arguments use the
 // fully dynamic strided layout so one declaration serves every caller; names
-// carry the element types (`_bf16`, `_f32`, `_f8`, `_i32`, `_i64`).
+// carry the element types (`_bf16`, `_f32`, `_i32`, `_i64`) and the FP8
+// formats (`_f8`: fp8_e4m3, `_ue8m0`: fp8_e4m3_ue8m0, `_mxfp8`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +28,11 @@ public:
   /// enclosing `anchor`.
   RuntimeAbi(OpBuilder &builder, Location loc, Operation *anchor);
 
-  /// ABI name suffix of an element type: bf16, f32, f8, i32 or i64.
+  /// ABI name suffix of a non-FP8 element type: bf16, f32, i32 or i64.
   static StringRef suffix(Type elementType);
+  /// ABI name suffix of FP8 rows (with their scales) of format `wire`: f8,
+  /// ue8m0 or mxfp8.
+  static StringRef suffix(WireDtype wire);
 
   /// Calls `name` (declaring it on first use) and returns its results.
   ValueRange call(StringRef name, ValueRange args, TypeRange results = {});

@@ -19,15 +19,26 @@
 // and the oracle make the same one. Each rank picks for its own tokens, in
 // token order; a slot's load is the rows this rank has sent it so far.
 //
-// moecommReplicaLocality, per token (masked slots stay -1):
-//   1. A logical expert with one slot takes it. The token's visited nodes are
-//      its own node and the nodes of those slots.
-//   2. Repeat until every expert has a slot: each expert without one that has
-//      a replica on a visited node takes one -- on the token's own node if it
-//      has one there, else on another visited node -- the least loaded of
-//      those; if any expert remains, the node holding replicas of the most
-//      remaining experts becomes visited (ties: the first node after the
-//      token's own node, cyclically).
+// moecommReplicaLocality: a replica of an expert that this rank routes c
+// (token, expert) pairs to, over n replicas, takes at most share =
+// ceil(c / n) of them -- what load-only gives it -- so receive loads stay
+// as balanced as load-only's (the placement's packing assumes each replica
+// gets its share) while the choice of which tokens go where follows
+// locality. Two passes over the rank's tokens, each in token order (masked
+// slots stay -1; a token's visited nodes are its own node and the nodes of
+// the slots it has):
+//   1. A logical expert with one slot takes it; then each expert with a
+//      replica under its share on a visited node takes one -- on the
+//      token's own node if it has one there, else on another visited node
+//      -- the least loaded of those. Tokens that need no new node so come
+//      first to the shares.
+//   2. Repeat until every expert has a slot: if any expert is left, the
+//      node holding replicas under their share of the most remaining
+//      experts becomes visited (ties: the first node after the token's own
+//      node, cyclically), and the experts left take replicas as in 1.
+// Without the share, locality would send every own-node token of a hot
+// expert to the own node's replica: 1.4-1.7x load-only's imbalance at
+// DeepSeek-V3 8x8 (docs/BENCHMARKS.md, "Replicated experts").
 // moecommReplicaLoadOnly: each expert takes its least-loaded replica.
 // Ties between equally loaded replicas go to the first after rotating an
 // expert's replica list (slots ascending) by the source rank, so ranks start
@@ -55,6 +66,10 @@ struct ExpertPlacement {
 
   int64_t numSlots() const { return (int64_t)slotExperts.size(); }
 };
+
+/// "locality" or "load_only" (the tools' and Python's spelling); "unknown"
+/// for values outside the enum.
+const char *replicaChoiceName(moecommReplicaChoice_t choice);
 
 /// The identity placement of E experts (slot e holds expert e).
 ExpertPlacement identityPlacement(int64_t numLogical);

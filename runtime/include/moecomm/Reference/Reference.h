@@ -56,8 +56,21 @@ struct Problem {
   /// two in [1, kMaxAlign] (moecomm/Model/Limits.h); 1 = unpadded. Last, so
   /// that aggregates written before it keep their meaning.
   int64_t align = 1;
+  /// Expert placement (moecomm/Model/Placement.h, DeepSeek EPLB's phy2log):
+  /// [S] logical expert of each physical slot, numExperts = E logical
+  /// experts; empty = none (slot e holds expert e). With one, the routing's
+  /// ids are logical and every rank's are rewritten into slot ids by
+  /// chooseReplicas with `replicaChoice` (physicalProblem) before the
+  /// layout; E % W need not be 0, S % W must. After align, for the same
+  /// reason.
+  std::vector<int64_t> slotExperts;
+  moecommReplicaChoice_t replicaChoice = moecommReplicaLocality;
 
-  int64_t localExperts() const { return numExperts / ranks; }
+  bool hasPlacement() const { return !slotExperts.empty(); }
+  /// Experts per rank of the layout: S/W with a placement, else E/W.
+  int64_t localExperts() const {
+    return (hasPlacement() ? (int64_t)slotExperts.size() : numExperts) / ranks;
+  }
   int nodes() const { return ranks / ranksPerNode; }
 };
 
@@ -67,13 +80,23 @@ struct Problem {
 ///   "rank 2 token 5 slot 1: expert id 300 out of range [-1, 256)"
 ///   "rank 0 token 3: expert id 7 appears in slots 0 and 2"
 ///   "num_experts 10 is not divisible by 4 ranks"
+///   "rank 0: unknown replica choice 7"
+///   "rank 0: placement: logical expert 3 has no slot"
+/// (the placement's messages: moecomm/Model/Placement.h's checkPlacement)
 /// and sets *code (if non-null) to the result the runtime returns.
 std::string validate(const Problem &p, moecommResult_t *code = nullptr);
+
+/// The problem the layout is built from: without a placement `p` itself;
+/// with one, every rank's topkIdx rewritten into physical slot ids in
+/// [-1, S) by chooseReplicas (moecomm/Model/Placement.h: the choice is the
+/// runtime's documented policy; the oracle checks the data movement),
+/// numExperts = S and no placement. `p` must be valid.
+Problem physicalProblem(const Problem &p);
 
 /// One received row of the dispatch output. A padding row (align > 1) has
 /// srcRank = srcToken = slot = -1 and weight 0.
 struct RecvRow {
-  int64_t localExpert; ///< in [0, E/W)
+  int64_t localExpert; ///< in [0, localExperts()): a local slot
   int64_t srcRank;
   int64_t srcToken;
   int slot;     ///< top-k slot of the pair at its source
@@ -88,9 +111,9 @@ struct RankLayout {
   /// token asc, then the expert's padding rows up to a multiple of align.
   /// Dropped pairs are absent.
   std::vector<RecvRow> rows;
-  /// [E/W] real rows per local expert after drops (int64).
+  /// [localExperts()] real rows per local expert (slot) after drops (int64).
   std::vector<int64_t> tokensPerExpert;
-  /// [E/W + 1] first row of each local expert's segment, then R.
+  /// [localExperts() + 1] first row of each local expert's segment, then R.
   std::vector<int64_t> expertOffsets;
   /// Rows dropped by capacity at this (destination) rank.
   int64_t dropped = 0;
@@ -98,7 +121,8 @@ struct RankLayout {
 
 /// Routing result on every rank ([W]). Capacity drops: destination d keeps
 /// its incoming (token, expert) pairs in (source rank, source token, expert
-/// id) order and drops those beyond `capacity`. `p` must be valid.
+/// id) order and drops those beyond `capacity`; with a placement the ids
+/// are physicalProblem's slot ids. `p` must be valid.
 std::vector<RankLayout> layout(const Problem &p);
 
 /// True if pair (rank, token, slot) survived drops and is not masked.
@@ -148,7 +172,8 @@ int64_t rowBytes(moecommDataType_t type, int64_t hidden);
 
 /// The inter-node lower bound of DESIGN.md §5.5: sum over all tokens of the
 /// number of distinct nodes, other than the token's own, that hold at least
-/// one of its kept experts, times `rowBytes`. The hierarchical strategy's
+/// one of its kept experts (with a placement: of the slots physicalProblem
+/// chose), times `rowBytes`. The hierarchical strategy's
 /// dispatch (and, with the combine row bytes, combine) inter-node payload
 /// bytes equal it exactly.
 int64_t interNodeLowerBoundBytes(const Problem &p,

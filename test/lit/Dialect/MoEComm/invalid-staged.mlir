@@ -277,3 +277,54 @@ func.func @f(%x: tensor<?x9223372036854775807xbf16>) {
   %0:2 = moecomm.quantize %x : tensor<?x9223372036854775807xbf16>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<?x300xbf16>) {
+  // expected-error @+1 {{'moecomm.quantize' op wire<bf16> is not an FP8 format (fp8_e4m3, fp8_e4m3_ue8m0 or mxfp8)}}
+  %q, %s = moecomm.quantize %x wire<bf16> : tensor<?x300xbf16>
+  return
+}
+
+// -----
+
+// mxfp8 scales are ceil(300/32) = 10 per row, not fp8_e4m3_ue8m0's 3.
+func.func @f(%q: tensor<?x300xf8E4M3FN>, %s: tensor<?x3xf8E8M0FNU>) {
+  // expected-error @+1 {{'moecomm.dequantize' op scales of wire<mxfp8> must be 'f8E8M0FNU' with 10 columns for 300 elements per row, got 'tensor<?x3xf8E8M0FNU>'}}
+  %0 = moecomm.dequantize %q, %s wire<mxfp8> : tensor<?x300xf8E4M3FN>, tensor<?x3xf8E8M0FNU> -> tensor<?x300xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x300xf8E4M3FN>, %s: tensor<?x4xf8E8M0FNU>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.permute' op E8M0 scales must have ceil(300/128) = 3 (fp8_e4m3_ue8m0) or ceil(300/32) = 10 (mxfp8) columns, got [?,4]}}
+  %0:2 = moecomm.permute %x scales(%s : tensor<?x4xf8E8M0FNU>), %h dispatch output : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op wire<mxfp8> is the format a pack quantizes to, but this pack does not quantize}}
+  %0 = moecomm.pack %x, %h dispatch stage 0 wire<mxfp8> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+// A quantizing pack writes its format's scales: f32 ones are fp8_e4m3's.
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op scales of wire<fp8_e4m3_ue8m0> must be 'f8E8M0FNU' with 1 columns for 8 elements per row, got 'tensor<?x1xf32>'}}
+  %0:2 = moecomm.pack %x, %h dispatch stage 0 wire<fp8_e4m3_ue8m0> : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>, tensor<?x1xf32>
+  return
+}
+
+// -----
+
+// A pack without `wire` quantizes to fp8_e4m3, whose scales are f32.
+func.func @f(%x: tensor<?x8xbf16>, %h: !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16>) {
+  // expected-error @+1 {{'moecomm.pack' op scales of wire<fp8_e4m3> must be 'f32' with 1 columns for 8 elements per row, got 'tensor<?x1xf8E8M0FNU>'}}
+  %0:2 = moecomm.pack %x, %h dispatch stage 0 : tensor<?x8xbf16>, !moecomm.handle<ranks = 8, ranks_per_node = 4, experts = 16> -> tensor<?x8xf8E4M3FN>, tensor<?x1xf8E8M0FNU>
+  return
+}

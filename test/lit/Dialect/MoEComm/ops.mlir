@@ -121,6 +121,27 @@ func.func @staged_fused(%x: tensor<?x128xf32>, %idx: tensor<?x2xi32>, %w: tensor
   return %out : tensor<?x128xf32>
 }
 
+// The E8M0 formats at the staged level: mxfp8 quantize/dequantize with
+// ceil(300/32) = 10 f8E8M0FNU scales per row, and a pack that quantizes to
+// fp8_e4m3_ue8m0 (one E8M0 scale per 128) ahead of an overlapped exchange.
+// CHECK-LABEL: func.func @staged_e8m0
+// CHECK: %{{.*}}, %[[S:.*]] = moecomm.quantize %{{.*}} wire<mxfp8> : tensor<?x300xf32>
+// CHECK: moecomm.dequantize %{{.*}}, %[[S]] wire<mxfp8> : tensor<?x300xf8E4M3FN>, tensor<?x10xf8E8M0FNU> -> tensor<?x300xbf16>
+// CHECK: moecomm.pack %{{.*}}, %{{.*}} dispatch stage 0 wire<fp8_e4m3_ue8m0> : tensor<?x300xf32>, {{.*}} -> tensor<?x300xf8E4M3FN>, tensor<?x3xf8E8M0FNU>
+// CHECK: moecomm.exchange_start %{{.*}} scales(%{{.*}} : tensor<?x3xf8E8M0FNU>)
+// CHECK: moecomm.exchange_wait %{{.*}}, %{{.*}} scales(%{{.*}} : tensor<?x3xf8E8M0FNU>) : tensor<?x300xf8E4M3FN>
+// CHECK: moecomm.unpack %{{.*}} scales(%{{.*}} : tensor<?x3xf8E8M0FNU>), %{{.*}} dispatch : tensor<?x300xf8E4M3FN>, {{.*}} -> tensor<?x300xf32>
+func.func @staged_e8m0(%x: tensor<?x300xf32>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> (tensor<?x300xbf16>, tensor<?x300xf32>) {
+  %q, %qs = moecomm.quantize %x wire<mxfp8> : tensor<?x300xf32>
+  %d = moecomm.dequantize %q, %qs wire<mxfp8> : tensor<?x300xf8E4M3FN>, tensor<?x10xf8E8M0FNU> -> tensor<?x300xbf16>
+  %h, %rw, %tpe = moecomm.layout %idx, %w topology<ranks = 4, ranks_per_node = 4, experts = 8> strategy<flat> : tensor<?x2xi32>, tensor<?x2xf32>
+  %s, %ss = moecomm.pack %x, %h dispatch stage 0 wire<fp8_e4m3_ue8m0> : tensor<?x300xf32>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = flat> -> tensor<?x300xf8E4M3FN>, tensor<?x3xf8E8M0FNU>
+  %req, %r, %rs = moecomm.exchange_start %s scales(%ss : tensor<?x3xf8E8M0FNU>), %h dispatch stage 0 scope<global> : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = flat>
+  %rr, %rrs = moecomm.exchange_wait %req, %r scales(%rs : tensor<?x3xf8E8M0FNU>) : tensor<?x300xf8E4M3FN>
+  %recv = moecomm.unpack %rr scales(%rrs : tensor<?x3xf8E8M0FNU>), %h dispatch : tensor<?x300xf8E4M3FN>, !moecomm.handle<ranks = 4, ranks_per_node = 4, experts = 8, strategy = flat> -> tensor<?x300xf32>
+  return %d, %recv : tensor<?x300xbf16>, tensor<?x300xf32>
+}
+
 // Attributes and types on their own (also in the generic form).
 // CHECK-LABEL: func.func @attributes
 // CHECK-SAME: dir = #moecomm.direction<combine>

@@ -75,6 +75,17 @@ struct GenerateOptions {
 /// Errors are invalid_argument with a one-line message.
 llvm::Expected<RoutingProblem> generateRouting(const GenerateOptions &options);
 
+/// The relative per-expert loads [E = options.numExperts] that `options`'
+/// distribution draws from, in expert order: uniform and node-limited
+/// (symmetric over experts and groups) 1 each; zipf:S 1 / (place + 1)^S
+/// over the same seeded permutation as generateRouting; trace the trace's
+/// loads re-binned to E (loadTraceLoads). These are the sampling weights:
+/// drawing K experts without replacement flattens the realized loads a
+/// little. Errors: invalid_argument (one line) for E outside [1,
+/// kMaxExperts] and loadTraceLoads's.
+llvm::Expected<std::vector<double>>
+expertWeights(const GenerateOptions &options);
+
 } // namespace moecomm::workload
 
 #endif // MOECOMM_WORKLOAD_GENERATORS_H

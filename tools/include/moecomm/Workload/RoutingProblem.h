@@ -57,7 +57,7 @@ moecommDataType_t wireType(PayloadType type);
 struct RoutingProblem {
   int ranks = 0;          ///< W >= 1.
   int ranksPerNode = 0;   ///< G >= 1, W % G == 0.
-  int64_t numExperts = 0; ///< E >= 1, E % W == 0.
+  int64_t numExperts = 0; ///< E >= 1, E % W == 0 (without a placement).
   int topk = 0;           ///< K >= 1.
   int64_t hidden = 0;     ///< H >= 1.
   PayloadType dtype = PayloadType::BF16;
@@ -67,6 +67,11 @@ struct RoutingProblem {
   /// two; 1 = unpadded): a run setting (moecomm-run's --align), never read
   /// from or written to a routing file.
   int64_t align = 1;
+  /// Expert placement (moecomm/Model/Placement.h; moecomm-run's --placement)
+  /// and its replica choice: [S] logical expert of each physical slot, empty
+  /// = none; topkIdx then holds logical ids. Run settings like align.
+  std::vector<int64_t> slotExperts;
+  moecommReplicaChoice_t replicaChoice = moecommReplicaLocality;
   /// T_r for each rank (may be 0).
   std::vector<int64_t> numTokens;
   /// topkIdx[r] is rank r's [T_r][K] expert ids, row-major; -1 = masked slot.
@@ -81,8 +86,13 @@ struct RoutingProblem {
 
   int numNodes() const { return ranks / ranksPerNode; }
   int nodeOf(int rank) const { return rank / ranksPerNode; }
-  int64_t localExperts() const { return numExperts / ranks; }
-  /// The rank hosting expert `e` (0 <= e < E).
+  /// Experts per rank: E / W, or with a placement its slots per rank S / W.
+  int64_t localExperts() const {
+    return (slotExperts.empty() ? numExperts
+                                : static_cast<int64_t>(slotExperts.size())) /
+           ranks;
+  }
+  /// The rank hosting expert (with a placement: slot) `e`.
   int rankOfExpert(int64_t e) const {
     return static_cast<int>(e / localExperts());
   }
@@ -95,7 +105,8 @@ uint16_t floatToBf16(float value);
 float bf16ToFloat(uint16_t bits);
 
 /// Semantic checks, all of DESIGN.md §3's input rules: W >= 1, G >= 1,
-/// W % G == 0, E >= 1, E % W == 0, K >= 1, H >= 1, every id in [-1, E), no
+/// W % G == 0, E >= 1, E % W == 0 (without a placement: with one, its
+/// own rules are checkPlacedRouting's), K >= 1, H >= 1, every id in [-1, E), no
 /// id twice in a row, capacity >= 0; and the tool's own rule that a token's
 /// sum of |weight| is at most the largest bf16 (about 3.39e38), so its
 /// combine cannot overflow. Returns invalid_argument with a one-line message

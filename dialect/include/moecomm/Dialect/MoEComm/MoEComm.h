@@ -46,17 +46,33 @@ FailureOr<int64_t> parseCount(AsmParser &parser);
 /// `array<i64: ...>` (the form it prints in).
 FailureOr<DenseI64ArrayAttr> parsePlacement(AsmParser &parser);
 
-/// Scales per fp8_e4m3 row of hidden size `hidden`: ceil(hidden / 128)
-/// (::moecomm::fp8Blocks, moecomm/Model/WireFormat.h).
-inline int64_t getNumScaleBlocks(int64_t hidden) {
-  return ::moecomm::fp8Blocks(moecommFloat8E4M3, hidden);
-}
-
 /// True for the FP8 wire dtypes (fp8_e4m3, fp8_e4m3_ue8m0, mxfp8).
 inline bool isFp8Wire(WireDtype wire) {
   return wire == WireDtype::fp8_e4m3 || wire == WireDtype::fp8_e4m3_ue8m0 ||
          wire == WireDtype::mxfp8;
 }
+
+/// The runtime's data type (moecommDataType_t) of rows sent as `wire`; the
+/// two enums number the E8M0 formats differently.
+moecommDataType_t getWireDataType(WireDtype wire);
+
+/// The block scales of rows of FP8 wire `wire` with hidden size `hidden`:
+/// `tensor<rows x fp8Blocks(wire, H) x f32>` for fp8_e4m3,
+/// `tensor<rows x fp8Blocks(wire, H) x f8E8M0FNU>` for the E8M0 formats
+/// (moecomm/Model/WireFormat.h); the column count is dynamic for a hidden
+/// size the verifiers reject (not in [1, kMaxHidden]).
+RankedTensorType getScalesType(MLIRContext *ctx, WireDtype wire, int64_t rows,
+                               int64_t hidden);
+
+/// The FP8 wire whose scales for rows of `hidden` elements have the type of
+/// `scales` ([N, B]): f32 scales are fp8_e4m3's; E8M0 scales with
+/// ceil(H/128) columns fp8_e4m3_ue8m0's, with ceil(H/32) columns mxfp8's;
+/// none for other scales. When H <= 32 both E8M0 formats have one scale per
+/// row, store, move and dequantize alike, and this answers fp8_e4m3_ue8m0:
+/// only quantizing (and the dequantize a consumer's quantize may cancel)
+/// tell them apart, so those ops carry their format (`wire`).
+std::optional<WireDtype> getFp8WireOfScales(RankedTensorType scales,
+                                            int64_t hidden);
 
 /// Exchange stages of `strategy` on a topology of `ranks` ranks with
 /// `ranksPerNode` per node: the stage rule of moecomm/Model/StageRule.h (0

@@ -27,8 +27,10 @@ def MoEComm_Rows : RankedTensorOf<[BF16, F32, F8E4M3FN], [HasAnyRankOfPred<[2]>]
 // level (quantized by the passes, with its scales).
 def MoEComm_FloatRows : RankedTensorOf<[BF16, F32], [HasAnyRankOfPred<[2]>],
                                        "2-D tensor of rows">;
-def MoEComm_Scales : RankedTensorOf<[F32], [HasAnyRankOfPred<[2]>],
-                                    "2-D tensor of f32 FP8 block scales">;
+// f32 scales (fp8_e4m3) or E8M0 bytes (fp8_e4m3_ue8m0, mxfp8): see
+// getScalesType in MoEComm.h.
+def MoEComm_Scales : RankedTensorOf<[F32, F8E8M0FNU], [HasAnyRankOfPred<[2]>],
+                                    "2-D tensor of FP8 block scales">;
 
 //===----------------------------------------------------------------------===//
 // Collective level
@@ -82,10 +84,9 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     (DeepSeek-V3's UE8M0 scales: H + ceil(H/128) bytes per row);
     `wire<mxfp8>` is OCP MXFP8 (one E8M0 scale per 32 elements, scale
     2^(floor(log2 amax) - 8) as in the OCP MX v1.0 spec: H + ceil(H/32)
-    bytes per row). The cost model sizes rows by format; the staged lowering
-    (`moecomm-lower-collectives`) takes only `fp8_e4m3` among the FP8
-    formats (its FP8 ops carry f32 1x128 scales) and reports the others,
-    which the runtime's `moecommDispatch` carries. Without `wire`, rows
+    bytes per row). The cost model sizes rows by format; the staged level
+    carries every format (f32 scales for `fp8_e4m3`, `f8E8M0FNU` scales for
+    the others, see `moecomm.quantize`). Without `wire`, rows
     travel in x's dtype. `capacity(N)`
     bounds the rows received per rank; overflow drops rows deterministically
     (latest source rank, then latest token first). `strategy<...>` overrides
@@ -320,8 +321,9 @@ def MoEComm_PermuteOp : MoEComm_Op<"permute", [
     destination row in f32 (`weighted` applies the routing weights at the
     step where the strategy applies them). `in` is `tensor<N x H x elt>`; the
     result is `tensor<? x H x elt>`. FP8 rows (f8E4M3FN) carry their
-    `scales` (`tensor<N x ceil(H/128) x f32>`), which are gathered with them;
-    combine never sees FP8.
+    `scales` (`tensor<N x B x f32|f8E8M0FNU>`, one per block as
+    `moecomm.quantize` makes them), which are gathered with them; combine
+    never sees FP8.
 
     `moecomm-fuse-permute` folds permutes into the adjacent pack/unpack so no
     separately permuted buffer goes through memory.
@@ -341,34 +343,70 @@ def MoEComm_PermuteOp : MoEComm_Op<"permute", [
 
 def MoEComm_QuantizeOp : MoEComm_Op<"quantize", [
     Pure, InferTypeOpAdaptor]> {
-  let summary = "FP8 e4m3 quantization with 1x128 block scales";
+  let summary = "FP8 e4m3 quantization with block scales";
   let description = [{
-    `in` is `tensor<N x H x bf16|f32>`. Results: `q`,
-    `tensor<N x H x f8E4M3FN>`, and `scales`, `tensor<N x ceil(H/128) x f32>`:
-    per row and per block of 128 contiguous elements (the last block may be
-    partial), `scale = amax / 448` (1 for an all-zero block) and
-    `q = round_to_nearest_even(x / scale)`, saturating. Block scaling as in
-    DeepSeek-V3 (1x128 activation tiles).
+    `in` is `tensor<N x H x bf16|f32>`; `wire<...>` is the FP8 format
+    (default `fp8_e4m3`, see `moecomm.dispatch`). Results: `q`,
+    `tensor<N x H x f8E4M3FN>`, and `scales`, one per row and block of
+    contiguous elements (the last block may be partial), with
+    `q = round_to_nearest_even(x / scale)`, saturating:
+    * `fp8_e4m3`: `tensor<N x ceil(H/128) x f32>`, `scale = amax / 448`
+      (1 for an all-zero block); DeepSeek-V3's 1x128 activation tiles.
+    * `fp8_e4m3_ue8m0`: `tensor<N x ceil(H/128) x f8E8M0FNU>`, amax / 448
+      rounded up to a power of two (DeepSeek-V3's UE8M0 scales).
+    * `mxfp8`: `tensor<N x ceil(H/32) x f8E8M0FNU>`,
+      `scale = 2^(floor(log2 amax) - 8)` (OCP Microscaling v1.0 MXFP8).
+    An all-zero block has scale 1 in every format; the rules are the
+    runtime's (moecommQuantizeFp8).
+
+    Verifier errors: `wire` not an FP8 format.
   }];
-  let arguments = (ins RankedTensorOf<[BF16, F32]>:$in);
+  let arguments = (ins RankedTensorOf<[BF16, F32]>:$in,
+                       OptionalAttr<MoEComm_WireDtypeAttr>:$wire);
   let results = (outs MoEComm_Rows:$q, MoEComm_Scales:$scales);
-  let assemblyFormat = "$in attr-dict `:` type($in)";
+  let assemblyFormat = "$in (`wire` `` $wire^)? attr-dict `:` type($in)";
   let hasVerifier = 1;
+  let builders = [
+    // FP8 format `wire`, spelled only when not the default fp8_e4m3.
+    OpBuilder<(ins "Value":$in, "WireDtype":$wire)>
+  ];
+  let extraClassDeclaration = [{
+    /// The FP8 format: the `wire` attribute, or fp8_e4m3.
+    WireDtype getFp8Wire();
+  }];
 }
 
 def MoEComm_DequantizeOp : MoEComm_Op<"dequantize", [Pure]> {
-  let summary = "FP8 e4m3 with 1x128 block scales back to bf16/f32";
+  let summary = "FP8 e4m3 with block scales back to bf16/f32";
   let description = [{
-    `q` is `tensor<N x H x f8E4M3FN>`, `scales` is
-    `tensor<N x ceil(H/128) x f32>`; the result is `tensor<N x H x bf16|f32>`
-    with `x = q * scale` of the element's block.
+    `q` is `tensor<N x H x f8E4M3FN>` and `scales` its block scales in the
+    FP8 format `wire<...>` (default `fp8_e4m3`; shapes and types as
+    `moecomm.quantize` makes them); the result is
+    `tensor<N x H x bf16|f32>` with `x = q * scale` of the element's block.
+    The format is spelled (not only implied by the scales) so that
+    `moecomm-fuse-quant` can tell whether a consumer's `moecomm.quantize`
+    asks for the same format: with one block per row (H <= 32) both E8M0
+    formats have the same scale shape.
+
+    Verifier errors: `wire` not an FP8 format, scales not of that format.
   }];
-  let arguments = (ins MoEComm_Rows:$q, MoEComm_Scales:$scales);
+  let arguments = (ins MoEComm_Rows:$q, MoEComm_Scales:$scales,
+                       OptionalAttr<MoEComm_WireDtypeAttr>:$wire);
   let results = (outs RankedTensorOf<[BF16, F32]>:$out);
   let assemblyFormat = [{
-    $q `,` $scales attr-dict `:` type($q) `,` type($scales) `->` type($out)
+    $q `,` $scales (`wire` `` $wire^)? attr-dict `:` type($q) `,` type($scales)
+    `->` type($out)
   }];
   let hasVerifier = 1;
+  let builders = [
+    // FP8 format `wire`, spelled only when not the default fp8_e4m3.
+    OpBuilder<(ins "Type":$out, "Value":$q, "Value":$scales,
+                   "WireDtype":$wire)>
+  ];
+  let extraClassDeclaration = [{
+    /// The FP8 format: the `wire` attribute, or fp8_e4m3.
+    WireDtype getFp8Wire();
+  }];
 }
 
 def MoEComm_PackOp : MoEComm_Op<"pack", [Pure]> {
@@ -378,18 +416,24 @@ def MoEComm_PackOp : MoEComm_Op<"pack", [Pure]> {
     is FP8 while `in` is bf16/f32, of the `moecomm.quantize` after it): rows
     are read from `in` through the layout's map and written once into the
     send buffer of exchange stage `stage`. Dispatch: gathers (optionally
-    quantizing, or forwarding FP8 rows with their scales); combine: sums in
-    f32 (`weighted` as for permute). Result: `tensor<? x H x elt>` plus
-    scales for FP8.
+    quantizing, in the FP8 format `wire<...>`, default `fp8_e4m3`, as
+    `moecomm.quantize` does, or forwarding FP8 rows with their scales);
+    combine: sums in f32 (`weighted` as for permute). Result:
+    `tensor<? x H x elt>` plus scales for FP8.
+
+    Verifier errors (besides the row rules of permute): `wire` on a pack
+    that does not quantize, or not an FP8 format; result scales not of the
+    format.
   }];
   let arguments = (ins MoEComm_Rows:$in, Optional<MoEComm_Scales>:$scales,
                        MoEComm_HandleType:$handle,
                        MoEComm_DirectionAttr:$direction, I64Attr:$stage,
-                       UnitAttr:$weighted);
+                       UnitAttr:$weighted,
+                       OptionalAttr<MoEComm_WireDtypeAttr>:$wire);
   let results = (outs MoEComm_Rows:$out, Optional<MoEComm_Scales>:$out_scales);
   let assemblyFormat = [{
     $in (`scales` `(` $scales^ `:` type($scales) `)`)? `,` $handle custom<Direction>($direction) `stage` $stage
-    (`weighted` $weighted^)? attr-dict
+    (`weighted` $weighted^)? (`wire` `` $wire^)? attr-dict
     `:` type($in) `,` qualified(type($handle)) `->` type(results)
   }];
   let hasVerifier = 1;
