@@ -210,7 +210,8 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
                    moecommDataType_t idxType, int64_t ranks,
                    int64_t ranksPerNode, int64_t experts, int32_t strategy,
                    int64_t capacity, int64_t hidden, int32_t wire,
-                   int64_t align) {
+                   int64_t align, int64_t numSlots, const int64_t *slotExperts,
+                   int32_t replicaChoice) {
   if (!commBound())
     return nullptr;
   if (stopped()) {
@@ -263,6 +264,9 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   desc.hidden = hidden;
   desc.wireType = static_cast<moecommDataType_t>(wire);
   desc.align = align;
+  desc.numSlots = numSlots;
+  desc.slotExperts = slotExperts;
+  desc.replicaChoice = static_cast<moecommReplicaChoice_t>(replicaChoice);
   moecommLayout_t layout = nullptr;
   if (!collective(moecommLayoutCreate(boundComm, &desc, &layout)))
     return nullptr;
@@ -537,9 +541,11 @@ const char *moecommCompiledLastError(void) { return firstMessage.c_str(); }
   void *_mlir_ciface_moecomm_rt_layout_##I(                                    \
       moecommMemRef2D *idx, moecommMemRef2D *weights, int64_t ranks,           \
       int64_t ranksPerNode, int64_t experts, int32_t strategy,                 \
-      int64_t capacity, int64_t hidden, int32_t wire, int64_t align) {         \
+      int64_t capacity, int64_t hidden, int32_t wire, int64_t align,           \
+      int64_t numSlots, const int64_t *slotExperts, int32_t replicaChoice) {   \
     return createLayout(idx, weights, IDX_TYPE, ranks, ranksPerNode, experts,  \
-                        strategy, capacity, hidden, wire, align);              \
+                        strategy, capacity, hidden, wire, align, numSlots,     \
+                        slotExperts, replicaChoice);                           \
   }
 MOECOMM_LAYOUT(i32, moecommInt32)
 MOECOMM_LAYOUT(i64, moecommInt64)

@@ -676,11 +676,13 @@ private:
                         &idx, &w, ranks, perNode, r.desc.numExperts,
                         r.desc.strategy, r.desc.capacity, r.desc.hidden,
                         in_.chance(2) ? in_.u8() % 3 : in_.raw<int32_t>(),
-                        r.desc.align)
+                        r.desc.align, r.desc.numSlots, r.desc.slotExperts,
+                        r.desc.replicaChoice)
                   : _mlir_ciface_moecomm_rt_layout_i32(
                         &idx32, &w, ranks, perNode, r.desc.numExperts,
                         r.desc.strategy, r.desc.capacity, r.desc.hidden,
-                        in_.u8() % 3, r.desc.align);
+                        in_.u8() % 3, r.desc.align, r.desc.numSlots,
+                        r.desc.slotExperts, r.desc.replicaChoice);
     if (l)
       compiledLayouts_.push_back(l);
   }

@@ -50,7 +50,8 @@ struct OneToken {
   void *layout(int64_t ranks, int64_t experts, int32_t strategy = 0,
                int32_t wire = 0, int64_t align = 1) {
     return _mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, ranks, 1, experts,
-                                              strategy, 0, 0, wire, align);
+                                              strategy, 0, 0, wire, align, 0,
+                                              nullptr, 0);
   }
 };
 
@@ -263,7 +264,7 @@ TEST(CompiledAbi, MalformedRoutingDescriptors) {
     if (r == 0)
       wRef = ref2(idx, 1, 2);
     EXPECT_EQ(_mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, 2, 1, 2, 0, 0,
-                                                 0, 0, 1),
+                                                 0, 0, 1, 0, nullptr, 0),
               nullptr);
     Seen s = seen();
     if (r == 1) {
@@ -283,7 +284,7 @@ TEST(CompiledAbi, MalformedRoutingDescriptors) {
     const int64_t K = (int64_t(1) << 32) + 1;
     moecommMemRef2D idxRef = ref2(idx, 0, K), wRef = ref2(w, 0, K);
     EXPECT_EQ(_mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, 1, 1, 1, 0, 0,
-                                                 0, 0, 1),
+                                                 0, 0, 1, 0, nullptr, 0),
               nullptr);
     EXPECT_EQ(seen().status, moecommInvalidArgument);
     EXPECT_EQ(seen().message, "topk_idx [0][4294967297] has more than 2^31 - "

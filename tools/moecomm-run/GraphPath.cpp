@@ -8,6 +8,7 @@
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 #include "moecomm/InitAllDialects.h"
+#include "moecomm/Model/Placement.h"
 #include "moecomm/Reference/ExpertWeights.h"
 #include "moecomm/Reference/Reference.h"
 #include "moecomm/Pipelines/Pipeline.h"
@@ -336,6 +337,60 @@ PayloadType payloadTypeOf(mlir::moecomm::WireDtype wire) {
   llvm_unreachable("unknown wire dtype");
 }
 
+/// The expert placement of the collectives the entry runs: a graph's is its
+/// topologies' (`slots`, `placement`, `replica_choice`; --placement is the
+/// direct path's), read before the pipeline, whose ranks= retarget keeps it
+/// (or fails). Every collective with experts must have the same one (or
+/// none); it must be valid for the run's ranks and the routing's experts.
+/// Sets p.slotExperts and p.replicaChoice, which the oracle then follows.
+Error applyGraphPlacement(ArrayRef<mlir::func::FuncOp> functions,
+                          RoutingProblem &p) {
+  std::optional<std::pair<mlir::Operation *, mlir::moecomm::TopologyAttr>>
+      first;
+  for (mlir::func::FuncOp func : functions) {
+    Error error = Error::success();
+    func.walk([&](mlir::Operation *op) {
+      for (mlir::NamedAttribute attr : op->getAttrs()) {
+        auto topology =
+            llvm::dyn_cast<mlir::moecomm::TopologyAttr>(attr.getValue());
+        if (!topology || topology.getExperts() == 0)
+          continue;
+        if (!first) {
+          first = {op, topology};
+          continue;
+        }
+        mlir::moecomm::TopologyAttr other = first->second;
+        if (topology.getPlacement() == other.getPlacement() &&
+            topology.getReplicaChoice() == other.getReplicaChoice())
+          continue;
+        error = inputError(formatv(
+            "{0}{1} in @{2} has another expert placement than {3}{4}; a run "
+            "has one",
+            where(op), op->getName().getStringRef(), func.getSymName(),
+            where(first->first), first->first->getName().getStringRef()));
+        return mlir::WalkResult::interrupt();
+      }
+      return mlir::WalkResult::advance();
+    });
+    if (error)
+      return error;
+  }
+  if (!first || !first->second.getPlacement())
+    return Error::success();
+  ArrayRef<int64_t> slots = first->second.getPlacement().asArrayRef();
+  std::string message = ::moecomm::checkPlacement(
+      {p.numExperts, std::vector<int64_t>(slots.begin(), slots.end())},
+      p.ranks);
+  if (!message.empty())
+    return inputError(formatv("{0}{1}: {2}", where(first->first),
+                              first->first->getName().getStringRef(),
+                              message));
+  p.slotExperts.assign(slots.begin(), slots.end());
+  p.replicaChoice =
+      static_cast<moecommReplicaChoice_t>(first->second.getReplicaChoice());
+  return Error::success();
+}
+
 /// Checks the collectives the entry runs against the routing's experts (the
 /// pipeline retargets their ranks, not their experts) and takes the wire
 /// dtype and capacity their dispatches declare into `p`, as `options` allow.
@@ -546,12 +601,15 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   if (!func)
     return inputError(formatv("graph {0} has no function @{1} (see --entry)",
                               graph->label, options.entry));
+  SmallVector<mlir::func::FuncOp> reachable = reachableFunctions(func);
+  // Before the signature, whose per-expert shapes are per slot with one.
+  if (Error e = applyGraphPlacement(reachable, problem))
+    return std::move(e);
   Expected<Signature> sig = checkSignature(func, problem, options.entry);
   if (!sig)
     return sig.takeError();
   graph->signature = *sig;
   graph->weightSeed = options.weightSeed;
-  SmallVector<mlir::func::FuncOp> reachable = reachableFunctions(func);
   if (Error e = applyGraphRouting(reachable, options, problem))
     return std::move(e);
   for (mlir::func::FuncOp f : reachable)

@@ -427,10 +427,11 @@ Error applyPlacement(RoutingProblem &p) {
     return Error::success();
   }
 #ifdef MOECOMM_RUN_HAVE_COMPILER
-  // The compiled ABI's layouts take no placement yet.
+  // A graph's placement is its topologies' (GraphPath.cpp).
   if (!directOpt)
     return inputError("--placement needs --direct (with a generated routing "
-                      "or a routing file); a graph takes no placement");
+                      "or a routing file); a graph's placement is its "
+                      "topology's (slots, placement)");
 #endif
   p.replicaChoice = replicaChoiceOpt;
   Expected<moecomm::ExpertPlacement> placement = loadPlacementFile(placementFile);

@@ -1,6 +1,7 @@
 //===- MoECommAttrs.cpp - moecomm attributes and types ---------------------===//
 
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
+#include "moecomm/Model/Placement.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -26,11 +27,24 @@ FailureOr<int64_t> mlir::moecomm::parseCount(AsmParser &parser) {
   return value;
 }
 
+FailureOr<DenseI64ArrayAttr> mlir::moecomm::parsePlacement(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  if (auto placement = dyn_cast<DenseI64ArrayAttr>(attr))
+    return placement;
+  return parser.emitError(loc, "expected the placement as array<i64: ...>, got ")
+         << attr;
+}
+
 /// Checks W >= 1, G >= 1, W % G == 0 and, when `experts` is meaningful,
-/// E >= 1 and E % W == 0. Shared by the topology attribute and the handle.
+/// E >= 1 and E % W == 0 -- with `slots` S > 0 (an expert placement) the
+/// ranks divide S instead. Shared by the topology attribute and the handle.
 static LogicalResult verifyTopology(function_ref<InFlightDiagnostic()> emitError,
                                     int64_t ranks, int64_t ranksPerNode,
-                                    int64_t experts, bool expertsRequired) {
+                                    int64_t experts, bool expertsRequired,
+                                    int64_t slots = 0) {
   if (ranks < 1 || ranks > kMaxRanks)
     return emitError() << "ranks must be in [1, " << kMaxRanks << "], got "
                        << ranks;
@@ -44,7 +58,10 @@ static LogicalResult verifyTopology(function_ref<InFlightDiagnostic()> emitError
       experts > kMaxExperts)
     return emitError() << "experts must be in [1, " << kMaxExperts
                        << "], got " << experts;
-  if (experts % ranks != 0)
+  if (slots < 0 || slots > kMaxExperts)
+    return emitError() << "slots must be in [1, " << kMaxExperts << "], got "
+                       << slots;
+  if (slots == 0 && experts % ranks != 0)
     return emitError() << "experts (" << experts
                        << ") must be divisible by ranks (" << ranks
                        << ") so every rank hosts the same number of experts";
@@ -53,30 +70,60 @@ static LogicalResult verifyTopology(function_ref<InFlightDiagnostic()> emitError
 
 LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t ranks, int64_t ranksPerNode,
-                                   int64_t experts) {
-  return verifyTopology(emitError, ranks, ranksPerNode, experts,
-                        /*expertsRequired=*/false);
+                                   int64_t experts, int64_t slots,
+                                   DenseI64ArrayAttr placement,
+                                   ReplicaChoice replicaChoice) {
+  if (slots != 0 && !placement)
+    return emitError() << "slots = " << slots
+                       << " needs its expert placement (placement = "
+                          "array<i64: ...>, the logical expert of each slot)";
+  if (placement && slots == 0)
+    return emitError() << "an expert placement needs its slot count (slots = "
+                       << placement.size() << ")";
+  if (!placement && replicaChoice != ReplicaChoice::locality)
+    return emitError() << "replica_choice = "
+                       << stringifyReplicaChoice(replicaChoice)
+                       << " needs an expert placement to choose among";
+  if (failed(verifyTopology(emitError, ranks, ranksPerNode, experts,
+                            /*expertsRequired=*/false, slots)))
+    return failure();
+  if (!placement)
+    return success();
+  if (placement.size() != slots)
+    return emitError() << "slots (" << slots
+                       << ") must equal the placement's length ("
+                       << placement.size() << ")";
+  // The rule lives with the replica choice (moecomm/Model/Placement.h).
+  ::moecomm::ExpertPlacement p;
+  p.numLogical = experts;
+  p.slotExperts.assign(placement.asArrayRef().begin(),
+                       placement.asArrayRef().end());
+  std::string message = ::moecomm::checkPlacement(p, static_cast<int>(ranks));
+  if (!message.empty())
+    return emitError() << message;
+  return success();
 }
 
 LogicalResult HandleType::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t ranks, int64_t ranksPerNode,
-                                 int64_t experts,
+                                 int64_t experts, int64_t slots,
                                  std::optional<Strategy> strategy) {
   if (strategy == Strategy::automatic)
     return emitError() << "a handle's strategy must be concrete (per_expert, "
                           "flat or hierarchical), got auto";
-  return verifyTopology(emitError, ranks, ranksPerNode, experts,
-                        /*expertsRequired=*/true);
-}
-
-TopologyAttr HandleType::getTopology() const {
-  return TopologyAttr::get(getContext(), getRanks(), getRanksPerNode(),
-                           getExperts());
+  if (failed(verifyTopology(emitError, ranks, ranksPerNode, experts,
+                            /*expertsRequired=*/true, slots)))
+    return failure();
+  if (slots != 0 && (slots < experts || slots % ranks != 0))
+    return emitError() << "slots (" << slots << ") must be a multiple of ranks ("
+                       << ranks << ") and at least experts (" << experts
+                       << "), as the placement's it was computed with";
+  return success();
 }
 
 HandleType HandleType::withStrategy(Strategy strategy) const {
   return HandleType::get(getContext(), getRanks(), getRanksPerNode(),
-                         getExperts(), strategy);
+                         getExperts(), getSlots(), strategy);
 }
 
 void MoECommDialect::registerAttributes() {

@@ -31,6 +31,8 @@ static_assert(int(Scope::global) == moecommScopeGlobal &&
               int(Scope::inter_node) == moecommScopeInterNode);
 static_assert(int(Direction::dispatch) == moecommDirectionDispatch &&
               int(Direction::combine) == moecommDirectionCombine);
+static_assert(int(ReplicaChoice::locality) == moecommReplicaLocality &&
+              int(ReplicaChoice::load_only) == moecommReplicaLoadOnly);
 
 int64_t mlir::moecomm::getNumStages(Strategy strategy, int64_t ranks,
                                     int64_t ranksPerNode) {
@@ -556,7 +558,7 @@ ExpertOffsetsOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
                                   SmallVectorImpl<Type> &results) {
   auto handle = cast<HandleType>(adaptor.getHandle().getType());
   results.push_back(RankedTensorType::get(
-      {handle.getTopology().getLocalExperts() + 1}, IntegerType::get(ctx, 64)));
+      {handle.getLocalExperts() + 1}, IntegerType::get(ctx, 64)));
   return success();
 }
 

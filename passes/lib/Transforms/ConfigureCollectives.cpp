@@ -154,8 +154,9 @@ struct RetargetTo {
 
 /// Retargets every topology and handle type of the module to `to`'s ranks,
 /// ranks per node and/or experts, then re-infers the moecomm result types
-/// that depend on them (tokens_per_expert is [E/W], all_to_all's
-/// recv_counts [W]) and carries them through function signatures.
+/// that depend on them (tokens_per_expert is [E/W], or [S/W] with an expert
+/// placement, all_to_all's recv_counts [W]) and carries them through
+/// function signatures. Expert placements are kept (see Passes.td).
 LogicalResult retarget(ModuleOp module, const RetargetTo &to,
                        SymbolTableCollection &symbols) {
   if (to.ranks == 0 && to.perNode == 0 && to.experts == 0)
@@ -179,22 +180,41 @@ LogicalResult retarget(ModuleOp module, const RetargetTo &to,
       return diag;
     };
   };
+  // A placement's slots hold logical expert ids: they cannot follow another
+  // expert count.
+  auto placementExperts = [&](int64_t e, int64_t slots) -> LogicalResult {
+    if (slots == 0 || to.experts == 0 || to.experts == e)
+      return success();
+    return current->emitError()
+           << "cannot retarget " << e << " experts to " << to.experts
+           << ": the expert placement's " << slots
+           << " slots hold logical experts of [0, " << e
+           << "); write a placement for " << to.experts << " experts instead";
+  };
   AttrTypeWalker checker;
   checker.addWalk([&](TopologyAttr topo) {
     auto [w, g, e] = to.apply(topo.getRanks(), topo.getRanksPerNode(),
                               topo.getExperts());
+    if (failed(placementExperts(topo.getExperts(),
+                                topo.getPlacement() ? topo.getSlots() : 0)))
+      return WalkResult::interrupt();
+    // The placement is kept when it is valid for the new ranks (its
+    // verifier's message names it otherwise): see Passes.td.
     return WalkResult(TopologyAttr::verify(
         retargetError(topo.getRanks(), topo.getRanksPerNode(),
                       topo.getExperts()),
-        w, g, e));
+        w, g, e, topo.getSlots(), topo.getPlacement(),
+        topo.getReplicaChoice()));
   });
   checker.addWalk([&](HandleType type) {
     auto [w, g, e] = to.apply(type.getRanks(), type.getRanksPerNode(),
                               type.getExperts());
+    if (failed(placementExperts(type.getExperts(), type.getSlots())))
+      return WalkResult::interrupt();
     return WalkResult(HandleType::verify(
         retargetError(type.getRanks(), type.getRanksPerNode(),
                       type.getExperts()),
-        w, g, e, type.getStrategy()));
+        w, g, e, type.getSlots(), type.getStrategy()));
   });
   // Staged IR (layout, permute, pack, exchange, unpack) was planned for its
   // topology: its stage numbers and scopes follow getNumStages and
@@ -273,12 +293,14 @@ LogicalResult retarget(ModuleOp module, const RetargetTo &to,
   replacer.addReplacement([&](TopologyAttr topo) {
     auto [w, g, e] = to.apply(topo.getRanks(), topo.getRanksPerNode(),
                               topo.getExperts());
-    return TopologyAttr::get(topo.getContext(), w, g, e);
+    return TopologyAttr::get(topo.getContext(), w, g, e, topo.getSlots(),
+                             topo.getPlacement(), topo.getReplicaChoice());
   });
   replacer.addReplacement([&](HandleType type) {
     auto [w, g, e] = to.apply(type.getRanks(), type.getRanksPerNode(),
                               type.getExperts());
-    return HandleType::get(type.getContext(), w, g, e, type.getStrategy());
+    return HandleType::get(type.getContext(), w, g, e, type.getSlots(),
+                           type.getStrategy());
   });
   replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
                                         /*replaceLocs=*/false,

@@ -68,9 +68,18 @@ struct CostReportPass
         "experts={3} topk={4} hidden={5} wire={6} tokens/rank={7} ({8}), "
         "link model {9} (modelled, uniform routing)\n",
         DispatchOp(d.op).getLoc(), w.topology.ranks, w.topology.ranksPerNode,
-        w.topology.numExperts, w.topk, w.hidden,
-        stringifyWireDtype(w.wire), tokens, w.tokens ? "static" : "assumed",
-        link->name);
+        w.experts, w.topk, w.hidden, stringifyWireDtype(w.wire), tokens,
+        w.tokens ? "static" : "assumed", link->name);
+    // The model counts traffic under uniform routing, not from a routing,
+    // so it has no per-token bound to give for the placement.
+    TopologyAttr topo = DispatchOp(d.op).getTopology();
+    if (topo.getPlacement())
+      os << llvm::formatv(
+          "  expert placement: {0} slots ({1} per rank) for {2} experts, "
+          "replica_choice={3}; replicas are chosen at run time, the model "
+          "counts the {0} slots as experts\n",
+          topo.getSlots(), topo.getLocalExperts(), topo.getExperts(),
+          stringifyReplicaChoice(topo.getReplicaChoice()));
     // Each right-aligned column is a space and the field: values wider than
     // their column still stay apart.
     os << llvm::formatv("  {0,-13}{1,-10}{2,-6}{3,-12} {4,15} {5,15} {6,13}\n",

@@ -154,7 +154,8 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
                     return fail()
                            << "replica_groups' group of " << w << " ranks: ";
                   },
-                  w, /*ranksPerNode=*/w, /*experts=*/0)))
+                  w, /*ranksPerNode=*/w, /*experts=*/0, /*slots=*/0,
+                  DenseI64ArrayAttr(), ReplicaChoice::locality)))
     return failure();
   if (iota) {
     int64_t expect = 0;

@@ -16,7 +16,8 @@ StrategyCostAnalysis::StrategyCostAnalysis(Operation *root) {
     DispatchWorkload w;
     w.topology.ranks = static_cast<int>(topo.getRanks());
     w.topology.ranksPerNode = static_cast<int>(topo.getRanksPerNode());
-    w.topology.numExperts = topo.getExperts();
+    w.topology.numExperts = topo.getNumSlots();
+    w.experts = topo.getExperts();
     w.topk = static_cast<int>(op.getTopkIdx().getType().getDimSize(1));
     w.hidden = x.getDimSize(1);
     if (!x.isDynamicDim(0))

@@ -23,7 +23,12 @@ namespace mlir::moecomm {
 
 /// What the IR fixes of one dispatch (with its combine) for the cost model.
 struct DispatchWorkload {
+  /// The topology of the expert slots: numExperts = S with an expert
+  /// placement (its replicas count as experts spread over the ranks; the
+  /// replica choice is made at run time), else E.
   ::moecomm::Topology topology;
+  /// The logical experts E (the range of topk ids).
+  int64_t experts = 0;
   int topk = 1;
   int64_t hidden = 1;
   /// Tokens per rank when x's T is static.

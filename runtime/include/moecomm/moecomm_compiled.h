@@ -101,12 +101,20 @@ typedef struct {
  * strategy: 0 per_expert, 1 flat, 2 hierarchical, 3 auto. capacity 0 = none.
  * hidden (H, 0 = unknown) and wire (a moecommDataType_t) are the
  * row-size hints of auto's cost model; align (1 = none) the expert segment
- * alignment of the dispatch output (moecommLayoutDesc_t). */
+ * alignment of the dispatch output; numSlots, slotExperts [numSlots] and
+ * replicaChoice (moecommReplicaChoice_t) the topology's expert placement
+ * (0, NULL, 0 without one; compiled code passes a constant global), all as
+ * in moecommLayoutDesc_t. The ABI is unversioned: graph and runtime are
+ * built from one source tree (moecomm-run's JIT, moecomm-aot's objects
+ * linked with the runtime), and a changed signature changes the parameter
+ * list here and in convert-moecomm-to-runtime together. */
 typedef void *moecommRtLayout_t(moecommMemRef2D *topkIdx,
                                 moecommMemRef2D *topkWeights, int64_t ranks,
                                 int64_t ranksPerNode, int64_t experts,
                                 int32_t strategy, int64_t capacity,
-                                int64_t hidden, int32_t wire, int64_t align);
+                                int64_t hidden, int32_t wire, int64_t align,
+                                int64_t numSlots, const int64_t *slotExperts,
+                                int32_t replicaChoice);
 moecommRtLayout_t _mlir_ciface_moecomm_rt_layout_i32,
     _mlir_ciface_moecomm_rt_layout_i64;
 void moecomm_rt_layout_release(void *layout);
@@ -115,7 +123,8 @@ void moecomm_rt_layout_release(void *layout);
 int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
                         int32_t recv);
 /** recv_weights [R] f32, tokens_per_expert [E/W] i64 and the expert
- *  segment offsets [E/W + 1] i64 (moecommLayoutExpertOffsets). */
+ *  segment offsets [E/W + 1] i64 (moecommLayoutExpertOffsets); with an
+ *  expert placement S/W and S/W + 1, per local slot. */
 void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out);
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
                                                moecommMemRef1D *out);

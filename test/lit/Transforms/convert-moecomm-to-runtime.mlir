@@ -18,7 +18,7 @@
 // CHECK: func.func private @moecomm_rt_gather_f8_bf16(!llvm.ptr, i32, i64, i32, memref<?x?xf8E4M3FN, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @layer
 // CHECK-SAME: (%[[X:.*]]: memref<?x300xbf16>, %[[I:.*]]: memref<?x3xi32>, %[[W:.*]]: memref<?x3xf32>) -> memref<?x300xbf16>
-// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i32({{.*}}) : (memref<?x?xi32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, i64, i32, i64, i64, i32, i64) -> !llvm.ptr
+// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i32({{.*}}) : (memref<?x?xi32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, i64, i32, i64, i64, i32, i64, i64, !llvm.ptr, i32) -> !llvm.ptr
 // CHECK: %[[N0:.*]] = call @moecomm_rt_rows(%[[L]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i32, i64, i32) -> i64
 // CHECK: call @moecomm_rt_gather_bf16_f8(%[[L]],
 // CHECK: call @moecomm_rt_exchange_f8(%[[L]],
@@ -192,19 +192,20 @@ func.func @partial_read(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %n: index, %m:
 
 // -----
 
-// align is the layout call's last argument (1 without it, above); the
+// align follows wire in the layout call's arguments (1 without it, above),
+// before the expert placement's; the
 // segment offsets are a local query of the same layout, into a fresh
 // [E/W + 1] buffer.
 // CHECK-LABEL: func.func @aligned
 // CHECK: %[[A:.*]] = arith.constant 256 : i64
-// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i64({{.*}}, %[[A]]) :
+// CHECK: %[[L:.*]] = call @moecomm_rt_layout_i64({{.*}}, %[[A]], %{{.*}}, %{{.*}}, %{{.*}}) :
 // CHECK: %[[O:.*]] = memref.alloc() {{.*}} : memref<3xi64>
 // CHECK: %[[OC:.*]] = memref.cast %[[O]] : memref<3xi64> to memref<?xi64, strided<[?], offset: ?>>
 // CHECK: call @moecomm_rt_expert_offsets(%[[L]], %[[OC]]) : (!llvm.ptr, memref<?xi64, strided<[?], offset: ?>>) -> ()
 // CHECK: return %{{.*}}, %[[O]] : memref<?x64xbf16>, memref<3xi64>
 // DIRECT-LABEL: func.func @aligned
 // DIRECT: %[[A:.*]] = arith.constant 256 : i64
-// DIRECT: %[[L:.*]] = call @moecomm_rt_layout_i64({{.*}}, %[[A]]) :
+// DIRECT: %[[L:.*]] = call @moecomm_rt_layout_i64({{.*}}, %[[A]], %{{.*}}, %{{.*}}, %{{.*}}) :
 // DIRECT: call @moecomm_rt_dispatch_bf16(%[[L]],
 // DIRECT: call @moecomm_rt_expert_offsets(%[[L]], %{{.*}})
 func.func @aligned(%x: tensor<?x64xbf16>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<3xi64>) {

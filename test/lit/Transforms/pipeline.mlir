@@ -5,7 +5,8 @@
 // RUN: moecomm-opt %s --moecomm-pipeline="strategy=per_expert chunks=4" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVM
 // RUN: moecomm-opt %s --moecomm-pipeline="strategy=auto ranks=8 ranks-per-node=4 capacity=64" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVM
 // RUN: moecomm-opt %s --moecomm-pipeline | FileCheck %s --check-prefix=DIALECT
-// align reaches the runtime as the layout call's last argument, chunked too.
+// align reaches the runtime as the layout call's argument after wire (then
+// the expert placement's: none here), chunked too.
 // RUN: moecomm-opt %s --moecomm-pipeline="strategy=hierarchical align=256 chunks=2" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefixes=LLVM,ALIGN
 
 // DIALECT-NOT: moecomm.
@@ -17,10 +18,10 @@
 // Runtime functions with memref arguments are called through their C
 // interface; nothing else (no MLIR C runner library) is needed at link time.
 // LLVM-NOT: memrefCopy
-// LLVM: declare ptr @_mlir_ciface_moecomm_rt_layout_i32(ptr, ptr, i64, i64, i64, i32, i64, i64, i32, i64)
+// LLVM: declare ptr @_mlir_ciface_moecomm_rt_layout_i32(ptr, ptr, i64, i64, i64, i32, i64, i64, i32, i64, i64, ptr, i32)
 // LLVM: define {{.*}} @moe_layer(
 // LLVM: call ptr @moecomm_rt_layout_i32(
-// ALIGN-SAME: i64 256)
+// ALIGN-SAME: i64 256, i64 0, ptr null, i32 0)
 // FP8: call void @moecomm_rt_gather_bf16_f8(
 // FP8: call ptr @moecomm_rt_exchange_start_f8(
 // LLVM: call void @moecomm_rt_layout_release(

@@ -119,11 +119,24 @@ def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir:
     an FP8 wire to every dispatch and cached dispatch; `align` (a power of
     two; 1 removes the padding) to every dispatch.
 
+    A topology with an expert placement (`slots`, `placement`: DeepSeek
+    EPLB's phy2log, see the topology attribute) keeps it across a `ranks`
+    retarget when the new W divides its S slots: the placement stays valid
+    (rank r then hosts slots `[r*S/W, (r+1)*S/W)`) and every result stays
+    exact, so a graph written with a placement for a large cluster still
+    runs, and is checked, on a small one. What does not carry over is the
+    balance EPLB computed for the old W (it packs replicas onto that many
+    ranks); compute a placement for the new W when the load matters. A W
+    that does not divide S is an error naming the placement (the
+    placement's own rule). `experts` cannot retarget a topology with a
+    placement: its slots hold logical ids of the old E.
+
     Errors: `align` neither 0 nor a power of two in [1, 65536]; a retarget
     that a topology or handle type anywhere in the module
     (function signatures included) would not verify with (ranks-per-node
     not dividing the ranks, experts not dividing over the ranks, ranks
-    beyond the dialect's limit); staged IR whose plan would change with the
+    beyond the dialect's limit, ranks not dividing an expert placement's
+    slots); `experts` with an expert placement; staged IR whose plan would change with the
     retarget ("cannot retarget staged IR planned for ...": retarget the
     collective IR instead); a result whose type changes with the ranks
     reaching an op that does not accept its new type or that indexes into
@@ -271,6 +284,11 @@ def MoECommSplitHierarchical : Pass<"moecomm-split-hierarchical", "::mlir::Modul
     * `auto`: the static cost model of DESIGN.md §7 (alpha-beta per stage,
       expected traffic under uniform routing of `tokens-per-rank` tokens,
       link model of `preset`) picks per dispatch.
+
+    With an expert placement on the topology, everything works on its S
+    slots as on S experts (the handle's `slots`, per-slot results, the cost
+    model's S experts); the layout picks each (token, expert)'s replica at
+    run time.
 
     With an FP8 wire (`wire<fp8_e4m3>`, `wire<fp8_e4m3_ue8m0>` or
     `wire<mxfp8>`), each exchange hop is emitted as
@@ -464,6 +482,12 @@ def MoECommCostReport : Pass<"moecomm-cost-report", "::mlir::ModuleOp"> {
     static T), for the link model `preset`, and the strategy `auto` would
     pick. The report goes to stderr (as `--print-op-stats` does), so the IR
     on stdout stays usable; the IR is not changed.
+
+    With an expert placement on the topology (DeepSeek EPLB's replicated
+    experts), the model counts the S slots as experts and a line says so:
+    replicas are chosen at run time from the routing, which the model does
+    not have (the placement's inter-node lower bound is per token;
+    moecomm-run and moecomm-bench report it from a routing).
   }];
   let options = [
     Option<"preset", "preset", "std::string", /*default=*/"\"h200-dgx\"",

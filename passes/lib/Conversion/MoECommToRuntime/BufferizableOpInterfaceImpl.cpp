@@ -362,7 +362,9 @@ struct ExchangeWaitModel
 /// The layout call shared by moecomm.layout and the collective dispatch;
 /// returns the runtime layout pointer. `hidden` (0: unknown) and `wire`
 /// inform the runtime's `auto` and its statistics; `align` (none: 1) pads
-/// the expert segments of the dispatch output.
+/// the expert segments of the dispatch output. The topology's expert
+/// placement goes along as its slot count, a constant global of its slots'
+/// experts and the replica choice (0, null, locality without one).
 Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
                  Strategy strategy, std::optional<int64_t> capacity,
                  std::optional<int64_t> align, int64_t hidden = 0,
@@ -375,7 +377,13 @@ Value callLayout(RuntimeAbi &abi, ArrayRef<Value> routing, TopologyAttr topo,
                    abi.i32(static_cast<int32_t>(strategy)),
                    abi.i64(capacity.value_or(0)), abi.i64(hidden),
                    abi.i32(getWireDataType(wire)),
-                   abi.i64(align.value_or(1))},
+                   abi.i64(align.value_or(1)),
+                   abi.i64(topo.getPlacement() ? topo.getSlots() : 0),
+                   topo.getPlacement()
+                       ? abi.constantArray("moecomm_placement",
+                                           topo.getPlacement().asArrayRef())
+                       : abi.nullPointer(),
+                   abi.i32(static_cast<int32_t>(topo.getReplicaChoice()))},
                   ptr)[0];
 }
 

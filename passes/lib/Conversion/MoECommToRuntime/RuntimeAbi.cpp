@@ -8,6 +8,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mlir::moecomm;
@@ -78,6 +80,44 @@ Value RuntimeAbi::i32(int64_t value) {
 
 Value RuntimeAbi::i64(int64_t value) {
   return arith::ConstantIntOp::create(b, loc, value, 64);
+}
+
+Value RuntimeAbi::nullPointer() {
+  return LLVM::ZeroOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()));
+}
+
+Value RuntimeAbi::constantArray(StringRef prefix, ArrayRef<int64_t> values) {
+  ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>(values.data()),
+                          values.size() * sizeof(int64_t));
+  std::string name =
+      (prefix + "_" + llvm::utohexstr(llvm::xxh3_64bits(bytes), true)).str();
+  auto type = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  auto value = DenseElementsAttr::get(type, values);
+  auto global = dyn_cast_or_null<LLVM::GlobalOp>(
+      SymbolTable::lookupSymbolIn(module, name));
+  if (!global || global.getValueOrNull() != value) {
+    // After the runtime declarations (which `call` keeps first) and the
+    // globals of smaller names.
+    Block &body = module->getRegion(0).front();
+    Block::iterator at = body.begin();
+    for (; at != body.end(); ++at) {
+      auto decl = dyn_cast<func::FuncOp>(*at);
+      auto other = dyn_cast<LLVM::GlobalOp>(*at);
+      if (!(decl && decl.isDeclaration() &&
+            decl.getSymName().starts_with("moecomm_rt_")) &&
+          !(other && other.getSymName().starts_with(prefix) &&
+            other.getSymName() < name))
+        break;
+    }
+    SymbolTable symbols(module);
+    OpBuilder detached(b.getContext());
+    global = LLVM::GlobalOp::create(
+        detached, loc, LLVM::LLVMArrayType::get(b.getI64Type(), values.size()),
+        /*isConstant=*/true, LLVM::Linkage::Private, name, value);
+    // A different symbol of that name (a hash collision) renames this one.
+    symbols.insert(global, at);
+  }
+  return LLVM::AddressOfOp::create(b, loc, global);
 }
 
 Value RuntimeAbi::rows(Value layout, Direction direction, int64_t step,

@@ -44,6 +44,14 @@ public:
 
   Value i32(int64_t value);
   Value i64(int64_t value);
+  /// A null pointer.
+  Value nullPointer();
+  /// The address of a private constant global i64 array holding `values`
+  /// (`llvm.mlir.global`, e.g. an expert placement). Calls with the same
+  /// values share one global, named `<prefix>_<hash of the values>` and kept
+  /// sorted at the top of the module, so the same graph compiles to the same
+  /// module whatever order its functions are visited in.
+  Value constantArray(StringRef prefix, ArrayRef<int64_t> values);
 
   /// Rows of step `step` (kOutputStep: the output) of `direction`; `recv`
   /// selects a stage's receive side. An `index` value.

@@ -42,6 +42,10 @@ using ::moecomm::kMaxTopk;
 /// `true` and `false`.
 FailureOr<int64_t> parseCount(AsmParser &parser);
 
+/// Parses a topology's expert placement, written in full as
+/// `array<i64: ...>` (the form it prints in).
+FailureOr<DenseI64ArrayAttr> parsePlacement(AsmParser &parser);
+
 /// True for the FP8 wire dtypes (fp8_e4m3, fp8_e4m3_ue8m0, mxfp8).
 inline bool isFp8Wire(WireDtype wire) {
   return wire == WireDtype::fp8_e4m3 || wire == WireDtype::fp8_e4m3_ue8m0 ||

@@ -117,6 +117,15 @@ def MoEComm_DirectionAttr : EnumAttr<MoEComm_Dialect, MoEComm_Direction, "direct
   let assemblyFormat = "`<` $value `>`";
 }
 
+def MoEComm_ReplicaChoice : I32EnumAttr<"ReplicaChoice",
+    "how the layout picks one replica of a replicated expert", [
+      I32EnumAttrCase<"locality", 0>,
+      I32EnumAttrCase<"load_only", 1>
+    ]> {
+  let cppNamespace = "::mlir::moecomm";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -130,15 +139,24 @@ class MoEComm_CountParameter<string default = "">
   let defaultValue = default;
 }
 
+// A topology's expert placement, written and printed as `array<i64: ...>`
+// (the generic attribute parser would take a bare `[...]`).
+def MoEComm_PlacementParameter
+    : OptionalParameter<"::mlir::DenseI64ArrayAttr"> {
+  let parser = "::mlir::moecomm::parsePlacement($_parser)";
+  let printer = "$_printer.printAttribute($_self)";
+}
+
 def MoEComm_TopologyAttr : AttrDef<MoEComm_Dialect, "Topology"> {
   let mnemonic = "topology";
-  let summary = "expert-parallel topology: ranks W, ranks per node G, experts E";
+  let summary = "expert-parallel topology: ranks W, ranks per node G, experts "
+                "E, and optionally an expert placement over S slots";
   let description = [{
     The expert-parallel group of a collective: `ranks` (W >= 1) ranks,
     `ranks_per_node` (G >= 1, W % G == 0) of them per node (an NVLink domain),
-    and, for dispatch/combine, `experts` (E >= 1, E % W == 0): rank r hosts
-    experts `[r*E/W, (r+1)*E/W)`. `experts` is omitted for a plain
-    `all_to_all`.
+    and, for dispatch/combine, `experts` (E >= 1, E % W == 0 without an
+    expert placement): rank r hosts experts `[r*E/W, (r+1)*E/W)`. `experts`
+    is omitted for a plain `all_to_all`.
 
     In an op's custom form it follows the op's `topology` keyword, without
     the `#moecomm.` prefix; elsewhere (the generic op form, a function
@@ -150,17 +168,64 @@ def MoEComm_TopologyAttr : AttrDef<MoEComm_Dialect, "Topology"> {
         : tensor<?x7168xbf16>, tensor<?x8xi32>, tensor<?x8xf32>
     #moecomm.topology<ranks = 16, ranks_per_node = 8, experts = 256>
     ```
+
+    **Expert placement** (replicated experts; DeepSeek's EPLB, "Expert
+    Parallelism Load Balancer", github.com/deepseek-ai/EPLB, whose `phy2log`
+    map this is): `slots = S` physical expert slots and `placement =
+    array<i64: ...>`, S logical expert ids, slot s holding a copy of logical
+    expert `placement[s]`; rank r hosts slots `[r*S/W, (r+1)*S/W)`. A hot
+    expert with several slots is replicated, and the layout picks one replica
+    per (token, expert) at run time by `replica_choice`: `locality` (the
+    default, omitted when printed: prefer the token's own node, then a node
+    it already sends to, then the least-loaded replica) or `load_only` (the
+    least-loaded replica, EPLB's balancing alone); both are deterministic and
+    the same on every rank and backend (moecomm/Model/Placement.h).
+    `experts` stays the logical count E, the range of `topk_idx`; it need not
+    be a multiple of W, but S must be (the placement's rules:
+    `::moecomm::checkPlacement` -- S >= E, S % W == 0, every slot's expert in
+    [0, E), every expert in at least one slot). `slots` must equal the
+    placement's length; one without the other, or `replica_choice` without a
+    placement, is an error. A placement is written for one W (EPLB balances
+    the load per rank of that W).
+
+    With a placement everything per local expert is per local slot: a
+    dispatch's `recv` is slot-major and its `tokens_per_expert` and a
+    handle's `expert_offsets` have S/W (+ 1) entries (`getLocalExperts`).
+
+    ```mlir
+    // 4 logical experts on 2 ranks, 0 and 1 replicated: rank 0 hosts slots
+    // 0-2 (experts 0, 1, 2), rank 1 slots 3-5 (experts 3, 0, 1).
+    #moecomm.topology<ranks = 2, ranks_per_node = 1, experts = 4, slots = 6,
+                      placement = array<i64: 0, 1, 2, 3, 0, 1>>
+    ```
   }];
   let parameters = (ins MoEComm_CountParameter<>:$ranks,
                         MoEComm_CountParameter<>:$ranks_per_node,
-                        MoEComm_CountParameter<"0">:$experts);
+                        MoEComm_CountParameter<"0">:$experts,
+                        MoEComm_CountParameter<"0">:$slots,
+                        MoEComm_PlacementParameter:$placement,
+                        DefaultValuedParameter<
+                            "::mlir::moecomm::ReplicaChoice",
+                            "::mlir::moecomm::ReplicaChoice::locality">:$replica_choice);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "int64_t":$ranks, "int64_t":$ranks_per_node,
+                     CArg<"int64_t", "0">:$experts), [{
+      return $_get($_ctxt, ranks, ranks_per_node, experts, /*slots=*/0,
+                   ::mlir::DenseI64ArrayAttr(), ReplicaChoice::locality);
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// Number of nodes, W / G.
     int64_t getNumNodes() const { return getRanks() / getRanksPerNode(); }
-    /// Experts hosted by each rank, E / W (0 when `experts` is absent).
-    int64_t getLocalExperts() const { return getExperts() / getRanks(); }
+    /// Expert slots: S with a placement, else E (0 when `experts` is absent).
+    int64_t getNumSlots() const {
+      return getPlacement() ? getSlots() : getExperts();
+    }
+    /// Expert slots hosted by each rank: S / W with a placement, else E / W
+    /// (0 when `experts` is absent).
+    int64_t getLocalExperts() const { return getNumSlots() / getRanks(); }
   }];
 }
 

@@ -57,6 +57,11 @@ def MoEComm_DispatchOp : MoEComm_Op<"dispatch", [
     * `tokens_per_expert`: `tensor<(E/W) x i64>`, rows per local expert.
     * `handle`: the routing layout, consumed by `moecomm.combine`.
 
+    With an expert placement on the topology (replicated experts, see the
+    topology attribute) the layout picks one replica slot per (token,
+    expert) and "local expert" above reads "local slot": `recv` is
+    slot-major and `tokens_per_expert` is `tensor<(S/W) x i64>`.
+
     `align(N)` (N a power of two in [1, 65536]; 1, the default, is the
     unpadded layout) makes every local expert's segment of `recv` start at a
     multiple of N rows, as grouped GEMMs want (DeepEP / NCCL EP
@@ -245,7 +250,8 @@ def MoEComm_LayoutOp : MoEComm_Op<"layout", [
     `auto` is resolved before this level), exchanging only routing metadata.
     Results: the `handle` used by every later staged op of this dispatch and
     its combine, `recv_weights` (`tensor<? x f32>`, expert-major) and
-    `tokens_per_expert` (`tensor<(E/W) x i64>`). `capacity` and `align` are
+    `tokens_per_expert` (`tensor<(E/W) x i64>`, or per local slot,
+    `tensor<(S/W) x i64>`, with an expert placement). `capacity` and `align` are
     the dispatch's (`align`: padded expert segments, see `moecomm.dispatch`;
     the dispatch unpack writes the padding rows).
 
@@ -289,7 +295,9 @@ def MoEComm_ExpertOffsetsOp : MoEComm_Op<"expert_offsets", [
     the group-offset array of a grouped GEMM (e.g. the `m_indices` /
     `offs` argument of DeepGEMM's and PyTorch's grouped matmuls). Without
     `align` the offsets are the prefix sums of `tokens_per_expert`. Lowered
-    to `moecommLayoutExpertOffsets` (local, no communication).
+    to `moecommLayoutExpertOffsets` (local, no communication). With an
+    expert placement the segments are the local slots': `tensor<(S/W + 1) x
+    i64>`.
 
     ```mlir
     %offs = moecomm.expert_offsets %h

@@ -21,32 +21,50 @@ def MoEComm_HandleType : TypeDef<MoEComm_Dialect, "Handle"> {
     it has chosen it, also on function arguments and results that carry the
     handle between a forward and a backward function.
 
+    A topology with an expert placement gives a handle of its `slots` (S,
+    omitted without one): what sizes the per-slot results its layout has
+    (`expert_offsets`); the placement itself is the layout's, so a handle
+    of another placement with as many slots is the same type.
+
     ```mlir
     !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256>
     !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, strategy = hierarchical>
+    !moecomm.handle<ranks = 16, ranks_per_node = 8, experts = 256, slots = 288, strategy = hierarchical>
     ```
   }];
   let parameters = (ins MoEComm_CountParameter<>:$ranks,
                         MoEComm_CountParameter<>:$ranks_per_node,
                         MoEComm_CountParameter<>:$experts,
+                        MoEComm_CountParameter<"0">:$slots,
                         OptionalParameter<"std::optional<::mlir::moecomm::Strategy>">:$strategy);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let builders = [
+    TypeBuilder<(ins "int64_t":$ranks, "int64_t":$ranks_per_node,
+                     "int64_t":$experts,
+                     "std::optional<Strategy>":$strategy), [{
+      return $_get($_ctxt, ranks, ranks_per_node, experts, /*slots=*/0,
+                   strategy);
+    }]>,
     TypeBuilderWithInferredContext<(ins "TopologyAttr":$topology), [{
       return $_get(topology.getContext(), topology.getRanks(),
                    topology.getRanksPerNode(), topology.getExperts(),
+                   topology.getPlacement() ? topology.getSlots() : 0,
                    std::nullopt);
     }]>,
     TypeBuilderWithInferredContext<(ins "TopologyAttr":$topology,
                                         "std::optional<Strategy>":$strategy), [{
       return $_get(topology.getContext(), topology.getRanks(),
-                   topology.getRanksPerNode(), topology.getExperts(), strategy);
+                   topology.getRanksPerNode(), topology.getExperts(),
+                   topology.getPlacement() ? topology.getSlots() : 0, strategy);
     }]>
   ];
   let extraClassDeclaration = [{
-    /// The topology this handle was computed for.
-    TopologyAttr getTopology() const;
+    /// Expert slots hosted by each rank: S / W with a placement (`slots`),
+    /// else E / W -- the topology's getLocalExperts.
+    int64_t getLocalExperts() const {
+      return (getSlots() ? getSlots() : getExperts()) / getRanks();
+    }
     /// This type with `strategy` set.
     HandleType withStrategy(Strategy strategy) const;
   }];
