@@ -175,9 +175,9 @@ Status createLayout(Comm &comm, const moecommLayoutDesc_t *desc,
     else if (desc->numSlots < 0)
       local = invalidArgument(
           cat("rank ", me, ": num_slots must be >= 0, got ", desc->numSlots));
-    else if (!blockFits(desc->numSlots, 1))
+    else if (desc->numSlots > kMaxExperts) // slot ids are expert ids
       local = invalidArgument(cat("rank ", me, ": num_slots ", desc->numSlots,
-                                  " ids are more bytes than memory holds"));
+                                  " does not fit in 31 bits"));
     else if (desc->numSlots > 0 && !desc->slotExperts)
       local = invalidArgument(cat("rank ", me, ": slot_experts is NULL"));
     else if (desc->numSlots > 0 && !isReplicaChoice(desc->replicaChoice))

@@ -208,8 +208,13 @@ TEST(Faults, InvalidPlacementFields) {
          d.numSlots = INT64_MAX / 4;
          return d;
        },
-       "rank 2: num_slots 2305843009213693951 ids are more bytes than memory "
-       "holds"},
+       "rank 2: num_slots 2305843009213693951 does not fit in 31 bits"},
+      {2,
+       [](moecommLayoutDesc_t d) {
+         d.numSlots = int64_t(1) << 31; // a short array is never read
+         return d;
+       },
+       "rank 2: num_slots 2147483648 does not fit in 31 bits"},
       {3,
        [](moecommLayoutDesc_t d) {
          d.slotExperts = nullptr;

@@ -351,7 +351,9 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
              : config && config->numGroups > 1 ? config->numGroups
                                                : 0;
   // Named as given: E from a config is not --experts.
-  if (config && !expertsOpt.getNumOccurrences() && g.numExperts % g.ranks != 0)
+  g.placed = !placementFile.empty();
+  if (config && !expertsOpt.getNumOccurrences() && !g.placed &&
+      g.numExperts % g.ranks != 0)
     return inputError(formatv("config {0}: moe.num_experts ({1}) must be a "
                               "multiple of the ranks ({2}): E % W = {3}; "
                               "choose --ranks or --experts",

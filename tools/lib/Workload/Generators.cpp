@@ -170,7 +170,7 @@ Expected<RoutingProblem> generateRouting(const GenerateOptions &o) {
                               "--ranks-per-node ({1}): W % G = {2}",
                               o.ranks, o.ranksPerNode,
                               o.ranks % o.ranksPerNode));
-  if (o.numExperts < 1 || o.numExperts % o.ranks != 0)
+  if (o.numExperts < 1 || (!o.placed && o.numExperts % o.ranks != 0))
     return inputError(formatv("--experts ({0}) must be a positive multiple of "
                               "--ranks ({1}): E % W = {2}",
                               o.numExperts, o.ranks,

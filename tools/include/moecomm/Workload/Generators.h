@@ -62,6 +62,9 @@ struct GenerateOptions {
   uint64_t seed = 1;
   /// Expert groups for node-limited:M; 0 = one group per node.
   int groups = 0;
+  /// The experts are logical ones of an expert placement, whose slots the
+  /// ranks split: E % W is not required (moecomm/Model/Placement.h).
+  bool placed = false;
   PayloadType dtype = PayloadType::BF16;
   int64_t capacity = 0;
   /// The expert-load trace file for trace:...
