@@ -146,6 +146,11 @@ def test_placement_errors():
         buffer = moecomm.Buffer(comm)
         with pytest.raises(ValueError, match="replica_choice must be one of locality, load_only"):
             buffer.layout(idx, weights, EXPERTS, placement=range(EXPERTS), replica_choice="x")
+        with pytest.raises(ValueError, match="replica_choice must be one of"):
+            buffer.layout(idx, weights, EXPERTS, placement=range(EXPERTS),
+                          replica_choice=["locality"])
+        with pytest.raises(ValueError, match="replica_choice needs a placement"):
+            buffer.layout(idx, weights, EXPERTS, replica_choice="load_only")
         with pytest.raises(TypeError, match="placement must be a sequence of ints, got float"):
             buffer.layout(idx, weights, EXPERTS, placement=1.5)
         with pytest.raises(ValueError, match="placement must hold at least one slot"):

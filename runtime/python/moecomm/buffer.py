@@ -117,7 +117,7 @@ class Buffer:
 
     def layout(self, topk_idx, topk_weights, num_experts, *, strategy="auto",
                capacity=0, hidden=0, wire_dtype=None, placement=None,
-               replica_choice="locality"):
+               replica_choice=None):
         """Collective: the layout of a routing (moecommLayoutCreate). E =
         num_experts must be divisible by W (without a placement); capacity >
         0 bounds the rows a rank receives (the latest source rank, then
@@ -127,12 +127,16 @@ class Buffer:
         physical slot (DeepSeek EPLB's phy2log; S % W == 0, rank r holds
         slots [r*S/W, (r+1)*S/W)); topk_idx then holds logical ids and the
         layout picks one replica each by replica_choice, one of
-        REPLICA_CHOICES (same on every rank)."""
+        REPLICA_CHOICES (same on every rank; None = "locality"), which
+        needs a placement."""
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
-        if replica_choice not in REPLICA_CHOICES:
-            raise ValueError("replica_choice must be one of "
-                             f"{', '.join(REPLICA_CHOICES)}, got {replica_choice!r}")
+        if replica_choice is not None:
+            if not isinstance(replica_choice, str) or replica_choice not in REPLICA_CHOICES:
+                raise ValueError("replica_choice must be one of "
+                                 f"{', '.join(REPLICA_CHOICES)}, got {replica_choice!r}")
+            if placement is None:
+                raise ValueError("replica_choice needs a placement")
         _check_wire(wire_dtype)
         slots = None
         if placement is not None:
@@ -159,14 +163,14 @@ class Buffer:
         if slots is not None:
             desc.numSlots = len(slots)
             desc.slotExperts = slots
-            desc.replicaChoice = REPLICA_CHOICES[replica_choice]
+            desc.replicaChoice = REPLICA_CHOICES[replica_choice or "locality"]
         layout = ffi.new("moecommLayout_t *")
         self.comm.check(lib.moecommLayoutCreate(self.comm.handle, desc, layout))
         return Handle(self.comm, layout[0], topk_idx)
 
     def dispatch(self, x, topk_idx, topk_weights, num_experts, *, wire_dtype=None,
                  strategy="auto", capacity=0, out=None, placement=None,
-                 replica_choice="locality"):
+                 replica_choice=None):
         """Collective: a new layout from the routing, then x's rows to their
         experts. Returns (recv [R][H], handle); see layout() for the routing
         arguments and cached_dispatch() for x, wire_dtype and out."""
