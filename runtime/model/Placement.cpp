@@ -314,6 +314,18 @@ int minRemoteNodes(const ReplicaTable &table, int rank, const int64_t *experts,
   return best;
 }
 
+int64_t minRemoteCopies(const ReplicaTable &table, int rank,
+                        const RoutingView &logical) {
+  int64_t copies = 0;
+  std::vector<int64_t> experts((size_t)logical.topk);
+  for (int64_t t = 0; t < logical.numTokens; ++t) {
+    for (int k = 0; k < logical.topk; ++k)
+      experts[(size_t)k] = logical.expert(t, k);
+    copies += minRemoteNodes(table, rank, experts.data(), logical.topk);
+  }
+  return copies;
+}
+
 double receiveImbalance(const std::vector<int64_t> &rowsPerRank) {
   int64_t sum = 0, max = 0;
   for (int64_t r : rowsPerRank) {

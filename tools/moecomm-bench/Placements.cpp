@@ -125,16 +125,8 @@ Physical choose(const RoutingGroup &g, const ReplicaTable &table,
 int64_t placementRemoteCopies(const RoutingGroup &g,
                               const ReplicaTable &table) {
   int64_t copies = 0;
-  std::vector<int64_t> experts;
-  for (int r = 0; r < g.topo.ranks(); ++r) {
-    const RoutingView &v = g.views[(size_t)r];
-    experts.resize((size_t)v.topk);
-    for (int64_t t = 0; t < v.numTokens; ++t) {
-      for (int k = 0; k < v.topk; ++k)
-        experts[(size_t)k] = v.expert(t, k);
-      copies += minRemoteNodes(table, r, experts.data(), v.topk);
-    }
-  }
+  for (int r = 0; r < g.topo.ranks(); ++r)
+    copies += minRemoteCopies(table, r, g.views[(size_t)r]);
   return copies;
 }
 

@@ -82,9 +82,12 @@ void placementFigures(const RoutingProblem &p, const ReferenceResult &ref,
   int64_t nodes = 0;
   std::vector<int64_t> rows(static_cast<size_t>(p.ranks), 0);
   for (int rank = 0; rank < p.ranks; ++rank) {
-    for (int64_t t = 0; t < p.numTokens[rank]; ++t)
-      nodes += minRemoteNodes(table, rank, &p.topkIdx[rank][t * p.topk],
-                              p.topk);
+    RoutingView view;
+    view.numTokens = p.numTokens[rank];
+    view.topk = p.topk;
+    view.topkIdx = p.topkIdx[rank].data();
+    view.idxType = moecommInt64;
+    nodes += minRemoteCopies(table, rank, view);
     for (int64_t n : ref.layout[rank].tokensPerExpert)
       rows[rank] += n;
   }

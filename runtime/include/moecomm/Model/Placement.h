@@ -117,6 +117,11 @@ void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
 int minRemoteNodes(const ReplicaTable &table, int rank, const int64_t *experts,
                    int topk);
 
+/// Σ over one (valid) rank's tokens of minRemoteNodes: the rows that rank
+/// must send inter-node, at least, in one direction of hierarchical.
+int64_t minRemoteCopies(const ReplicaTable &table, int rank,
+                        const RoutingView &logical);
+
 /// max / mean of rowsPerRank (received rows per rank): 1 is perfect
 /// balance; 1 when every rank receives nothing.
 double receiveImbalance(const std::vector<int64_t> &rowsPerRank);
