@@ -55,6 +55,57 @@ moecommResult_t moecommCompiledStatus(void);
 /** Its message ("" when none). */
 const char *moecommCompiledLastError(void);
 
+/*--- The device form (moecomm-pipeline target=cuda) -----------------------*
+ * Graphs compiled for target=cuda call the same entry points as host
+ * graphs, plus the buffer calls below, and run on a thread bound with
+ * moecommCompiledBindDevice. Such a thread has a *device*:
+ *  - on an nccl communicator, the communicator's CUDA device: buffers are
+ *    device memory (cudaMallocAsync on the bound stream), every entry point
+ *    enqueues its work on the bound stream (collectives through the nccl
+ *    backend, FP8 conversion by its kernels, the expert GEMM by cuBLAS), and
+ *    returns without waiting for the GPU except where noted (a layout waits
+ *    for the stream, since it plans on the host);
+ *  - on a threads or mpi communicator, the *host device*: the same contract
+ *    with host memory, and the queue executed in order on the calling
+ *    thread, so the cuda-target lowering runs and verifies on a CPU.
+ * Both share everything but the memory and stream primitives: every buffer
+ * compiled code allocates is recorded (address, bytes, host or device), and
+ * the entry points check that the rows they read or write lie in device
+ * buffers (moecommInvalidArgument "... not device memory ...", e.g. a host
+ * graph run on a device-bound thread), that a buffer is not freed while an
+ * exchange started on it is not yet waited (moecommInvalidArgument), and
+ * moecommCompiledDeviceSynchronize reports exchanges left unwaited.
+ * Per-expert metadata the graph's host code reads (tokens_per_expert,
+ * expert_offsets) stays in host memory: the plan is made on the host (like
+ * DeepEP's num_recv_tokens_per_expert_list). Errors are recorded as for host
+ * graphs (moecommCompiledStatus).
+ *---------------------------------------------------------------------------*/
+
+/** Like moecommCompiledBind, for graphs compiled with target=cuda: `comm`'s
+ *  device (above) runs their work on `stream` (a cudaStream_t of the nccl
+ *  communicator's device, NULL = the legacy default stream; NULL on the CPU
+ *  backends, else InvalidArgument). Frees nothing a previous binding
+ *  allocated. InvalidArgument when comm is NULL; SystemError when CUDA
+ *  fails (e.g. cuBLAS cannot start). */
+moecommResult_t moecommCompiledBindDevice(moecommComm_t comm,
+                                          moecommStream_t stream);
+/** Driver calls on a device-bound thread (local): `bytes` of device memory
+ *  for a graph's arguments (*ptr NULL for 0 bytes), freed with
+ *  moecommCompiledFree, which also frees the buffers a graph returns (its
+ *  descriptors' `allocated` pointers, host or device); copies of `bytes`
+ *  between host and device memory in any direction, after the stream's
+ *  earlier work and complete on return; and a wait for the stream.
+ *  InvalidArgument: no device bound, a pointer not allocated by this thread's
+ *  device calls or compiled code (free), NULL with bytes > 0 (copy);
+ *  SystemError: out of memory, CUDA errors; synchronize also
+ *  InvalidArgument when exchanges started by compiled code were not waited
+ *  (their count in the message). */
+moecommResult_t moecommCompiledDeviceAlloc(size_t bytes, void **ptr);
+moecommResult_t moecommCompiledFree(void *ptr);
+moecommResult_t moecommCompiledDeviceCopy(void *dst, const void *src,
+                                          size_t bytes);
+moecommResult_t moecommCompiledDeviceSynchronize(void);
+
 /** Most exchange stages a strategy has (hierarchical: inter + intra). */
 #define MOECOMM_MAX_STAGES 2
 
@@ -263,6 +314,37 @@ moecommRtAllToAll_t _mlir_ciface_moecomm_rt_all_to_all_bf16_i32,
 void moecomm_rt_check(int32_t ok, const char *where, const char *what,
                       int64_t v0, int64_t v1, int64_t v2, int64_t v3);
 
+/* Buffers of cuda-target graphs (moecomm-device-buffers): every
+ * memref.alloc becomes moecomm_rt_alloc of its bytes (a memref<?xi8>, 256-byte
+ * aligned, viewed as the buffer), with `device` 1 for device memory, 0 for the
+ * host metadata; memref.dealloc becomes moecomm_rt_free of the buffer's
+ * address; memref.copy becomes moecomm_rt_copy_<T> and a linalg.fill with
+ * zero moecomm_rt_fill_zero_<T> of ranked memrefs of any strides (passed
+ * unranked: {rank, descriptor}), <T> one of bf16, f32, i32, i64, i8,
+ * f8e4m3fn, f8e8m0fnu. All are stream-ordered on the bound device. */
+typedef struct {
+  int64_t rank;
+  void *descriptor; /* {allocated, aligned, offset, sizes[rank], strides[rank]} */
+} moecommUnrankedMemRef;
+void _mlir_ciface_moecomm_rt_alloc(moecommMemRef1D *result, int64_t bytes,
+                                   int32_t device);
+void moecomm_rt_free(void *address);
+typedef void moecommRtCopy_t(moecommUnrankedMemRef *src,
+                             moecommUnrankedMemRef *dst);
+typedef void moecommRtFillZero_t(moecommUnrankedMemRef *dst);
+moecommRtCopy_t _mlir_ciface_moecomm_rt_copy_bf16,
+    _mlir_ciface_moecomm_rt_copy_f32, _mlir_ciface_moecomm_rt_copy_i32,
+    _mlir_ciface_moecomm_rt_copy_i64, _mlir_ciface_moecomm_rt_copy_i8,
+    _mlir_ciface_moecomm_rt_copy_f8e4m3fn,
+    _mlir_ciface_moecomm_rt_copy_f8e8m0fnu;
+moecommRtFillZero_t _mlir_ciface_moecomm_rt_fill_zero_bf16,
+    _mlir_ciface_moecomm_rt_fill_zero_f32,
+    _mlir_ciface_moecomm_rt_fill_zero_i32,
+    _mlir_ciface_moecomm_rt_fill_zero_i64,
+    _mlir_ciface_moecomm_rt_fill_zero_i8,
+    _mlir_ciface_moecomm_rt_fill_zero_f8e4m3fn,
+    _mlir_ciface_moecomm_rt_fill_zero_f8e8m0fnu;
+
 /* Expert GEMM (emitted by moecomm-matmul-to-blas for f32 linalg.matmul):
  * C [M][N] += A [M][K] x B, with B [K][N] (transposeB 0) or B [N][K]
  * (transposeB 1: C += A B^T), all f32, through OpenBLAS's cblas_sgemm
@@ -277,7 +359,9 @@ void moecomm_rt_check(int32_t ok, const char *where, const char *what,
  * buffers). Mismatched shapes, a non-unit inner stride, a leading dimension
  * below the row length, a NULL descriptor, no data with elements, a negative
  * offset, or a dimension beyond 2^31 - 1 are moecommInvalidArgument. No
- * communicator needs to be bound. */
+ * communicator needs to be bound. On a device-bound thread the operands must
+ * be device buffers and the GEMM runs on the bound stream (cuBLAS's sgemm,
+ * FP32 math, on a CUDA device; OpenBLAS on the host device). */
 void _mlir_ciface_moecomm_rt_matmul_f32(int32_t transposeB, moecommMemRef2D *a,
                                         moecommMemRef2D *b,
                                         moecommMemRef2D *c);
