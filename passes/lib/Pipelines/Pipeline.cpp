@@ -57,6 +57,12 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   // bufferization.clone / dealloc.
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCSEPass());
+  // Device buffers: every buffer is then the bound device's, its work on
+  // the device's stream.
+  if (options.target == Target::cuda) {
+    pm.addPass(createMoECommDeviceBuffers());
+    pm.addPass(createCSEPass());
+  }
 
   // Runtime level -> LLVM dialect. The expert GEMMs first, on the final
   // buffers: OpenBLAS runs them 30 to 500 times faster than the loops
@@ -133,6 +139,13 @@ void mlir::moecomm::registerMoECommPipeline() {
             failed(checkOverlapOptions(&context, "moecomm-pipeline",
                                        options.chunks)))
           return errorHandler(problem);
+        // The loops would run the expert GEMMs on the host, over device
+        // buffers.
+        if (options.target == Target::cuda &&
+            options.expertGemm == ExpertGemm::loops)
+          return errorHandler("moecomm-pipeline: target=cuda needs "
+                              "expert-gemm=blas (the device's GEMM); "
+                              "expert-gemm=loops runs GEMMs on the host");
         buildMoECommPipeline(pm, options);
         return success();
       },

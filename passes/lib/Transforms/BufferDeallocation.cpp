@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Transforms/RootBuffer.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,6 +36,7 @@ namespace mlir::moecomm {
 } // namespace mlir::moecomm
 
 using namespace mlir;
+using mlir::moecomm::rootBuffer;
 
 namespace {
 
@@ -53,19 +55,6 @@ bool isStraightLine(func::FuncOp func) {
     if (op.getNumRegions() && !isa<linalg::LinalgOp>(op))
       return false;
   return true;
-}
-
-/// Follows casts and views back to the buffer that owns the memory.
-Value rootBuffer(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (auto cast = dyn_cast<memref::CastOp>(def))
-      v = cast.getSource();
-    else if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      v = view.getViewSource();
-    else
-      break;
-  }
-  return v;
 }
 
 /// Whether `call` (not of the runtime) borrows its memref arguments and

@@ -59,6 +59,59 @@ def ConvertMoECommToRuntime : Pass<"convert-moecomm-to-runtime", "::mlir::Module
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def MoECommDeviceBuffers : Pass<"moecomm-device-buffers", "::mlir::ModuleOp"> {
+  let summary = "Place a bufferized graph's buffers in device memory (the cuda target)";
+  let description = [{
+    The buffer half of `moecomm-pipeline target=cuda` (docs/pipeline.md,
+    "The cuda target"), run on the runtime level after buffer deallocation:
+    every buffer the graph allocates is allocated, copied, cleared and freed
+    by the runtime, which places it on the device bound to the thread
+    (`moecommCompiledBindDevice`, moecomm_compiled.h: an nccl communicator's
+    GPU, or the host device of a CPU communicator) and orders the work on
+    that device's stream:
+
+    * `memref.alloc` becomes `moecomm_rt_alloc(bytes, device)`, a
+      `memref<?xi8>` of the allocation's bytes (the data layout's element
+      size times the element count) viewed as the buffer (`memref.view`);
+    * `memref.dealloc` becomes `moecomm_rt_free` of the buffer's aligned
+      address (`memref.extract_aligned_pointer_as_index`), so a free placed
+      after an exchange's `moecomm_rt_wait` (moecomm-buffer-deallocation)
+      is ordered after the exchange on the stream;
+    * `memref.copy` and `linalg.copy` between buffers that are not both host
+      buffers become `moecomm_rt_copy_<T>` and a `linalg.fill` of zero into
+      a device buffer `moecomm_rt_fill_zero_<T>` (operands cast to unranked
+      memrefs, any strides), `<T>` one of bf16, f32, i32, i64, i8, f8e4m3fn,
+      f8e8m0fnu.
+
+    Which buffers stay on the host (`device` 0): the per-expert metadata the
+    graph's host code reads (loop bounds): buffers the runtime fills through
+    `moecomm_rt_tokens_per_expert` or `moecomm_rt_expert_offsets` and copies
+    of them, as DeepEP returns its per-expert counts as a host list; and
+    buffers of `index` or `i1` elements (bookkeeping such as MLIR's
+    deallocation helper, never rows). Every other buffer is device memory,
+    and so are the function's memref arguments (the driver allocates them
+    with `moecommCompiledDeviceAlloc`).
+
+    A warning, one per function, names the first op that reads or writes a
+    device buffer on the host (`memref.load` / `memref.store` or a linalg
+    op other than a zero fill, a copy and an f32 `linalg.matmul`, which
+    `moecomm-matmul-to-blas` hands to the device's GEMM) and how many there
+    are: such code works on the host device (CI) but not on a GPU, where
+    compute must be stream work (moecomm ops, the GEMM entry, or the user's
+    kernels). The host half of the graph (its control flow, the host
+    metadata) is left alone.
+
+    Errors: an allocation of a type without a layout `memref.view` can
+    produce (a non-identity layout or a memory space), a copy or fill of
+    device buffers of another element type, and a module that declares a
+    `moecomm_rt_` name with other types than the ABI's.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def MoECommMatmulToBlas : Pass<"moecomm-matmul-to-blas", "::mlir::ModuleOp"> {
   let summary = "Call OpenBLAS's sgemm for f32 linalg.matmul on memrefs";
   let description = [{

@@ -26,6 +26,16 @@ enum class ExpertGemm {
   loops,
 };
 
+/// Where `moecomm-pipeline`'s graphs run.
+enum class Target {
+  /// Host memory, run on a thread bound with moecommCompiledBind.
+  host,
+  /// Device buffers (moecomm-device-buffers), run on a thread bound with
+  /// moecommCompiledBindDevice: an nccl communicator's GPU, or the host
+  /// device of a CPU communicator.
+  cuda,
+};
+
 /// Options of `moecomm-pipeline`.
 struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int64_t> ranks{*this, "ranks",
@@ -83,6 +93,14 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(ExpertGemm::blas),
       llvm::cl::values(clEnumValN(ExpertGemm::blas, "blas", "OpenBLAS sgemm"),
                        clEnumValN(ExpertGemm::loops, "loops", "scalar loops"))};
+  Option<Target> target{
+      *this, "target",
+      llvm::cl::desc("host (default: host buffers, the CPU runtime) or cuda "
+                     "(device buffers and stream-ordered runtime calls: "
+                     "moecomm-device-buffers; docs/pipeline.md)"),
+      llvm::cl::init(Target::host),
+      llvm::cl::values(clEnumValN(Target::host, "host", "host buffers"),
+                       clEnumValN(Target::cuda, "cuda", "device buffers"))};
   Option<int64_t> tokensPerRank{*this, "tokens-per-rank",
                                 llvm::cl::desc("tokens per rank assumed by "
                                                "strategy=auto when T is "
@@ -93,9 +111,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 /// Builds `moecomm-pipeline`: check the module attributes the translation to
 /// LLVM IR reads (moecomm-check-llvm-module-attributes), configure collectives (ranks, wire dtype,
 /// capacity, align), split, fuse-quant, fuse-permute, schedule-overlap
-/// (`chunks`), convert-moecomm-to-runtime, buffer deallocation, the expert
-/// GEMMs' lowering (`expert-gemm`), and the upstream conversions to the LLVM
-/// dialect. The result translates with
+/// (`chunks`), convert-moecomm-to-runtime, buffer deallocation, with
+/// `target=cuda` moecomm-device-buffers, the expert GEMMs' lowering
+/// (`expert-gemm`), and the upstream conversions to the LLVM dialect. The result translates with
 /// `mlir-translate --mlir-to-llvmir`.
 void buildMoECommPipeline(OpPassManager &pm, const PipelineOptions &options);
 

@@ -56,7 +56,10 @@ ValueRange RuntimeAbi::call(StringRef name, ValueRange args,
     auto type = FunctionType::get(b.getContext(), args.getTypes(), results);
     auto callee = func::FuncOp::create(b, loc, name, type);
     callee.setPrivate();
-    if (llvm::any_of(args.getTypes(), llvm::IsaPred<MemRefType>))
+    // Memref arguments and results (ranked or not) travel as descriptors
+    // through the C interface, as moecomm_compiled.h declares them.
+    if (llvm::any_of(args.getTypes(), llvm::IsaPred<BaseMemRefType>) ||
+        llvm::any_of(results, llvm::IsaPred<BaseMemRefType>))
       callee->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   }
   // The ABI's types, not the declaration's: a module may declare the name

@@ -1,0 +1,46 @@
+// moecomm-device-buffers refuses what the runtime's buffer calls cannot
+// express, with an error on the op.
+// RUN: moecomm-opt %s --moecomm-device-buffers -split-input-file -verify-diagnostics
+
+func.func @memory_space() {
+  // expected-error @+1 {{target=cuda: cannot place a buffer of 'memref<4xf32, 1>' (the runtime's buffers are viewed with memref.view: an identity layout in the default memory space)}}
+  %b = memref.alloc() : memref<4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @layout() {
+  // expected-error @+1 {{target=cuda: cannot place a buffer of 'memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>'}}
+  %b = memref.alloc() : memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>
+  return
+}
+
+// -----
+
+func.func @copy_f16(%a: memref<8xf16>, %b: memref<8xf16>) {
+  // expected-error @+1 {{target=cuda: the runtime cannot copy device buffers of 'memref<8xf16>' (it takes bf16, f32, i32, i64, i8, f8E4M3FN and f8E8M0FNU elements)}}
+  memref.copy %a, %b : memref<8xf16> to memref<8xf16>
+  return
+}
+
+// -----
+
+func.func @fill_f16(%a: memref<8xf16>) {
+  %zero = arith.constant 0.0 : f16
+  // expected-error @+1 {{target=cuda: the runtime cannot clear device buffers of 'memref<8xf16>'}}
+  linalg.fill ins(%zero : f16) outs(%a : memref<8xf16>)
+  return
+}
+
+// -----
+
+// The moecomm_rt_ names belong to the runtime ABI.
+func.func private @moecomm_rt_free(i64)
+
+func.func @reserved() {
+  %b = memref.alloc() : memref<4xf32>
+  // expected-error @+1 {{'@moecomm_rt_free' is reserved for the runtime ABI, which calls it as '(!llvm.ptr) -> ()', but the module declares it as '(i64) -> ()'}}
+  memref.dealloc %b : memref<4xf32>
+  return
+}
