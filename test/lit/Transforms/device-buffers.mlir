@@ -3,7 +3,8 @@
 // deallocations moecomm_rt_free of the aligned address, copies and zero
 // fills that touch device memory the runtime's stream-ordered calls. The
 // per-expert metadata the runtime writes (and its copies) and index / i1
-// bookkeeping stay on the host (device = 0).
+// bookkeeping stay on the host (device = 0); constants device work reads
+// are copied to the device.
 // RUN: moecomm-opt %s --moecomm-device-buffers 2>%t.err | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WARN < %t.err
 
@@ -115,4 +116,32 @@ func.func @host_compute(%acc: memref<?x32xf32>, %i: index) -> f32 {
   %two = arith.addf %v, %v : f32
   memref.store %two, %acc[%i, %i] : memref<?x32xf32>
   return %v : f32
+}
+
+// A constant the device's GEMM reads is copied into a device buffer after
+// get_global and freed at the end of its block; one only loaded on the host
+// stays as it is.
+memref.global "private" constant @eye : memref<2x2xf32> = dense<[[1.0, 0.0], [0.0, 1.0]]>
+memref.global "private" constant @bounds : memref<2xi64> = dense<[3, 5]>
+// CHECK-LABEL: func.func @constants(
+// CHECK-SAME: %[[A:.*]]: memref<?x2xf32>, %[[C:.*]]: memref<?x2xf32>)
+// CHECK: %[[G:.*]] = memref.get_global @eye : memref<2x2xf32>
+// CHECK: %[[RAW:.*]] = call @moecomm_rt_alloc(%{{.*}}, %c1_i32{{[_0-9]*}})
+// CHECK: %[[DEV:.*]] = memref.view %[[RAW]]
+// CHECK: %[[UG:.*]] = memref.cast %[[G]] : memref<2x2xf32> to memref<*xf32>
+// CHECK: %[[UD:.*]] = memref.cast %[[DEV]] : memref<2x2xf32> to memref<*xf32>
+// CHECK: call @moecomm_rt_copy_f32(%[[UG]], %[[UD]])
+// CHECK: linalg.matmul ins(%[[A]], %[[DEV]] : memref<?x2xf32>, memref<2x2xf32>) outs(%[[C]] : memref<?x2xf32>)
+// CHECK: %[[B:.*]] = memref.get_global @bounds : memref<2xi64>
+// CHECK: memref.load %[[B]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[DEV]]
+// CHECK: call @moecomm_rt_free(
+// CHECK-NEXT: return
+func.func @constants(%a: memref<?x2xf32>, %c: memref<?x2xf32>) -> i64 {
+  %eye = memref.get_global @eye : memref<2x2xf32>
+  linalg.matmul ins(%a, %eye : memref<?x2xf32>, memref<2x2xf32>) outs(%c : memref<?x2xf32>)
+  %bounds = memref.get_global @bounds : memref<2xi64>
+  %i = arith.constant 1 : index
+  %v = memref.load %bounds[%i] : memref<2xi64>
+  return %v : i64
 }

@@ -83,6 +83,10 @@ def MoECommDeviceBuffers : Pass<"moecomm-device-buffers", "::mlir::ModuleOp"> {
       memrefs, any strides), `<T>` one of bf16, f32, i32, i64, i8, f8e4m3fn,
       f8e8m0fnu.
 
+    A constant (`memref.get_global`) used other than by `memref.load` is
+    copied into a device buffer after it is read (the global lives in the
+    host image), freed at the end of its block.
+
     Which buffers stay on the host (`device` 0): the per-expert metadata the
     graph's host code reads (loop bounds): buffers the runtime fills through
     `moecomm_rt_tokens_per_expert` or `moecomm_rt_expert_offsets` and copies

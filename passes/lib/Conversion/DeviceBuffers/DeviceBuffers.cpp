@@ -72,7 +72,8 @@ public:
       grew = false;
       module.walk([&](Operation *op) {
         auto [src, dst] = copyOperands(op);
-        if (src && isHost(src) && hostRoots.insert(rootBuffer(dst)).second)
+        if (src && hostRoots.contains(rootBuffer(src)) &&
+            hostRoots.insert(rootBuffer(dst)).second)
           grew = true;
       });
     }
@@ -167,6 +168,34 @@ Value unranked(OpBuilder &b, Location loc, Value value) {
   auto target =
       UnrankedMemRefType::get(type.getElementType(), type.getMemorySpace());
   return memref::CastOp::create(b, loc, target, value);
+}
+
+/// Constants (memref.get_global, e.g. a dense weight) live in the host
+/// image: each one that device work uses is copied into a device buffer
+/// after it is read, freed at the end of its block. Plain memref ops, which
+/// the rewrites below then place and lower.
+void copyConstantsToDevice(ModuleOp module) {
+  SmallVector<memref::GetGlobalOp> globals;
+  module.walk([&](memref::GetGlobalOp op) { globals.push_back(op); });
+  for (memref::GetGlobalOp global : globals) {
+    MemRefType type = global.getType();
+    // Host reads (loads) and globals the runtime cannot copy stay as they
+    // are; index / i1 globals are host bookkeeping.
+    bool deviceUse = llvm::any_of(global->getUsers(), [](Operation *user) {
+      return !isa<memref::LoadOp>(user);
+    });
+    if (!deviceUse || elementSuffix(type.getElementType()).empty() ||
+        !type.getLayout().isIdentity() || type.getMemorySpace())
+      continue;
+    OpBuilder b(global->getContext());
+    b.setInsertionPointAfter(global);
+    Location loc = global.getLoc();
+    Value copy = memref::AllocOp::create(b, loc, type);
+    global.getResult().replaceAllUsesWith(copy);
+    memref::CopyOp::create(b, loc, global.getResult(), copy);
+    b.setInsertionPoint(global->getBlock()->getTerminator());
+    memref::DeallocOp::create(b, loc, copy);
+  }
 }
 
 /// Copies and zero fills that touch device memory become runtime calls.
@@ -281,6 +310,7 @@ struct MoECommDeviceBuffersPass
           MoECommDeviceBuffersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    copyConstantsToDevice(module);
     Placement placement(module);
     warnHostCompute(module, placement);
     if (failed(rewriteCopiesAndFills(module, placement)) ||
