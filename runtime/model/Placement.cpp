@@ -72,18 +72,31 @@ public:
   Chooser(const ReplicaTable &table, int rank)
       : table(table), topo(table.slotTopology()), rank(rank),
         own(topo.node(rank)), load((size_t)topo.numExperts, 0),
-        share((size_t)table.numLogical(), 0) {}
+        cap((size_t)topo.numExperts, 0) {}
 
-  /// Each replica's share of this rank's rows for its expert: ceil(c / n)
-  /// of the c (token, expert) pairs over the expert's n replicas.
-  void countShares(const RoutingView &logical) {
+  /// Each replica's cap on the rows of this rank. Of the c (token, expert)
+  /// pairs this rank routes to expert e's n replicas, load-only (least
+  /// loaded, ties to the first after rotating the replicas by the rank)
+  /// deals them round robin: the first c % n replicas in rotated order get
+  /// ceil(c / n), the others floor(c / n). With c >= n those are the caps:
+  /// they sum to c, so locality fills each replica exactly to its cap and
+  /// every slot gets the same rows from this rank as under load-only (the
+  /// same receive load), while locality picks which tokens go where. With
+  /// c < n each replica may take one row, so locality also picks which c
+  /// replicas are used (a decode-sized batch keeps its tokens near); load
+  /// differs from load-only's by at most that one row per replica.
+  void countCaps(const RoutingView &logical) {
+    std::vector<int64_t> pairs((size_t)table.numLogical(), 0);
     for (int64_t t = 0; t < logical.numTokens; ++t)
       for (int k = 0; k < logical.topk; ++k)
         if (int64_t e = logical.expert(t, k); e >= 0)
-          share[(size_t)e]++;
+          pairs[(size_t)e]++;
     for (int64_t e = 0; e < table.numLogical(); ++e) {
-      const int64_t n = table.replicaCount(e);
-      share[(size_t)e] = (share[(size_t)e] + n - 1) / n;
+      const int64_t n = table.replicaCount(e), c = pairs[(size_t)e];
+      const int64_t *b = table.replicasBegin(e);
+      for (int64_t i = 0; i < n; ++i)
+        cap[(size_t)b[(i + rank) % n]] =
+            c < n ? (c > 0 ? 1 : 0) : c / n + (i < c % n ? 1 : 0);
     }
   }
 
@@ -101,11 +114,11 @@ public:
     return best;
   }
 
-  /// Whether replica `slot` of expert `e` may take one more row under
-  /// the locality rule. Some replica always may: the rows taken so far are
-  /// fewer than the expert's pairs, at most n * share.
-  bool underShare(int64_t e, int64_t slot) const {
-    return load[(size_t)slot] < share[(size_t)e];
+  /// Whether replica `slot` may take one more row under the locality
+  /// rule. Some replica of an expert always may: the rows its replicas took
+  /// so far are fewer than its pairs, which their caps sum to.
+  bool underCap(int64_t slot) const {
+    return load[(size_t)slot] < cap[(size_t)slot];
   }
 
   int64_t take(int64_t slot) {
@@ -122,7 +135,7 @@ public:
   }
 
   /// Locality, first pass: single-slot experts, then the experts with
-  /// exactly one replica under its share on the nodes the token visits.
+  /// exactly one replica under its cap on the nodes the token visits.
   void chooseForced(const int64_t *experts, int K, int64_t *out) {
     for (int k = 0; k < K; ++k) {
       int64_t e = experts[k];
@@ -134,7 +147,7 @@ public:
     assignOnVisited(experts, K, out, /*onlyUnique=*/true);
   }
 
-  /// Locality, second pass: replicas under their share on visited nodes.
+  /// Locality, second pass: replicas under their cap on visited nodes.
   void chooseNearby(const int64_t *experts, int K, int64_t *out) {
     visitAssigned(experts, K, out);
     assignOnVisited(experts, K, out, /*onlyUnique=*/false);
@@ -174,7 +187,7 @@ private:
   }
 
   /// Each expert without a slot (with onlyUnique: only one with exactly one
-  /// such replica) takes its least-loaded replica under its share on the
+  /// such replica) takes its least-loaded replica under its cap on the
   /// token's own node, else on another visited node. Returns how many took
   /// one.
   int assignOnVisited(const int64_t *experts, int K, int64_t *out,
@@ -187,16 +200,16 @@ private:
       if (onlyUnique &&
           std::count_if(table.replicasBegin(e), table.replicasEnd(e),
                         [&](int64_t slot) {
-                          return underShare(e, slot) &&
+                          return underCap(slot) &&
                                  isVisited(topo.nodeOfExpert(slot));
                         }) != 1)
         continue;
       int64_t s = leastLoaded(e, [&](int64_t slot) {
-        return underShare(e, slot) && topo.nodeOfExpert(slot) == own;
+        return underCap(slot) && topo.nodeOfExpert(slot) == own;
       });
       if (s < 0)
         s = leastLoaded(e, [&](int64_t slot) {
-          return underShare(e, slot) && isVisited(topo.nodeOfExpert(slot));
+          return underCap(slot) && isVisited(topo.nodeOfExpert(slot));
         });
       if (s >= 0) {
         out[k] = take(s);
@@ -206,7 +219,7 @@ private:
     return assigned;
   }
 
-  /// The node holding replicas under their share of the most experts
+  /// The node holding replicas under their cap of the most experts
   /// still without a slot (ties: the first after the own node, cyclically).
   int bestNewNode(const int64_t *experts, int K, const int64_t *out) {
     const int N = topo.nodes();
@@ -218,7 +231,7 @@ private:
       for (const int64_t *s = table.replicasBegin(experts[k]);
            s != table.replicasEnd(experts[k]); ++s) {
         int n = topo.nodeOfExpert(*s);
-        if (n != last && underShare(experts[k], *s)) {
+        if (n != last && underCap(*s)) {
           counts[(size_t)n]++;
           last = n;
         }
@@ -237,7 +250,7 @@ private:
   const Topology &topo;
   const int rank, own;
   std::vector<int64_t> load;  ///< [S] rows this rank gave each slot so far
-  std::vector<int64_t> share; ///< [E] rows each replica of e may take
+  std::vector<int64_t> cap;   ///< [S] rows this rank may give each slot
   std::vector<int> visited;
   std::vector<int64_t> counts;
 };
@@ -285,7 +298,7 @@ void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
                     int rank, const RoutingView &logical,
                     int64_t *physicalIds) {
   Chooser chooser(table, rank);
-  chooser.countShares(logical);
+  chooser.countCaps(logical);
   const int K = logical.topk;
   std::vector<int64_t> experts((size_t)K);
   const int passes = choice == moecommReplicaLoadOnly ? 1 : 3;

@@ -96,14 +96,30 @@ TEST(Placement, LocalityPrefersOwnThenVisitedThenBestNode) {
   // node 0's slot 0.
   EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {5, 3}, 2),
             (std::vector<int64_t>{5, 0}));
-  // Visited: logical 2 forces node 3, so logical 1 takes node 3's slot 9,
-  // not node 2's slot 7, although slot 7 is listed first.
-  EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {1, 2}, 2),
-            (std::vector<int64_t>{9, 10}));
-  // Best new node: logicals 0 and 1 share only node 2, so both go there
-  // (one remote node; a per-expert first pick would take nodes 1 and 2).
-  EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {0, 1}, 2),
-            (std::vector<int64_t>{6, 7}));
+  // Visited: logical 2 forces node 3 on token 0, so token 0's logical 1
+  // takes node 3's slot 9 (each of logical 1's two replicas may take one of
+  // its two rows), and token 1's takes slot 7; load-only would give token 0
+  // slot 7 (the first in rank 0's order) and make it visit node 2 too.
+  EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {1, 2, 1, -1}, 2),
+            (std::vector<int64_t>{9, 10, 7, -1}));
+  EXPECT_EQ(choose(t, moecommReplicaLoadOnly, 0, {1, 2, 1, -1}, 2),
+            (std::vector<int64_t>{7, 10, 9, -1}));
+  // Best new node: logicals 0 and 1 share only node 2, so token 0 takes
+  // both replicas there (one remote node); token 1 gets the other replicas
+  // (nodes 1 and 3). Three remote nodes in all, against load-only's four
+  // (it gives token 0 slots 3 and 7, token 1 slots 6 and 9).
+  const std::vector<int64_t> pair = {0, 1, 0, 1};
+  std::vector<int64_t> loc = choose(t, moecommReplicaLocality, 0, pair, 2);
+  std::vector<int64_t> bal = choose(t, moecommReplicaLoadOnly, 0, pair, 2);
+  EXPECT_EQ(loc, (std::vector<int64_t>{6, 7, 3, 9}));
+  EXPECT_EQ(bal, (std::vector<int64_t>{3, 7, 6, 9}));
+  const Topology &topo = t.slotTopology();
+  EXPECT_EQ(remoteNodes(topo, 0, loc.data(), 2) +
+                remoteNodes(topo, 0, loc.data() + 2, 2),
+            3);
+  EXPECT_EQ(remoteNodes(topo, 0, bal.data(), 2) +
+                remoteNodes(topo, 0, bal.data() + 2, 2),
+            4);
   int64_t token[] = {0, 1};
   EXPECT_EQ(minRemoteNodes(t, 0, token, 2), 1);
 }
@@ -118,14 +134,14 @@ TEST(Placement, LeastLoadedWithRankRotatedTies) {
             (std::vector<int64_t>{6, 3, 6}));
   // Locality from node 0: logical 0 has no replica on node 0 and nothing is
   // visited, so the best new node is the first after node 0 holding it
-  // (node 1) -- until slot 3 has its share, ceil(2 / 2) = 1 row.
+  // (node 1) -- until slot 3 has its cap, load-only's 1 of the 2 rows.
   EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {0, 0}, 1),
             (std::vector<int64_t>{3, 6}));
-  // The share moves the second token of logical 1 off node 3, which logical
+  // The cap moves the second token of logical 1 off node 3, which logical
   // 2 makes it visit, to node 2 (rank 0; logical 1's slots 7 and 9).
   EXPECT_EQ(choose(t, moecommReplicaLocality, 0, {1, 2, 1, 2}, 2),
             (std::vector<int64_t>{9, 10, 7, 10}));
-  // Tokens that need no new node come first to the shares: token 1 visits
+  // Tokens that need no new node come first to the caps: token 1 visits
   // node 1 for logical 5 and takes logical 0's node-1 slot 3; token 0, which
   // must visit a new node anyway, gets slot 6 (in token order it would have
   // taken slot 3 and sent token 1 to a second node).
@@ -157,14 +173,27 @@ TEST(Placement, LocalityKeepsLoadOnlyShares) {
         pairs[(size_t)row[(size_t)k]]++;
       }
     }
+    // Each slot of an expert with at least as many pairs as replicas gets
+    // from this rank exactly the rows load-only gives it (so the receive
+    // load is load-only's); every slot gets ceil or floor of its expert's
+    // pairs over its replicas, or at most 1 when there are fewer pairs.
+    std::vector<int64_t> rows[2];
+    int c = 0;
     for (auto choice : {moecommReplicaLocality, moecommReplicaLoadOnly}) {
-      std::vector<int64_t> phys = choose(t, choice, rank, ids, K);
-      std::vector<int64_t> rows((size_t)S, 0);
-      for (int64_t s : phys)
-        rows[(size_t)s]++;
-      for (int64_t s = 0; s < S; ++s) {
-        const int64_t e = p.slotExperts[(size_t)s], n = t.replicaCount(e);
-        EXPECT_LE(rows[(size_t)s], (pairs[(size_t)e] + n - 1) / n)
+      rows[c].assign((size_t)S, 0);
+      for (int64_t s : choose(t, choice, rank, ids, K))
+        rows[c][(size_t)s]++;
+      ++c;
+    }
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t e = p.slotExperts[(size_t)s], n = t.replicaCount(e);
+      const int64_t c = pairs[(size_t)e];
+      if (c >= n)
+        EXPECT_EQ(rows[0][(size_t)s], rows[1][(size_t)s])
+            << "trial " << trial << " slot " << s;
+      for (const std::vector<int64_t> &r : rows) {
+        EXPECT_GE(r[(size_t)s], c >= n ? c / n : 0);
+        EXPECT_LE(r[(size_t)s], (c + n - 1) / n)
             << "trial " << trial << " slot " << s;
       }
     }

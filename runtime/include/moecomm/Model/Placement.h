@@ -19,28 +19,31 @@
 // and the oracle make the same one. Each rank picks for its own tokens, in
 // token order; a slot's load is the rows this rank has sent it so far.
 //
-// moecommReplicaLocality: a replica of an expert that this rank routes c
-// (token, expert) pairs to, over n replicas, takes at most share =
-// ceil(c / n) of them -- what load-only gives it -- so receive loads stay
-// as balanced as load-only's (the placement's packing assumes each replica
-// gets its share) while the choice of which tokens go where follows
-// locality. Three passes over the rank's tokens, each in token order
+// moecommReplicaLocality: each replica has a cap on this rank's rows. Of
+// the c (token, expert) pairs this rank routes to an expert's n replicas,
+// load-only deals the first c % n replicas (in its rank-rotated order)
+// ceil(c / n) rows and the others floor(c / n); with c >= n those are the
+// caps, so every slot receives from this rank exactly load-only's rows (the
+// same receive loads: the placement's packing assumes them) while the choice
+// of which tokens go where follows locality. With c < n each replica may
+// take one row, so locality also picks which replicas a small (decode-sized)
+// batch uses. Three passes over the rank's tokens, each in token order
 // (masked slots stay -1; a token's visited nodes are its own node and the
-// nodes of the slots it has; a free replica is one under its share on a
+// nodes of the slots it has; a free replica is one under its cap on a
 // visited node):
 //   1. A logical expert with one slot takes it; then each expert with
 //      exactly one free replica takes it.
 //   2. Each expert left with a free replica takes one -- on the token's own
 //      node if it has one there, else on another visited node -- the least
 //      loaded of those. So the tokens that need no new node come first to
-//      the shares, the most constrained first.
+//      the caps, the most constrained first.
 //   3. Repeat until every expert has a slot: the node holding replicas
-//      under their share of the most remaining experts becomes visited
+//      under their cap of the most remaining experts becomes visited
 //      (ties: the first node after the token's own node, cyclically), and
 //      the experts left take free replicas as in 2.
-// Without the share, locality would send every own-node token of a hot
-// expert to the own node's replica: 1.4-1.7x load-only's imbalance at
-// DeepSeek-V3 8x8 (docs/BENCHMARKS.md, "Replicated experts").
+// Without caps, locality would send every own-node token of a hot expert to
+// the own node's replica: 1.4-1.7x load-only's imbalance at DeepSeek-V3 8x8
+// (docs/BENCHMARKS.md, "Replicated experts").
 // moecommReplicaLoadOnly: each expert takes its least-loaded replica.
 // Ties between equally loaded replicas go to the first after rotating an
 // expert's replica list (slots ascending) by the source rank, so ranks start
