@@ -33,6 +33,48 @@ template <typename T> std::vector<T> download(const void *p, int64_t n) {
   return host;
 }
 
+/// moecomm_rt_alloc's device buffer of `rows` f32 rows of `hidden`.
+moecommMemRef2D allocRows(int64_t rows, int64_t hidden) {
+  moecommMemRef1D m;
+  _mlir_ciface_moecomm_rt_alloc(&m, rows * hidden * 4, 1);
+  return ref2(m.aligned, rows, hidden);
+}
+
+/// Staged `direction` of f32 rows `in` into new rows of `outRows`: per stage
+/// a gather into the send rows, exchange_start, wait, and the frees after
+/// the wait; then the unpacking gather. The caller frees the result.
+moecommMemRef2D staged(void *layout, int32_t direction, moecommMemRef2D in,
+                       int32_t weighted, int64_t outRows) {
+  const int64_t H = in.sizes[1];
+  moecommLayoutInfo_t info{};
+  if (layout)
+    moecommLayoutGetInfo(static_cast<moecommLayout_t>(layout), &info);
+  moecommMemRef2D cur = in;
+  bool owned = false;
+  for (int st = 0; st < info.numStages; ++st) {
+    moecommMemRef2D send =
+        allocRows(moecomm_rt_rows(layout, direction, st, 0), H);
+    moecommMemRef2D recv =
+        allocRows(moecomm_rt_rows(layout, direction, st, 1), H);
+    _mlir_ciface_moecomm_rt_gather_f32_f32(layout, direction, st, weighted,
+                                           &cur, &send);
+    void *request = _mlir_ciface_moecomm_rt_exchange_start_f32(
+        layout, direction, st, &send, &recv);
+    moecomm_rt_wait(request);
+    moecomm_rt_free(send.aligned);
+    if (owned)
+      moecomm_rt_free(cur.aligned);
+    cur = recv;
+    owned = true;
+  }
+  moecommMemRef2D out = allocRows(outRows, H);
+  _mlir_ciface_moecomm_rt_gather_f32_f32(layout, direction, -1, weighted, &cur,
+                                         &out);
+  if (owned)
+    moecomm_rt_free(cur.aligned);
+  return out;
+}
+
 } // namespace
 
 CompiledDeviceRun runCompiledDevice(moecommComm_t comm, const Expected &exp,
@@ -75,6 +117,10 @@ CompiledDeviceRun runCompiledDevice(moecommComm_t comm, const Expected &exp,
   _mlir_ciface_moecomm_rt_recv_weights(layout, &weightRef);
   _mlir_ciface_moecomm_rt_tokens_per_expert(layout, &countRef);
   _mlir_ciface_moecomm_rt_combine_f32(layout, 1, &yRef, &outRef);
+  moecommMemRef2D stagedRecv = staged(layout, moecommDirectionDispatch, xRef,
+                                      0, R),
+                  stagedOut = staged(layout, moecommDirectionCombine, yRef,
+                                     1, T);
   moecommCompiledDeviceSynchronize();
   if (moecommCompiledStatus() == moecommSuccess) {
     run.dispatch = download<float>(recvMem.aligned, R * H);
@@ -82,7 +128,11 @@ CompiledDeviceRun runCompiledDevice(moecommComm_t comm, const Expected &exp,
     const auto *counts = static_cast<const int64_t *>(countMem.aligned);
     run.tokensPerExpert.assign(counts, counts + L);
     run.combineW = download<float>(outMem.aligned, T * H);
+    run.dispatchStaged = download<float>(stagedRecv.aligned, R * H);
+    run.combineStagedW = download<float>(stagedOut.aligned, T * H);
   }
+  moecomm_rt_free(stagedRecv.aligned);
+  moecomm_rt_free(stagedOut.aligned);
   moecomm_rt_layout_release(layout);
   for (moecommMemRef1D *m : {&recvMem, &weightMem, &countMem, &outMem})
     moecomm_rt_free(m->aligned);
@@ -99,12 +149,16 @@ void checkCompiledDeviceRun(const Expected &exp, int rank,
   ASSERT_EQ(run.status, moecommSuccess) << run.error;
   const ref::RankLayout &L = exp.layout[rank];
   EXPECT_TRUE(sameBits(run.dispatch, exp.dispatch[rank])) << "dispatch";
+  EXPECT_TRUE(sameBits(run.dispatchStaged, exp.dispatch[rank]))
+      << "staged dispatch";
   ASSERT_EQ(run.weights.size(), L.rows.size());
   for (size_t i = 0; i < L.rows.size(); ++i)
     EXPECT_EQ(std::memcmp(&run.weights[i], &L.rows[i].weight, 4), 0)
         << "weight of row " << i;
   EXPECT_EQ(run.tokensPerExpert, L.tokensPerExpert);
   EXPECT_TRUE(sameBits(run.combineW, combineW)) << "weighted combine";
+  EXPECT_TRUE(sameBits(run.combineStagedW, combineW))
+      << "staged weighted combine";
 }
 
 } // namespace test

@@ -5,7 +5,8 @@
 // moecommCompiledBindDevice, arguments in moecommCompiledDeviceAlloc'd
 // buffers filled with moecommCompiledDeviceCopy, outputs in moecomm_rt_alloc
 // buffers (device 1; tokens_per_expert in host metadata, device 0), results
-// read back after moecommCompiledDeviceSynchronize. It makes only driver and
+// read back after moecommCompiledDeviceSynchronize; the staged form frees
+// each stage's send buffer after its wait, as the lowering does. It makes only driver and
 // entry-point calls, so the host device (threads / mpi communicators,
 // test/runtime) and the CUDA device (nccl, test/gpu) run the same sequence.
 //
@@ -29,6 +30,8 @@ struct CompiledDeviceRun {
   std::vector<float> weights;              ///< recv_weights [R]
   std::vector<int64_t> tokensPerExpert;    ///< [E/W]
   std::vector<float> combineW;             ///< weighted combine of y [T][H]
+  /// The same through gathers and exchange_start / wait per stage.
+  std::vector<float> dispatchStaged, combineStagedW;
 };
 
 /// Runs `rank` of f32 problem `exp` (f32 wire, no placement) on `comm` with
@@ -38,9 +41,10 @@ CompiledDeviceRun runCompiledDevice(moecommComm_t comm, const Expected &exp,
                                     int rank, int32_t strategy,
                                     moecommStream_t stream);
 
-/// Checks a run against the oracle: dispatch and recv weights bit-exact,
-/// tokens per expert equal, the weighted combine bit-identical to `combineW`
-/// (the runtime's own host result for the same strategy).
+/// Checks a run against the oracle: dispatch (one-shot and staged) and recv
+/// weights bit-exact, tokens per expert equal, the weighted combines
+/// bit-identical to `combineW` (the runtime's own host result for the same
+/// strategy).
 void checkCompiledDeviceRun(const Expected &exp, int rank,
                             const CompiledDeviceRun &run,
                             const std::vector<float> &combineW);

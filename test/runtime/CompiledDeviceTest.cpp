@@ -201,6 +201,47 @@ TEST(CompiledDevice, DispatchCombineMatchesTheOracle) {
   }
 }
 
+// all_to_all with its counts in device buffers: read and written through
+// the device, the rows moved between device buffers.
+TEST(CompiledDevice, AllToAllWithDeviceCounts) {
+  runOnThreads(2, 1, [&](moecommComm_t comm, int r) {
+    ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
+    const int64_t counts[2] = {1, 2}; // rows to rank 0, rows to rank 1
+    void *sc = alloc(16), *rc = alloc(16);
+    moecommCompiledDeviceCopy(sc, counts, 16);
+    moecommMemRef1D scRef{sc, sc, 0, {2}, {1}}, rcRef{rc, rc, 0, {2}, {1}};
+    const int64_t total =
+        _mlir_ciface_moecomm_rt_all_to_all_counts_i64(2, 1, &scRef, &rcRef);
+    ASSERT_EQ(total, r == 0 ? 2 : 4) << moecommCompiledLastError();
+    std::vector<float> rows;
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 2; ++j)
+        rows.push_back(float(r * 100 + i * 10 + j));
+    void *send = alloc(3 * 2 * 4), *recv = alloc(total * 2 * 4);
+    moecommCompiledDeviceCopy(send, rows.data(), rows.size() * 4);
+    moecommMemRef2D sendRef = ref2(send, 3, 2), recvRef = ref2(recv, total, 2);
+    _mlir_ciface_moecomm_rt_all_to_all_f32_i64(2, 1, &sendRef, &scRef,
+                                               &recvRef, &rcRef);
+    std::vector<float> got(total * 2);
+    int64_t received[2] = {-1, -1};
+    moecommCompiledDeviceCopy(got.data(), recv, got.size() * 4);
+    moecommCompiledDeviceCopy(received, rc, 16);
+    EXPECT_EQ(moecommCompiledStatus(), moecommSuccess)
+        << moecommCompiledLastError();
+    if (r == 0) {
+      EXPECT_EQ(got, (std::vector<float>{0, 1, 100, 101}));
+      EXPECT_EQ(std::vector<int64_t>(received, received + 2),
+                (std::vector<int64_t>{1, 1}));
+    } else {
+      EXPECT_EQ(got, (std::vector<float>{10, 11, 20, 21, 110, 111, 120, 121}));
+      EXPECT_EQ(std::vector<int64_t>(received, received + 2),
+                (std::vector<int64_t>{2, 2}));
+    }
+    for (void *p : {sc, rc, send, recv})
+      moecomm_rt_free(p);
+  });
+}
+
 // Freeing a buffer a started exchange uses is an error naming it (the
 // buffer is kept); the wait then completes and the free works.
 TEST(CompiledDevice, FreeBeforeWait) {
