@@ -349,8 +349,8 @@ void gather(void *layout, int32_t direction, int64_t step, int32_t weighted,
     return;
   moecommRows_t src, dst;
   if (!rowsOf(out, outType, outScales, &dst, "gather rows", "gather scales") ||
-      !rowsOf(in, inType, inScales, &src) ||
-      !onDevice(dst, "gather rows") || !onDevice(src, "gather input rows"))
+      !rowsOf(in, inType, inScales, &src) || !onDevice(dst, "gather rows") ||
+      !onDevice(src, "gather input rows"))
     return;
   auto dir = static_cast<moecommDirection_t>(direction);
   if (step < 0)

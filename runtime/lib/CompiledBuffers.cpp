@@ -63,8 +63,7 @@ struct ThreadState {
 thread_local ThreadState state;
 
 /// The live buffer [p, p + bytes) lies in, or live.end().
-std::map<uintptr_t, Buffer>::iterator containing(const void *p,
-                                                 int64_t bytes) {
+std::map<uintptr_t, Buffer>::iterator containing(const void *p, int64_t bytes) {
   auto address = reinterpret_cast<uintptr_t>(p);
   auto it = state.live.upper_bound(address);
   if (it == state.live.begin())
@@ -92,8 +91,7 @@ Status noDevice(const char *call) {
 /// Allocates and registers `bytes` (> 0) of device memory (`device`) or host
 /// metadata.
 Status allocate(int64_t bytes, bool device, void *&ptr) {
-  std::shared_ptr<CompiledDevice> owner =
-      device ? state.device : hostDevice();
+  std::shared_ptr<CompiledDevice> owner = device ? state.device : hostDevice();
   if (Status st = owner->allocate(bytes, ptr); !st.ok())
     return st;
   state.live[reinterpret_cast<uintptr_t>(ptr)] = Buffer{bytes, device, owner};
@@ -113,11 +111,11 @@ Status release(void *ptr, const char *call) {
   for (const Pending &p : state.pending)
     for (const auto &[base, role] : p.buffers)
       if (base == it->first)
-        return invalidArgument(cat(
-            call, " of ", ptr, " (", it->second.bytes, " bytes), the ", role,
-            " of the ", p.what,
-            " exchange compiled code started and has not waited "
-            "(moecomm_rt_wait): the buffer is kept"));
+        return invalidArgument(
+            cat(call, " of ", ptr, " (", it->second.bytes, " bytes), the ",
+                role, " of the ", p.what,
+                " exchange compiled code started and has not waited "
+                "(moecomm_rt_wait): the buffer is kept"));
   Status st = it->second.owner->free(ptr);
   state.live.erase(it);
   return st;
@@ -164,7 +162,15 @@ bool viewOf(const moecommUnrankedMemRef *m, int64_t elem, const char *what,
   return true;
 }
 
-/// Elements of a view (0 when empty).
+/// "[d0][d1]..." ("[]" for rank 0).
+std::string shapeOf(const View &v) {
+  std::string shape = v.rank ? "" : "[]";
+  for (int64_t d = 0; d < v.rank; ++d)
+    shape += cat("[", v.sizes[d], "]");
+  return shape;
+}
+
+/// Whether a view has no element.
 bool empty(const View &v) {
   for (int64_t d = 0; d < v.rank; ++d)
     if (v.sizes[d] == 0)
@@ -203,8 +209,9 @@ Blocks blocksOf(const View &dst, const View *src, int64_t elem) {
   const int64_t r = dst.rank;
   int64_t outer = r;
   b.width = elem;
-  if (r > 0 && (dst.sizes[r - 1] == 1 ||
-                (dst.strides[r - 1] == 1 && (!src || src->strides[r - 1] == 1)))) {
+  if (r > 0 &&
+      (dst.sizes[r - 1] == 1 ||
+       (dst.strides[r - 1] == 1 && (!src || src->strides[r - 1] == 1)))) {
     b.width = dst.sizes[r - 1] * elem;
     outer = r - 1;
   }
@@ -277,8 +284,8 @@ void copyMemRef(moecommUnrankedMemRef *src, moecommUnrankedMemRef *dst,
     same = s.sizes[i] == d.sizes[i];
   if (!same) {
     compiledFail(moecommInvalidArgument,
-                 cat("compiled code copied a memref of rank ", s.rank,
-                     " into one of rank ", d.rank, " or of another shape"));
+                 cat("compiled code copied a memref of shape ", shapeOf(s),
+                     " into one of shape ", shapeOf(d)));
     return;
   }
   if (empty(d))
@@ -359,21 +366,21 @@ Status moecomm::checkDeviceMemory(const void *p, int64_t bytes,
   auto it = containing(p, bytes);
   if (it != state.live.end() && it->second.device)
     return Status::success();
-  return invalidArgument(cat(
-      "compiled code passed ", what, " (", bytes, " bytes at ", p,
-      ") that are not device memory: ",
-      it == state.live.end()
-          ? "not inside a device buffer of this thread (moecomm_rt_alloc "
-            "with device 1, moecommCompiledDeviceAlloc); is it a host "
-            "graph run on a device-bound thread?"
-          : "inside a host buffer (moecomm_rt_alloc with device 0)"));
+  return invalidArgument(
+      cat("compiled code passed ", what, " (", bytes, " bytes at ", p,
+          ") that are not device memory: ",
+          it == state.live.end()
+              ? "not inside a device buffer of this thread (moecomm_rt_alloc "
+                "with device 1, moecommCompiledDeviceAlloc); is it a host "
+                "graph run on a device-bound thread?"
+              : "inside a host buffer (moecomm_rt_alloc with device 0)"));
 }
 
 Status moecomm::checkDeviceRows(const moecommRows_t &rows,
                                 const std::string &what) {
   int64_t elements = rows.rows * rows.hidden;
-  if (Status st = checkDeviceMemory(rows.data,
-                                    elements * elementSize(rows.type), what);
+  if (Status st =
+          checkDeviceMemory(rows.data, elements * elementSize(rows.type), what);
       !st.ok())
     return st;
   if (!isFp8(rows.type))
@@ -488,12 +495,12 @@ moecommResult_t moecommCompiledDeviceCopy(void *dst, const void *src,
   if (bytes == 0)
     return moecommSuccess;
   if (!dst || !src)
-    return record(invalidArgument(cat("moecommCompiledDeviceCopy: ",
-                                      !dst ? "dst" : "src", " is NULL for ",
-                                      bytes, " bytes")));
+    return record(
+        invalidArgument(cat("moecommCompiledDeviceCopy: ", !dst ? "dst" : "src",
+                            " is NULL for ", bytes, " bytes")));
   if (bytes > size_t(INT64_MAX))
-    return record(invalidArgument(
-        cat("moecommCompiledDeviceCopy: ", bytes, " bytes")));
+    return record(
+        invalidArgument(cat("moecommCompiledDeviceCopy: ", bytes, " bytes")));
   const int64_t n = int64_t(bytes);
   Status st = state.device->copy2D(dst, n, src, n, n, 1);
   if (st.ok())
@@ -508,10 +515,11 @@ moecommResult_t moecommCompiledDeviceSynchronize(void) {
     return record(st);
   if (state.pending.empty())
     return moecommSuccess;
-  return record(invalidArgument(
-      cat(state.pending.size(), " exchange(s) compiled code started were not "
-                                "waited (moecomm_rt_wait), the first: ",
-          state.pending.front().what)));
+  return record(
+      invalidArgument(cat(state.pending.size(),
+                          " exchange(s) compiled code started were not "
+                          "waited (moecomm_rt_wait), the first: ",
+                          state.pending.front().what)));
 }
 
 // Copies and zero fills of <T> elements (BYTES each).

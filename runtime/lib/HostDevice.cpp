@@ -32,8 +32,8 @@ public:
     ptr = rounded >= bytes ? std::aligned_alloc(kAlignment, size_t(rounded))
                            : nullptr;
     if (!ptr)
-      return systemError(cat("out of memory: ", bytes,
-                             " bytes of host device memory"));
+      return systemError(
+          cat("out of memory: ", bytes, " bytes of host device memory"));
     return Status::success();
   }
   Status free(void *ptr) override {

@@ -15,9 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Matmul.h"
 #include "CompiledBuffers.h"
 #include "CompiledError.h"
-#include "Matmul.h"
 #include "moecomm/moecomm_compiled.h"
 
 #include <cblas.h>
@@ -166,10 +166,9 @@ extern "C" void _mlir_ciface_moecomm_rt_matmul_f32(int32_t transposeB,
 void moecomm::blasGemm(const GemmArgs &g) {
   useCallingThreadOnly();
   // C = 1 * A B + 1 * C: linalg.matmul accumulates into its output.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans,
-              g.transposeB ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(g.m), static_cast<blasint>(g.n),
-              static_cast<blasint>(g.k), 1.0f, g.a, static_cast<blasint>(g.lda),
-              g.b, static_cast<blasint>(g.ldb), 1.0f, g.c,
-              static_cast<blasint>(g.ldc));
+  cblas_sgemm(
+      CblasRowMajor, CblasNoTrans, g.transposeB ? CblasTrans : CblasNoTrans,
+      static_cast<blasint>(g.m), static_cast<blasint>(g.n),
+      static_cast<blasint>(g.k), 1.0f, g.a, static_cast<blasint>(g.lda), g.b,
+      static_cast<blasint>(g.ldb), 1.0f, g.c, static_cast<blasint>(g.ldc));
 }

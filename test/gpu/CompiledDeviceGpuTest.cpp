@@ -24,16 +24,12 @@ namespace {
 class CompiledDeviceGpu : public NcclSingleRankTest {};
 
 TEST_F(CompiledDeviceGpu, DispatchCombineMatchesTheOracle) {
-  CaseSpec spec{1, 1, 8, 2, 64, moecommFloat32, moecommFloat32,
-                RoutingKind::Uniform, 12};
-  Expected exp = computeExpected(makeProblem(spec));
-  for (int32_t strategy : {0, 1, 2, 3}) {
-    SCOPED_TRACE("strategy " + std::to_string(strategy));
-    std::vector<RankRun> host =
-        runEveryRank(exp, static_cast<moecommStrategy_t>(strategy));
-    CompiledDeviceRun run = runCompiledDevice(comm_, exp, 0, strategy, stream_);
-    checkCompiledDeviceRun(exp, 0, run, host[0].combineW);
-  }
+  forEveryStrategy(f32Spec(1, 1, 12), [&](const Expected &exp, int32_t strategy,
+                                          const std::vector<RankRun> &host) {
+    checkCompiledDeviceRun(exp, 0,
+                           runCompiledDevice(comm_, exp, 0, strategy, stream_),
+                           host[0].combineW);
+  });
 }
 
 // C += A B^T on cuBLAS (FP32 math) equals OpenBLAS's result on small
@@ -50,8 +46,8 @@ TEST_F(CompiledDeviceGpu, GemmOnCublas) {
   moecommCompiledDeviceCopy(da, a.data(), 24);
   moecommCompiledDeviceCopy(db, b.data(), 24);
   moecommCompiledDeviceCopy(dc, c.data(), 16);
-  moecommMemRef2D aRef{da, da, 0, {2, 3}, {3, 1}}, bRef{db, db, 0, {2, 3}, {3, 1}},
-      cRef{dc, dc, 0, {2, 2}, {2, 1}};
+  moecommMemRef2D aRef{da, da, 0, {2, 3}, {3, 1}},
+      bRef{db, db, 0, {2, 3}, {3, 1}}, cRef{dc, dc, 0, {2, 2}, {2, 1}};
   _mlir_ciface_moecomm_rt_matmul_f32(1, &aRef, &bRef, &cRef);
   // [2][3] x [3][2] without the transpose: B viewed as [3][2].
   moecommMemRef2D b32{db, db, 0, {3, 2}, {2, 1}};

@@ -77,6 +77,23 @@ moecommMemRef2D staged(void *layout, int32_t direction, moecommMemRef2D in,
 
 } // namespace
 
+CaseSpec f32Spec(int W, int G, int64_t T) {
+  return CaseSpec{
+      W, G, 8, 2, 64, moecommFloat32, moecommFloat32, RoutingKind::Uniform, T};
+}
+
+void forEveryStrategy(
+    const CaseSpec &spec,
+    const std::function<void(const Expected &, int32_t,
+                             const std::vector<RankRun> &)> &check) {
+  Expected exp = computeExpected(makeProblem(spec));
+  for (int32_t strategy : {0, 1, 2, 3}) {
+    SCOPED_TRACE("strategy " + std::to_string(strategy));
+    check(exp, strategy,
+          runEveryRank(exp, static_cast<moecommStrategy_t>(strategy)));
+  }
+}
+
 CompiledDeviceRun runCompiledDevice(moecommComm_t comm, const Expected &exp,
                                     int rank, int32_t strategy,
                                     moecommStream_t stream) {
@@ -94,8 +111,8 @@ CompiledDeviceRun runCompiledDevice(moecommComm_t comm, const Expected &exp,
   std::vector<float> weights = rr.topkWeights;
   if (weights.empty())
     weights.assign(T * K, 1.0f);
-  void *idx = upload(rr.topkIdx), *w = upload(weights), *x = upload(exp.x[rank]),
-       *y = upload(exp.y[rank]);
+  void *idx = upload(rr.topkIdx), *w = upload(weights),
+       *x = upload(exp.x[rank]), *y = upload(exp.y[rank]);
   moecommMemRef2D idxRef = ref2(idx, T, K), wRef = ref2(w, T, K),
                   xRef = ref2(x, T, H);
   void *layout = _mlir_ciface_moecomm_rt_layout_i64(
@@ -109,18 +126,18 @@ CompiledDeviceRun runCompiledDevice(moecommComm_t comm, const Expected &exp,
   _mlir_ciface_moecomm_rt_alloc(&weightMem, R * 4, 1);
   _mlir_ciface_moecomm_rt_alloc(&countMem, L * 8, 0);
   _mlir_ciface_moecomm_rt_alloc(&outMem, T * H * 4, 1);
-  moecommMemRef2D recvRef = ref2(recvMem.aligned, R, H),
-                  yRef = ref2(y, R, H), outRef = ref2(outMem.aligned, T, H);
+  moecommMemRef2D recvRef = ref2(recvMem.aligned, R, H), yRef = ref2(y, R, H),
+                  outRef = ref2(outMem.aligned, T, H);
   moecommMemRef1D weightRef{weightMem.aligned, weightMem.aligned, 0, {R}, {1}};
   moecommMemRef1D countRef{countMem.aligned, countMem.aligned, 0, {L}, {1}};
   _mlir_ciface_moecomm_rt_dispatch_f32(layout, moecommFloat32, &xRef, &recvRef);
   _mlir_ciface_moecomm_rt_recv_weights(layout, &weightRef);
   _mlir_ciface_moecomm_rt_tokens_per_expert(layout, &countRef);
   _mlir_ciface_moecomm_rt_combine_f32(layout, 1, &yRef, &outRef);
-  moecommMemRef2D stagedRecv = staged(layout, moecommDirectionDispatch, xRef,
-                                      0, R),
-                  stagedOut = staged(layout, moecommDirectionCombine, yRef,
-                                     1, T);
+  moecommMemRef2D stagedRecv =
+                      staged(layout, moecommDirectionDispatch, xRef, 0, R),
+                  stagedOut =
+                      staged(layout, moecommDirectionCombine, yRef, 1, T);
   moecommCompiledDeviceSynchronize();
   if (moecommCompiledStatus() == moecommSuccess) {
     run.dispatch = download<float>(recvMem.aligned, R * H);

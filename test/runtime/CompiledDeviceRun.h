@@ -1,4 +1,5 @@
-//===- CompiledDeviceRun.h - A layer through the device form -----*- C++ -*-===//
+//===- CompiledDeviceRun.h - A layer through the device form -----*- C++
+//-*-===//
 //
 // One rank's dispatch + combine made the way a cuda-target graph makes them
 // (moecomm_compiled.h, "The device form"): bound with
@@ -6,9 +7,10 @@
 // buffers filled with moecommCompiledDeviceCopy, outputs in moecomm_rt_alloc
 // buffers (device 1; tokens_per_expert in host metadata, device 0), results
 // read back after moecommCompiledDeviceSynchronize; the staged form frees
-// each stage's send buffer after its wait, as the lowering does. It makes only driver and
-// entry-point calls, so the host device (threads / mpi communicators,
-// test/runtime) and the CUDA device (nccl, test/gpu) run the same sequence.
+// each stage's send buffer after its wait, as the lowering does. It makes only
+// driver and entry-point calls, so the host device (threads / mpi
+// communicators, test/runtime) and the CUDA device (nccl, test/gpu) run the
+// same sequence.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TEST_RUNTIME_COMPILEDDEVICERUN_H
@@ -16,6 +18,7 @@
 
 #include "TestUtil.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,18 @@ struct CompiledDeviceRun {
   /// The same through gathers and exchange_start / wait per stage.
   std::vector<float> dispatchStaged, combineStagedW;
 };
+
+/// The problem these runs take: f32 rows and wire, W ranks, G per node,
+/// 8 experts, top-2, H = 64, about T tokens per rank, uniform routing.
+CaseSpec f32Spec(int W, int G, int64_t T);
+
+/// For each strategy 0..3 (per_expert .. auto): `check(exp, strategy,
+/// host)` with `host` the runtime's own run of every rank on threads
+/// (runEveryRank), whose combine the device form must reproduce.
+void forEveryStrategy(
+    const CaseSpec &spec,
+    const std::function<void(const Expected &, int32_t,
+                             const std::vector<RankRun> &)> &check);
 
 /// Runs `rank` of f32 problem `exp` (f32 wire, no placement) on `comm` with
 /// `strategy` (0 per_expert .. 3 auto) on `stream` (NULL on the CPU

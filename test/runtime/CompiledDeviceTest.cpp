@@ -53,8 +53,8 @@ void *alloc(int64_t bytes, int32_t device = 1) {
                                     const std::string &part) {
   if (text.find(part) != std::string::npos)
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \""
-                                       << part << "\"";
+  return ::testing::AssertionFailure()
+         << "\"" << text << "\" lacks \"" << part << "\"";
 }
 
 std::string addressOf(const void *p) {
@@ -81,8 +81,8 @@ struct DeviceToken {
   void *layout(int64_t ranks, int64_t experts, int32_t strategy = 1) {
     moecommMemRef2D i = ref2(idx, 1, 1), wr = ref2(w, 1, 1);
     return _mlir_ciface_moecomm_rt_layout_i64(&i, &wr, ranks, 1, experts,
-                                              strategy, 0, 0, moecommFloat32,
-                                              1, 0, nullptr, 0);
+                                              strategy, 0, 0, moecommFloat32, 1,
+                                              0, nullptr, 0);
   }
 };
 
@@ -124,10 +124,10 @@ TEST(CompiledDevice, BufferRoundTrips) {
     _mlir_ciface_moecomm_rt_fill_zero_f32(&d);
     ASSERT_EQ(moecommCompiledDeviceCopy(values.data(), a, 24 * 4),
               moecommSuccess);
-    EXPECT_EQ(values, (std::vector<float>{0,  1,  2,  3,  4,  5,  //
-                                          6,  0,  0,  0,  0,  11, //
-                                          12, 0,  0,  0,  0,  17, //
-                                          0,  19, 20, 0,  22, 23}));
+    EXPECT_EQ(values, (std::vector<float>{0,  1,  2,  3, 4,  5,  //
+                                          6,  0,  0,  0, 0,  11, //
+                                          12, 0,  0,  0, 0,  17, //
+                                          0,  19, 20, 0, 22, 23}));
     // Host metadata: i64 copied from a device buffer, read on the host.
     auto *meta = static_cast<int64_t *>(alloc(3 * 8, 0));
     int64_t init[3] = {7, 8, 9};
@@ -154,51 +154,43 @@ TEST(CompiledDevice, BufferRoundTrips) {
   });
 }
 
-// A copy that leaves its buffer, and mismatched shapes, are recorded.
+// A copy that leaves its buffer, and mismatched shapes, are recorded:
+// a 3-element copy from element 2 of a 4-element buffer, then a copy of 3
+// elements into 4.
 TEST(CompiledDevice, CopyOutsideABuffer) {
-  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
-    ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
-    auto *a = static_cast<float *>(alloc(4 * 4));
-    Desc<1> src{a, a, 2, {3}, {1}}, dst{a, a, 0, {3}, {1}};
-    moecommUnrankedMemRef s = src.unranked(), d = dst.unranked();
-    _mlir_ciface_moecomm_rt_copy_f32(&s, &d);
-    EXPECT_EQ(moecommCompiledStatus(), moecommInvalidArgument);
-    EXPECT_EQ(moecommCompiledLastError(),
-              "compiled code passed the copy source at " + addressOf(a + 2) +
-                  ", which does not lie in a live buffer of this thread "
-                  "(moecomm_rt_alloc, moecommCompiledDeviceAlloc)");
-    moecomm_rt_free(a);
-  });
-  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
-    ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
-    auto *a = static_cast<float *>(alloc(4 * 4));
-    Desc<1> src{a, a, 0, {3}, {1}}, dst{a, a, 0, {4}, {1}};
-    moecommUnrankedMemRef s = src.unranked(), d = dst.unranked();
-    _mlir_ciface_moecomm_rt_copy_f32(&s, &d);
-    EXPECT_EQ(moecommCompiledStatus(), moecommInvalidArgument);
-    EXPECT_EQ(moecommCompiledLastError(),
-              std::string("compiled code copied a memref of rank 1 into one "
-                          "of rank 1 or of another shape"));
-    moecomm_rt_free(a);
-  });
+  for (bool outside : {true, false})
+    runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+      ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
+      auto *a = static_cast<float *>(alloc(4 * 4));
+      Desc<1> src{a, a, outside ? 2 : 0, {3}, {1}},
+          dst{a, a, 0, {outside ? 3 : 4}, {1}};
+      moecommUnrankedMemRef s = src.unranked(), d = dst.unranked();
+      _mlir_ciface_moecomm_rt_copy_f32(&s, &d);
+      EXPECT_EQ(moecommCompiledStatus(), moecommInvalidArgument);
+      EXPECT_EQ(moecommCompiledLastError(),
+                outside ? "compiled code passed the copy source at " +
+                              addressOf(a + 2) +
+                              ", which does not lie in a live buffer of this "
+                              "thread (moecomm_rt_alloc, "
+                              "moecommCompiledDeviceAlloc)"
+                        : std::string("compiled code copied a memref of shape "
+                                      "[3] into one of shape [4]"));
+      moecomm_rt_free(a);
+    });
 }
 
 // The layer through the compiled entries with device rows, every strategy,
 // W = 4 as 2 nodes x 2: dispatch, recv weights and tokens per expert against
 // the oracle, the combine bit-identical to the runtime's host result.
 TEST(CompiledDevice, DispatchCombineMatchesTheOracle) {
-  CaseSpec spec{4, 2, 8, 2, 64, moecommFloat32, moecommFloat32,
-                RoutingKind::Uniform, 6};
-  Expected exp = computeExpected(makeProblem(spec));
-  for (int32_t strategy : {0, 1, 2, 3}) {
-    SCOPED_TRACE("strategy " + std::to_string(strategy));
-    std::vector<RankRun> host =
-        runEveryRank(exp, static_cast<moecommStrategy_t>(strategy));
+  forEveryStrategy(f32Spec(4, 2, 6), [](const Expected &exp, int32_t strategy,
+                                        const std::vector<RankRun> &host) {
     runOnThreads(4, 2, [&](moecommComm_t comm, int r) {
-      CompiledDeviceRun run = runCompiledDevice(comm, exp, r, strategy, nullptr);
-      checkCompiledDeviceRun(exp, r, run, host[r].combineW);
+      checkCompiledDeviceRun(exp, r,
+                             runCompiledDevice(comm, exp, r, strategy, nullptr),
+                             host[r].combineW);
     });
-  }
+  });
 }
 
 // all_to_all with its counts in device buffers: read and written through
@@ -220,8 +212,8 @@ TEST(CompiledDevice, AllToAllWithDeviceCounts) {
     void *send = alloc(3 * 2 * 4), *recv = alloc(total * 2 * 4);
     moecommCompiledDeviceCopy(send, rows.data(), rows.size() * 4);
     moecommMemRef2D sendRef = ref2(send, 3, 2), recvRef = ref2(recv, total, 2);
-    _mlir_ciface_moecomm_rt_all_to_all_f32_i64(2, 1, &sendRef, &scRef,
-                                               &recvRef, &rcRef);
+    _mlir_ciface_moecomm_rt_all_to_all_f32_i64(2, 1, &sendRef, &scRef, &recvRef,
+                                               &rcRef);
     std::vector<float> got(total * 2);
     int64_t received[2] = {-1, -1};
     moecommCompiledDeviceCopy(got.data(), recv, got.size() * 4);
@@ -242,33 +234,40 @@ TEST(CompiledDevice, AllToAllWithDeviceCounts) {
   });
 }
 
+/// On a device-bound thread of a 2-rank communicator: one token to the
+/// other rank's expert, its flat layout, and stage 0 of `direction` started
+/// on [1][4] f32 device rows (16 bytes each side).
+struct StartedExchange {
+  DeviceToken token;
+  void *layout, *send, *recv, *request = nullptr;
+  StartedExchange(int rank, int32_t direction) : token(1 - rank) {
+    layout = token.layout(2, 2);
+    send = alloc(16);
+    recv = alloc(16);
+    moecommMemRef2D s = ref2(send, 1, 4), d = ref2(recv, 1, 4);
+    request = _mlir_ciface_moecomm_rt_exchange_start_f32(layout, direction, 0,
+                                                         &s, &d);
+  }
+  ~StartedExchange() { moecomm_rt_layout_release(layout); }
+};
+
 // Freeing a buffer a started exchange uses is an error naming it (the
 // buffer is kept); the wait then completes and the free works.
 TEST(CompiledDevice, FreeBeforeWait) {
   runOnThreads(2, 1, [&](moecommComm_t comm, int r) {
     ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
-    DeviceToken t(1 - r);
-    void *layout = t.layout(2, 2);
-    ASSERT_NE(layout, nullptr) << moecommCompiledLastError();
-    const int64_t sendRows = moecomm_rt_rows(layout, 0, 0, 0),
-                  recvRows = moecomm_rt_rows(layout, 0, 0, 1);
-    ASSERT_EQ(recvRows, 1);
-    void *send = alloc(sendRows * 4 * 4), *recv = alloc(recvRows * 4 * 4);
-    moecommMemRef2D s = ref2(send, sendRows, 4), d = ref2(recv, recvRows, 4);
-    void *request = _mlir_ciface_moecomm_rt_exchange_start_f32(layout, 0, 0,
-                                                                &s, &d);
-    ASSERT_NE(request, nullptr) << moecommCompiledLastError();
-    moecomm_rt_free(recv);
+    StartedExchange e(r, moecommDirectionDispatch);
+    ASSERT_NE(e.request, nullptr) << moecommCompiledLastError();
+    moecomm_rt_free(e.recv);
     EXPECT_EQ(moecommCompiledStatus(), moecommInvalidArgument);
     EXPECT_EQ(moecommCompiledLastError(),
-              "moecomm_rt_free of " + addressOf(recv) +
+              "moecomm_rt_free of " + addressOf(e.recv) +
                   " (16 bytes), the recv rows of the dispatch stage 0 "
                   "exchange compiled code started and has not waited "
                   "(moecomm_rt_wait): the buffer is kept");
-    moecomm_rt_wait(request);
-    EXPECT_EQ(moecommCompiledFree(recv), moecommSuccess);
-    EXPECT_EQ(moecommCompiledFree(send), moecommSuccess);
-    moecomm_rt_layout_release(layout);
+    moecomm_rt_wait(e.request);
+    EXPECT_EQ(moecommCompiledFree(e.recv), moecommSuccess);
+    EXPECT_EQ(moecommCompiledFree(e.send), moecommSuccess);
   });
 }
 
@@ -276,24 +275,17 @@ TEST(CompiledDevice, FreeBeforeWait) {
 TEST(CompiledDevice, UnwaitedExchangeIsReported) {
   runOnThreads(2, 1, [&](moecommComm_t comm, int r) {
     ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
-    DeviceToken t(1 - r);
-    void *layout = t.layout(2, 2);
-    ASSERT_NE(layout, nullptr) << moecommCompiledLastError();
-    void *send = alloc(16), *recv = alloc(16);
-    moecommMemRef2D s = ref2(send, 1, 4), d = ref2(recv, 1, 4);
-    void *request = _mlir_ciface_moecomm_rt_exchange_start_f32(layout, 1, 0,
-                                                                &s, &d);
-    ASSERT_NE(request, nullptr) << moecommCompiledLastError();
+    StartedExchange e(r, moecommDirectionCombine);
+    ASSERT_NE(e.request, nullptr) << moecommCompiledLastError();
     EXPECT_EQ(moecommCompiledDeviceSynchronize(), moecommInvalidArgument);
     EXPECT_EQ(moecommCompiledLastError(),
               std::string("1 exchange(s) compiled code started were not "
                           "waited (moecomm_rt_wait), the first: combine "
                           "stage 0"));
-    moecomm_rt_wait(request);
+    moecomm_rt_wait(e.request);
     EXPECT_EQ(moecommCompiledDeviceSynchronize(), moecommSuccess);
-    moecomm_rt_free(send);
-    moecomm_rt_free(recv);
-    moecomm_rt_layout_release(layout);
+    moecomm_rt_free(e.send);
+    moecomm_rt_free(e.recv);
   });
 }
 
@@ -326,11 +318,11 @@ TEST(CompiledDevice, HostRowsAreNotDeviceMemory) {
     int64_t idx = 0;
     float w = 1.0f;
     moecommMemRef2D i = ref2(&idx, 1, 1), wr = ref2(&w, 1, 1);
-    EXPECT_EQ(_mlir_ciface_moecomm_rt_layout_i64(&i, &wr, 1, 1, 1, 1, 0, 0,
-                                                 moecommFloat32, 1, 0, nullptr,
-                                                 0),
+    EXPECT_EQ(_mlir_ciface_moecomm_rt_layout_i64(
+                  &i, &wr, 1, 1, 1, 1, 0, 0, moecommFloat32, 1, 0, nullptr, 0),
               nullptr);
-    EXPECT_TRUE(contains(moecommCompiledLastError(), "compiled code passed topk_idx (8 bytes at "));
+    EXPECT_TRUE(contains(moecommCompiledLastError(),
+                         "compiled code passed topk_idx (8 bytes at "));
   });
   runOnThreads(1, 1, [&](moecommComm_t comm, int) {
     ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
@@ -339,7 +331,8 @@ TEST(CompiledDevice, HostRowsAreNotDeviceMemory) {
     moecommMemRef2D aRef = ref2(&a, 1, 1), bRef = ref2(&b, 1, 1),
                     cRef = ref2(c, 1, 1);
     _mlir_ciface_moecomm_rt_matmul_f32(0, &aRef, &bRef, &cRef);
-    EXPECT_TRUE(contains(moecommCompiledLastError(), "compiled code passed GEMM operand A (4 bytes at "));
+    EXPECT_TRUE(contains(moecommCompiledLastError(),
+                         "compiled code passed GEMM operand A (4 bytes at "));
     moecomm_rt_free(c);
   });
   runOnThreads(1, 1, [&](moecommComm_t comm, int) {
@@ -414,8 +407,9 @@ TEST(CompiledDevice, DriverErrors) {
   runOnThreads(1, 1, [&](moecommComm_t comm, int) {
     int stream = 0;
     EXPECT_EQ(moecommCompiledBindDevice(comm, &stream), moecommInvalidArgument);
-    EXPECT_TRUE(contains(moecommCompiledLastError(), "a stream was given for a communicator of a CPU "
-                          "backend"));
+    EXPECT_TRUE(contains(moecommCompiledLastError(),
+                         "a stream was given for a communicator of a CPU "
+                         "backend"));
     void *p = nullptr;
     EXPECT_EQ(moecommCompiledDeviceAlloc(4, &p), moecommInvalidArgument);
     EXPECT_EQ(moecommCompiledBindDevice(nullptr, nullptr),

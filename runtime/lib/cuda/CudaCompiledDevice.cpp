@@ -51,8 +51,8 @@ public:
     if (Status st = cublasStatus(cublasCreate(&handle_), "cublasCreate");
         !st.ok())
       return st;
-    if (Status st = cublasStatus(cublasSetStream(handle_, stream_),
-                                 "cublasSetStream");
+    if (Status st =
+            cublasStatus(cublasSetStream(handle_, stream_), "cublasSetStream");
         !st.ok())
       return st;
     return cublasStatus(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH),
