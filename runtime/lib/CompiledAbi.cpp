@@ -4,18 +4,24 @@
 // moecomm_compiled.h): thin adapters from MLIR memref descriptors to the
 // public C API -- the collectives through the runtime's one checked path
 // (Collective.h) -- plus a per-thread bound communicator and sticky error,
-// because compiled code cannot branch on return codes.
+// because compiled code cannot branch on return codes. On a thread bound with
+// moecommCompiledBindDevice (the device form) the same entry points check
+// that their rows lie in device buffers (CompiledBuffers.h), give the
+// collectives and staged primitives the bound stream, and run FP8 casts on
+// the thread's device (CompiledDevice.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ApiBoundary.h"
 #include "Collective.h"
+#include "CompiledBuffers.h"
 #include "CompiledError.h"
 #include "RowKernels.h"
 #include "moecomm/Model/Sizes.h"
 #include "moecomm/Model/WireFormat.h"
 #include "moecomm/moecomm_compiled.h"
 
+#include <algorithm>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -165,6 +171,32 @@ bool contiguous1D(const moecommMemRef1D *m, const char *output = nullptr) {
   return false;
 }
 
+/// The stream of the thread's device (NULL without one: host graphs).
+moecommStream_t boundStream() {
+  moecomm::CompiledDevice *device = moecomm::boundDevice();
+  return device ? device->stream() : nullptr;
+}
+
+/// Records `st` unless it is success.
+bool ok(const moecomm::Status &st) {
+  if (st.ok())
+    return true;
+  fail(st.code, st.message);
+  return false;
+}
+
+/// On a device-bound thread: rows `what` must lie in device buffers.
+bool onDevice(const moecommRows_t &rows, const char *what) {
+  return !moecomm::boundDevice() || ok(moecomm::checkDeviceRows(rows, what));
+}
+
+/// The device form's view of a vector the host reads or writes through the
+/// device (recv_weights, all_to_all counts): whether it lies in a device
+/// buffer of a device-bound thread.
+bool throughDevice(const void *p, int64_t bytes) {
+  return moecomm::boundDevice() && moecomm::inDeviceBuffer(p, bytes);
+}
+
 bool commBound() {
   if (boundComm)
     return true;
@@ -252,6 +284,15 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
     shareError(rejectLayout);
     return nullptr;
   }
+  // The plan is made on the host from the routing the graph's kernels
+  // wrote: wait for them (the nccl backend then copies the device routing
+  // to the host; the host device reads it in place).
+  if (moecomm::CompiledDevice *device = moecomm::boundDevice())
+    if (!onDevice(idxRows, "topk_idx") ||
+        !onDevice(weightRows, "topk_weights") || !ok(device->synchronize())) {
+      shareError(rejectLayout);
+      return nullptr;
+    }
   moecommLayoutDesc_t desc = {};
   desc.numTokens = idxRows.rows;
   desc.topk = static_cast<int32_t>(idxRows.hidden);
@@ -287,6 +328,15 @@ void layoutArray(void *layout, moecommMemRef1D *out, const char *what,
                  moecommResult_t (*query)(moecommLayout_t, int64_t *)) {
   if (stopped() || !layout || !contiguous1D(out, what))
     return;
+  // Host metadata in the device form (the graph's host code reads it).
+  if (out->sizes[0] > 0 &&
+      throughDevice(base(out, moecommInt64), out->sizes[0] * 8)) {
+    fail(moecommInvalidArgument,
+         std::string("compiled code passed ") + what + " " + shapeOf(out) +
+             " in device memory; it is host metadata (moecomm_rt_alloc with "
+             "device 0)");
+    return;
+  }
   ok(query(asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
 }
 
@@ -299,15 +349,16 @@ void gather(void *layout, int32_t direction, int64_t step, int32_t weighted,
     return;
   moecommRows_t src, dst;
   if (!rowsOf(out, outType, outScales, &dst, "gather rows", "gather scales") ||
-      !rowsOf(in, inType, inScales, &src))
+      !rowsOf(in, inType, inScales, &src) || !onDevice(dst, "gather rows") ||
+      !onDevice(src, "gather input rows"))
     return;
   auto dir = static_cast<moecommDirection_t>(direction);
   if (step < 0)
     ok(moecommUnpack(boundComm, asLayout(layout), dir, &src, weighted, &dst,
-                     nullptr));
+                     boundStream()));
   else
     ok(moecommPack(boundComm, asLayout(layout), dir, static_cast<int>(step),
-                   &src, weighted, &dst, nullptr));
+                   &src, weighted, &dst, boundStream()));
 }
 
 /// A collective `kind` of `layout` (its rows to be filled in).
@@ -349,6 +400,7 @@ void *runCompiled(bool ready, moecomm::CollectiveDesc desc, bool start,
   }
   desc.in = &src;
   desc.out = &dst;
+  desc.stream = boundStream();
   moecommRequest_t request = nullptr;
   collective(
       moecomm::runCollective(boundComm, desc, start ? &request : nullptr));
@@ -365,13 +417,29 @@ void *exchange(bool start, void *layout, int32_t direction, int64_t stage,
   desc.direction = static_cast<moecommDirection_t>(direction);
   desc.stage = static_cast<int>(stage);
   // A null layout means its (collective) creation failed on every rank.
-  return runCompiled(
+  moecommRows_t sent{}, received{};
+  void *request = runCompiled(
       layout != nullptr, desc, start,
       [&](moecommRows_t &src, moecommRows_t &dst, moecomm::CollectiveDesc &) {
-        return rowsOf(recv, type, recvScales, &dst, "exchange rows",
-                      "exchange scales") &&
-               rowsOf(send, type, sendScales, &src);
+        if (!rowsOf(recv, type, recvScales, &dst, "exchange rows",
+                    "exchange scales") ||
+            !rowsOf(send, type, sendScales, &src) ||
+            !onDevice(dst, "exchange recv rows") ||
+            !onDevice(src, "exchange send rows"))
+          return false;
+        sent = src;
+        received = dst;
+        return true;
       });
+  // Its buffers must outlive it: freeing one before the wait is an error.
+  if (request && moecomm::boundDevice())
+    moecomm::startExchange(request,
+                           std::string(direction == moecommDirectionDispatch
+                                           ? "dispatch"
+                                           : "combine") +
+                               " stage " + std::to_string(stage),
+                           sent, received);
+  return request;
 }
 
 /// Quantizes `rows` of `type` into FP8 rows `q` of `fp8Type` with their
@@ -390,6 +458,14 @@ void convertFp8(bool quantize, moecommMemRef2D *rows, moecommDataType_t type,
                      rowsOf(q, fp8Type, scales, &narrow);
   if (!viewed)
     return;
+  if (moecomm::CompiledDevice *device = moecomm::boundDevice()) {
+    const moecommRows_t &from = quantize ? wide : narrow;
+    const moecommRows_t &to = quantize ? narrow : wide;
+    if (onDevice(to, quantize ? "quantized rows" : "dequantized rows") &&
+        onDevice(from, quantize ? "rows to quantize" : "rows to dequantize"))
+      ok(device->convertRows(from, to));
+    return;
+  }
   // Traced on the bound communicator, if any (the casts need none).
   std::optional<moecomm::TraceScope> span;
   if (boundComm)
@@ -417,10 +493,33 @@ bool countsOf(const moecommMemRef1D *m, moecommDataType_t type, int64_t ranks,
     return false;
   }
   counts.resize(ranks);
+  const int64_t bytes = ranks * moecomm::elementSize(type);
+  std::vector<int64_t> staged(ranks);
+  const void *from = base(m, type);
+  // Counts in a device buffer are read through the device (after the
+  // stream's work that wrote them).
+  if (ranks > 0 && throughDevice(from, bytes)) {
+    moecomm::CompiledDevice &device = *moecomm::boundDevice();
+    if (!ok(device.copy2D(staged.data(), bytes, from, bytes, bytes, 1)) ||
+        !ok(device.synchronize()))
+      return false;
+    from = staged.data();
+  }
   for (int64_t i = 0; i < ranks; ++i)
-    counts[i] = type == moecommInt32
-                    ? static_cast<const int32_t *>(base(m, type))[i]
-                    : static_cast<const int64_t *>(base(m, type))[i];
+    counts[i] = type == moecommInt32 ? static_cast<const int32_t *>(from)[i]
+                                     : static_cast<const int64_t *>(from)[i];
+  return true;
+}
+
+/// Writes the all_to_all receive counts into compiled code's vector `m`
+/// (through the device when it lies in a device buffer).
+bool storeCounts(moecommMemRef1D *m, const std::vector<int64_t> &counts) {
+  void *to = base(m, moecommInt64);
+  const int64_t bytes = static_cast<int64_t>(counts.size()) * 8;
+  if (bytes > 0 && throughDevice(to, bytes))
+    return ok(moecomm::boundDevice()->copy2D(to, bytes, counts.data(), bytes,
+                                             bytes, 1));
+  std::copy(counts.begin(), counts.end(), static_cast<int64_t *>(to));
   return true;
 }
 
@@ -459,8 +558,9 @@ int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
     shareError(rejectCounts);
     return 0;
   }
-  auto *recv = static_cast<int64_t *>(base(recvCounts, moecommInt64));
-  if (!collective(moecommAllToAllCounts(boundComm, send.data(), recv)))
+  std::vector<int64_t> recv(ranks);
+  if (!collective(moecommAllToAllCounts(boundComm, send.data(), recv.data())) ||
+      !storeCounts(recvCounts, recv))
     return 0;
   // Each source's count is checked by its sender; their sum is this rank's.
   int64_t total = 0;
@@ -487,7 +587,9 @@ void allToAll(int64_t ranks, int64_t ranksPerNode, moecommMemRef2D *send,
             !a2aTopology(ranks, ranksPerNode) ||
             !countsOf(sendCounts, countType, ranks, sendN) ||
             !countsOf(recvCounts, moecommInt64, ranks, recvN) ||
-            !rowsOf(send, type, nullptr, &src))
+            !rowsOf(send, type, nullptr, &src) ||
+            !onDevice(dst, "all_to_all rows") ||
+            !onDevice(src, "all_to_all send rows"))
           return false;
         d.sendCounts = sendN.data();
         d.recvCounts = recvN.data();
@@ -502,7 +604,8 @@ void oneShot(moecomm::CollectiveDesc desc, moecommMemRef2D *in,
       desc.layout != nullptr, desc, false,
       [&](moecommRows_t &src, moecommRows_t &dst, moecomm::CollectiveDesc &) {
         return rowsOf(out, type, nullptr, &dst, "output rows") &&
-               rowsOf(in, type, nullptr, &src);
+               rowsOf(in, type, nullptr, &src) &&
+               onDevice(dst, "output rows") && onDevice(src, "input rows");
       });
 }
 
@@ -522,7 +625,20 @@ moecommResult_t moecommCompiledBind(moecommComm_t comm) {
   firstMessage.clear();
   errorShared = false;
   stats = moecommCompiledStats_t{};
+  moecomm::bindCompiledDevice(nullptr, nullptr);
   return comm ? moecommSuccess : moecommInvalidArgument;
+}
+
+moecommResult_t moecommCompiledBindDevice(moecommComm_t comm,
+                                          moecommStream_t stream) {
+  moecommResult_t bound = moecommCompiledBind(comm);
+  if (bound != moecommSuccess) {
+    fail(bound, "moecommCompiledBindDevice: comm is NULL");
+    return bound;
+  }
+  moecomm::Status st = moecomm::bindCompiledDevice(comm, stream);
+  ok(st);
+  return st.code;
 }
 
 moecommResult_t moecommCompiledGetStats(moecommCompiledStats_t *out) {
@@ -580,8 +696,25 @@ int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
 void _mlir_ciface_moecomm_rt_recv_weights(void *layout, moecommMemRef1D *out) {
   if (stopped() || !layout || !contiguous1D(out, "recv_weights"))
     return;
-  ok(moecommLayoutRecvWeights(asLayout(layout),
-                              static_cast<float *>(base(out, moecommFloat32))));
+  auto *to = static_cast<float *>(base(out, moecommFloat32));
+  moecomm::CompiledDevice *device = moecomm::boundDevice();
+  if (!device) {
+    ok(moecommLayoutRecvWeights(asLayout(layout), to));
+    return;
+  }
+  // The layout's weights are on the host: through a host vector into the
+  // device buffer (the copy is on the stream, after the graph's earlier
+  // work on it).
+  moecommLayoutInfo_t info;
+  if (!ok(moecommLayoutGetInfo(asLayout(layout), &info)))
+    return;
+  moecommRows_t rows{to, nullptr, info.recvRows, 1, moecommFloat32};
+  std::vector<float> weights(info.recvRows);
+  const int64_t bytes = info.recvRows * int64_t(sizeof(float));
+  if (onDevice(rows, "recv_weights") &&
+      ok(moecommLayoutRecvWeights(asLayout(layout), weights.data())) &&
+      bytes > 0)
+    ok(device->copy2D(to, bytes, weights.data(), bytes, bytes, 1));
 }
 
 void _mlir_ciface_moecomm_rt_tokens_per_expert(void *layout,
@@ -595,8 +728,10 @@ void _mlir_ciface_moecomm_rt_expert_offsets(void *layout,
 }
 
 void moecomm_rt_wait(void *request) {
-  if (request)
-    collective(moecommWait(static_cast<moecommRequest_t>(request)));
+  if (!request)
+    return;
+  collective(moecommWait(static_cast<moecommRequest_t>(request)));
+  moecomm::completeExchange(request);
 }
 
 // Gathers: <in>_<out>, scales follow each f8 side.

@@ -8,9 +8,15 @@
 // parallelism (one thread each in the threads backend, one process each under
 // MPI), so every call runs on its calling thread with one BLAS thread; OpenBLAS
 // takes its work buffers per call, so rank threads may call it concurrently.
+// On a device-bound thread (moecommCompiledBindDevice) the checked GEMM goes
+// to the thread's device instead (cuBLAS on a CUDA device; this file's
+// blasGemm on the host device), after checking its operands are device
+// buffers.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Matmul.h"
+#include "CompiledBuffers.h"
 #include "CompiledError.h"
 #include "moecomm/moecomm_compiled.h"
 
@@ -89,6 +95,18 @@ void useCallingThreadOnly() {
   });
 }
 
+/// On a device-bound thread: records InvalidArgument unless operand `name`
+/// lies in one device buffer (rows - 1 leading dimensions plus a row).
+bool onDevice(const char *name, const Operand &op) {
+  moecomm::Status st = moecomm::checkDeviceMemory(
+      op.data, ((op.rows - 1) * op.ld + op.cols) * int64_t(sizeof(float)),
+      std::string("GEMM operand ") + name);
+  if (st.ok())
+    return true;
+  moecomm::compiledFail(st.code, st.message);
+  return false;
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_moecomm_rt_matmul_f32(int32_t transposeB,
@@ -122,12 +140,35 @@ extern "C" void _mlir_ciface_moecomm_rt_matmul_f32(int32_t transposeB,
   }
   if (acc.rows == 0 || acc.cols == 0 || k == 0)
     return; // C += nothing
+  moecomm::GemmArgs args;
+  args.transposeB = transposeB != 0;
+  args.m = acc.rows;
+  args.n = acc.cols;
+  args.k = k;
+  args.a = lhs.data;
+  args.lda = lhs.ld;
+  args.b = rhs.data;
+  args.ldb = rhs.ld;
+  args.c = acc.data;
+  args.ldc = acc.ld;
+  moecomm::CompiledDevice *device = moecomm::boundDevice();
+  if (!device) {
+    moecomm::blasGemm(args);
+    return;
+  }
+  if (!onDevice("A", lhs) || !onDevice("B", rhs) || !onDevice("C", acc))
+    return;
+  moecomm::Status st = device->gemm(args);
+  if (!st.ok())
+    moecomm::compiledFail(st.code, st.message);
+}
+
+void moecomm::blasGemm(const GemmArgs &g) {
   useCallingThreadOnly();
   // C = 1 * A B + 1 * C: linalg.matmul accumulates into its output.
   cblas_sgemm(
-      CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
-      static_cast<blasint>(acc.rows), static_cast<blasint>(acc.cols),
-      static_cast<blasint>(k), 1.0f, lhs.data, static_cast<blasint>(lhs.ld),
-      rhs.data, static_cast<blasint>(rhs.ld), 1.0f, acc.data,
-      static_cast<blasint>(acc.ld));
+      CblasRowMajor, CblasNoTrans, g.transposeB ? CblasTrans : CblasNoTrans,
+      static_cast<blasint>(g.m), static_cast<blasint>(g.n),
+      static_cast<blasint>(g.k), 1.0f, g.a, static_cast<blasint>(g.lda), g.b,
+      static_cast<blasint>(g.ldb), 1.0f, g.c, static_cast<blasint>(g.ldc));
 }

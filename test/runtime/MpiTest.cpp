@@ -7,6 +7,7 @@
 // one rank cannot leave the others waiting.
 //
 //===----------------------------------------------------------------------===//
+#include "CompiledDeviceRun.h"
 #include "MpiTestUtil.h"
 #include "ProgressCheck.h"
 #include "TestUtil.h"
@@ -81,6 +82,28 @@ TEST(Mpi, OracleMatrix) {
   cells.push_back(cell(W, W / 2, 2 * W, 2, 300, F32, F32, RK::OneExpert, 8, 9));
   for (const CaseSpec &c : cells)
     runCell(MPI_COMM_WORLD, c);
+}
+
+// The device form of the compiled ABI on the host device of an mpi
+// communicator (CompiledDeviceRun.h): one-shot and staged dispatch and
+// combine with device-allocated rows against the oracle, the combines
+// bit-identical to the runtime's own.
+TEST(Mpi, CompiledDeviceForm) {
+  const int W = worldSize(), rank = worldRank();
+  CaseSpec spec = cell(W, 2, 4 * W, 3, 40, moecommFloat32, moecommFloat32,
+                       RoutingKind::UniformMasked, 6);
+  Expected exp = computeExpected(makeProblem(spec));
+  moecommComm_t comm = nullptr;
+  moecommResult_t init = moecommCommInitMpi(&comm, MPI_COMM_WORLD, 2);
+  ASSERT_EQ(init, moecommSuccess) << moecommCommGetLastError(nullptr);
+  for (moecommStrategy_t s :
+       {moecommPerExpert, moecommFlat, moecommHierarchical, moecommAuto}) {
+    SCOPED_TRACE("strategy " + std::to_string(s));
+    RankRun host = runRank(comm, exp, s, rank);
+    CompiledDeviceRun run = runCompiledDevice(comm, exp, rank, s, nullptr);
+    checkCompiledDeviceRun(exp, rank, run, host.combineW);
+  }
+  EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
 
 // Expert segments aligned to 16 and 128 rows (AlignTest.cpp's checks
