@@ -15,6 +15,7 @@
 #include "Matmul.h"
 #include "moecomm/Model/WireFormat.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,9 +29,10 @@ class HostDevice final : public CompiledDevice {
 public:
   Status allocate(int64_t bytes, void *&ptr) override {
     // aligned_alloc wants a multiple of the alignment.
-    int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    ptr = rounded >= bytes ? std::aligned_alloc(kAlignment, size_t(rounded))
-                           : nullptr;
+    ptr = bytes <= INT64_MAX - kAlignment
+              ? std::aligned_alloc(kAlignment, size_t((bytes + kAlignment - 1) /
+                                                      kAlignment * kAlignment))
+              : nullptr;
     if (!ptr)
       return systemError(
           cat("out of memory: ", bytes, " bytes of host device memory"));

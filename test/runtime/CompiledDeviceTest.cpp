@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdint>
 #include <numeric>
 #include <sstream>
@@ -403,6 +404,18 @@ TEST(CompiledDevice, DriverErrors) {
     EXPECT_EQ(moecommCompiledDeviceAlloc(0, &none), moecommSuccess);
     EXPECT_EQ(none, nullptr);
     EXPECT_EQ(moecommCompiledFree(nullptr), moecommSuccess);
+    EXPECT_EQ(moecommCompiledDeviceAlloc(SIZE_MAX, &none), moecommSystemError);
+  });
+  // An allocation that fails is a system error; the buffer is NULL.
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
+    moecommMemRef1D m;
+    _mlir_ciface_moecomm_rt_alloc(&m, INT64_MAX, 1);
+    EXPECT_EQ(m.aligned, nullptr);
+    EXPECT_EQ(moecommCompiledStatus(), moecommSystemError);
+    EXPECT_EQ(moecommCompiledLastError(),
+              std::string("out of memory: 9223372036854775807 bytes of host "
+                          "device memory"));
   });
   runOnThreads(1, 1, [&](moecommComm_t comm, int) {
     int stream = 0;

@@ -321,7 +321,15 @@ void moecomm_rt_check(int32_t ok, const char *where, const char *what,
  * address; memref.copy becomes moecomm_rt_copy_<T> and a linalg.fill with
  * zero moecomm_rt_fill_zero_<T> of ranked memrefs of any strides (passed
  * unranked: {rank, descriptor}), <T> one of bf16, f32, i32, i64, i8,
- * f8e4m3fn, f8e8m0fnu. All are stream-ordered on the bound device. */
+ * f8e4m3fn, f8e8m0fnu. All are stream-ordered on the bound device, except
+ * copies and fills that touch only host metadata: those run at once on the
+ * calling thread (a CUDA device cannot memset host memory). Both sides of a
+ * copy, and a fill, must lie in one live buffer of this thread (else
+ * moecommInvalidArgument); strides must be >= 0. Allocation and free work on
+ * a stopped thread too (the graph's own code still touches its buffers); a
+ * failed allocation is moecommSystemError "out of memory: ..." with a NULL
+ * buffer, and one without a device bound records moecommInvalidArgument but
+ * still returns host memory. */
 typedef struct {
   int64_t rank;
   void *descriptor; /* {allocated, aligned, offset, sizes[rank], strides[rank]} */
