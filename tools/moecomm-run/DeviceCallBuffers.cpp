@@ -28,8 +28,8 @@ void *DeviceCallBuffers::place(const void *host, size_t bytes) {
   return buffer;
 }
 
-const void *DeviceCallBuffers::fetch(void *allocated, const void *data,
-                                     size_t bytes) {
+void *DeviceCallBuffers::fetch(void *allocated, const void *data,
+                               size_t bytes) {
   adopt(allocated);
   if (bytes == 0)
     return nullptr;

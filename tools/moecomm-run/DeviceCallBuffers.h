@@ -40,7 +40,7 @@ public:
   /// this object lives; nullptr for 0 bytes or when the copy failed (the
   /// thread's compiled status says why). `allocated` (the result
   /// descriptor's buffer) is freed by release().
-  const void *fetch(void *allocated, const void *data, size_t bytes);
+  void *fetch(void *allocated, const void *data, size_t bytes);
   /// Marks `allocated`, a buffer a graph returned, to be freed by release()
   /// without copying it (results left unread after a failed call).
   void adopt(void *allocated);

@@ -89,6 +89,14 @@ MemRef3D descriptor(float *data, int64_t experts, int64_t rows, int64_t cols) {
   return MemRef3D{data, data, 0, {experts, rows, cols}, {rows * cols, cols, 1}};
 }
 
+/// The elements a contiguous descriptor covers (the product of its sizes).
+template <typename MemRef> size_t elementsOf(const MemRef &m) {
+  size_t elements = 1;
+  for (int64_t size : m.sizes)
+    elements *= static_cast<size_t>(size);
+  return elements;
+}
+
 /// Releases a result buffer the graph allocated (malloc in compiled code;
 /// a cuda-target graph's results were freed through DeviceCallBuffers,
 /// which left `allocated` null).
@@ -881,11 +889,8 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
     // A failure is recorded in the compiled status (read after the call).
     moecommCompiledBindDevice(comm, nullptr);
     auto place = [&](auto &ref, size_t elementBytes) {
-      size_t elements = 1;
-      for (int64_t size : ref.sizes)
-        elements *= static_cast<size_t>(size);
       ref.allocated = ref.aligned =
-          deviceBuffers.place(ref.aligned, elements * elementBytes);
+          deviceBuffers.place(ref.aligned, elementsOf(ref) * elementBytes);
     };
     place(xRef, rowBytes);
     place(idxRef, sig.idxType == moecommInt32 ? 4 : 8);
@@ -950,9 +955,6 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
     // buffers go back to the runtime, with the arguments'.
     const bool succeeded = moecommCompiledStatus() == moecommSuccess;
     auto fetch = [&](auto &ref, size_t elementBytes) {
-      size_t elements = 1;
-      for (int64_t size : ref.sizes)
-        elements *= static_cast<size_t>(size);
       if (!succeeded) {
         deviceBuffers.adopt(ref.allocated);
         ref.allocated = nullptr;
@@ -960,8 +962,8 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
       }
       const char *data =
           static_cast<const char *>(ref.aligned) + ref.offset * elementBytes;
-      ref.aligned = const_cast<void *>(
-          deviceBuffers.fetch(ref.allocated, data, elements * elementBytes));
+      ref.aligned = deviceBuffers.fetch(ref.allocated, data,
+                                        elementsOf(ref) * elementBytes);
       ref.allocated = nullptr;
       ref.offset = 0;
     };
