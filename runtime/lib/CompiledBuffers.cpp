@@ -19,7 +19,6 @@
 #include "moecomm/moecomm_compiled.h"
 
 #include <cstdint>
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -178,21 +177,30 @@ bool empty(const View &v) {
   return false;
 }
 
-/// The live buffer holding every element of non-empty `v`, or live.end()
-/// after recording why not (`what` names it).
-std::map<uintptr_t, Buffer>::iterator bufferOf(const View &v, int64_t elem,
-                                               const char *what) {
+/// Where non-empty `v` lives: `device` when in a device buffer. A view
+/// outside every live buffer is host memory the graph did not allocate (its
+/// constants, memref.get_global); one that starts in a buffer but runs past
+/// its end is recorded (`what` names it) and false returned.
+bool placeOf(const View &v, int64_t elem, const char *what, bool &device) {
   int64_t last = 0;
   for (int64_t d = 0; d < v.rank; ++d)
     last += (v.sizes[d] - 1) * v.strides[d];
-  auto it = containing(v.base, (last + 1) * elem);
+  const int64_t bytes = (last + 1) * elem;
+  auto it = containing(v.base, 1);
+  device = false;
   if (it == state.live.end())
-    compiledFail(moecommInvalidArgument,
-                 cat("compiled code passed the ", what, " at ",
-                     static_cast<const void *>(v.base),
-                     ", which does not lie in a live buffer of this thread "
-                     "(moecomm_rt_alloc, moecommCompiledDeviceAlloc)"));
-  return it;
+    return true;
+  if (containing(v.base, bytes) == it) {
+    device = it->second.device;
+    return true;
+  }
+  compiledFail(moecommInvalidArgument,
+               cat("compiled code passed the ", what, " at ",
+                   static_cast<const void *>(v.base), " (", bytes,
+                   " bytes), which runs past the end of its buffer (",
+                   reinterpret_cast<const void *>(it->first), ", ",
+                   it->second.bytes, " bytes)"));
+  return false;
 }
 
 /// A copy or fill of a view as 2-D blocks: rows of `width` bytes (the
@@ -256,14 +264,11 @@ Status forEachBlock(const View &dst, const View *src, const Blocks &b,
   }
 }
 
-/// The device that runs a copy or fill touching `buffers`: the host device
-/// when all are host metadata (a CUDA device cannot memset host memory),
-/// else the bound device.
-CompiledDevice &deviceFor(std::initializer_list<const Buffer *> buffers) {
-  for (const Buffer *b : buffers)
-    if (b->device)
-      return *state.device;
-  return *hostDevice();
+/// The device that runs a copy or fill: the host device when it touches
+/// only host memory (a CUDA device cannot memset host memory), else the
+/// bound device.
+CompiledDevice &deviceFor(bool touchesDevice) {
+  return touchesDevice ? *state.device : *hostDevice();
 }
 
 /// memref.copy of `src` into `dst` (same shape), elements of `elem` bytes.
@@ -290,13 +295,11 @@ void copyMemRef(moecommUnrankedMemRef *src, moecommUnrankedMemRef *dst,
   }
   if (empty(d))
     return;
-  auto from = bufferOf(s, elem, "copy source");
-  if (from == state.live.end())
+  bool fromDevice = false, toDevice = false;
+  if (!placeOf(s, elem, "copy source", fromDevice) ||
+      !placeOf(d, elem, "copy destination", toDevice))
     return;
-  auto to = bufferOf(d, elem, "copy destination");
-  if (to == state.live.end())
-    return;
-  CompiledDevice &device = deviceFor({&from->second, &to->second});
+  CompiledDevice &device = deviceFor(fromDevice || toDevice);
   Blocks b = blocksOf(d, &s, elem);
   int64_t dstPitch = b.heightDim >= 0 ? d.strides[b.heightDim] * elem : b.width;
   int64_t srcPitch = b.heightDim >= 0 ? s.strides[b.heightDim] * elem : b.width;
@@ -319,10 +322,10 @@ void fillZero(moecommUnrankedMemRef *dst, int64_t elem) {
   View d;
   if (!viewOf(dst, elem, "filled memref", d) || empty(d))
     return;
-  auto to = bufferOf(d, elem, "filled memref");
-  if (to == state.live.end())
+  bool toDevice = false;
+  if (!placeOf(d, elem, "filled memref", toDevice))
     return;
-  CompiledDevice &device = deviceFor({&to->second});
+  CompiledDevice &device = deviceFor(toDevice);
   Blocks b = blocksOf(d, nullptr, elem);
   int64_t pitch = b.heightDim >= 0 && b.height > 1
                       ? d.strides[b.heightDim] * elem

@@ -143,6 +143,23 @@ TEST(CompiledDevice, BufferRoundTrips) {
     _mlir_ciface_moecomm_rt_fill_zero_i64(&d);
     EXPECT_EQ(std::vector<int64_t>(meta, meta + 3),
               (std::vector<int64_t>{0, 0, 0}));
+    // A constant of the graph's image (memref.get_global: host memory no
+    // call allocated) copied into a device buffer, as moecomm-device-buffers
+    // does for constants device work reads.
+    static const int64_t constant[3] = {4, 5, 6};
+    Desc<1> global{const_cast<int64_t *>(constant),
+                   const_cast<int64_t *>(constant),
+                   0,
+                   {3},
+                   {1}},
+        onDevice{dev, dev, 0, {3}, {1}};
+    s = global.unranked();
+    d = onDevice.unranked();
+    _mlir_ciface_moecomm_rt_copy_i64(&s, &d);
+    ASSERT_EQ(moecommCompiledDeviceCopy(init, dev, sizeof init),
+              moecommSuccess);
+    EXPECT_EQ(std::vector<int64_t>(init, init + 3),
+              (std::vector<int64_t>{4, 5, 6}));
     // Zero bytes: no buffer, freeing it does nothing.
     EXPECT_EQ(alloc(0), nullptr);
     moecomm_rt_free(nullptr);
@@ -155,7 +172,8 @@ TEST(CompiledDevice, BufferRoundTrips) {
   });
 }
 
-// A copy that leaves its buffer, and mismatched shapes, are recorded:
+// A copy that runs past the end of its buffer, and mismatched shapes, are
+// recorded:
 // a 3-element copy from element 2 of a 4-element buffer, then a copy of 3
 // elements into 4.
 TEST(CompiledDevice, CopyOutsideABuffer) {
@@ -171,9 +189,9 @@ TEST(CompiledDevice, CopyOutsideABuffer) {
       EXPECT_EQ(moecommCompiledLastError(),
                 outside ? "compiled code passed the copy source at " +
                               addressOf(a + 2) +
-                              ", which does not lie in a live buffer of this "
-                              "thread (moecomm_rt_alloc, "
-                              "moecommCompiledDeviceAlloc)"
+                              " (12 bytes), which runs past the end of its "
+                              "buffer (" +
+                              addressOf(a) + ", 16 bytes)"
                         : std::string("compiled code copied a memref of shape "
                                       "[3] into one of shape [4]"));
       moecomm_rt_free(a);

@@ -323,9 +323,10 @@ void moecomm_rt_check(int32_t ok, const char *where, const char *what,
  * unranked: {rank, descriptor}), <T> one of bf16, f32, i32, i64, i8,
  * f8e4m3fn, f8e8m0fnu. All are stream-ordered on the bound device, except
  * copies and fills that touch only host metadata: those run at once on the
- * calling thread (a CUDA device cannot memset host memory). Both sides of a
- * copy, and a fill, must lie in one live buffer of this thread (else
- * moecommInvalidArgument); strides must be >= 0. Allocation and free work on
+ * calling thread (a CUDA device cannot memset host memory). Memory outside
+ * the buffers allocated on this thread is host memory (the graph's
+ * constants); a view that starts in a buffer and runs past its end is
+ * moecommInvalidArgument, and strides must be >= 0. Allocation and free work on
  * a stopped thread too (the graph's own code still touches its buffers); a
  * failed allocation is moecommSystemError "out of memory: ..." with a NULL
  * buffer, and one without a device bound records moecommInvalidArgument but
