@@ -26,7 +26,9 @@ using namespace moecomm::workload;
 namespace moecomm::run {
 
 const char *backendName(BackendKind kind) {
-  return kind == BackendKind::Threads ? "threads" : "mpi";
+  return kind == BackendKind::Threads ? "threads"
+         : kind == BackendKind::Mpi   ? "mpi"
+                                      : "nccl";
 }
 
 namespace {
@@ -135,9 +137,15 @@ private:
   uint64_t generation = 0;
 };
 
-Expected<RunSummary> runThreads(const BackendOptions &options,
-                                ExecutionPath &path, const RoutingProblem &p,
-                                const ReferenceResult &reference) {
+/// Starts the ranks of this process, each `body(comm, rank)` on its own
+/// communicator (RankLauncher.h).
+using Launcher = function_ref<Error(RankBody body)>;
+
+/// Every rank in this process (threads, or nccl's single device).
+Expected<RunSummary> runInProcess(const BackendOptions &options,
+                                  Launcher launch, ExecutionPath &path,
+                                  const RoutingProblem &p,
+                                  const ReferenceResult &reference) {
   RunSummary summary;
   summary.ranks.resize(p.ranks);
   summary.timelines.resize(p.ranks);
@@ -145,13 +153,12 @@ Expected<RunSummary> runThreads(const BackendOptions &options,
   FlagBarrier barrier(p.ranks);
   Progress progress("moecomm-run", options.progress);
   const auto start = Clock::now();
-  Error launched =
-      runOnThreadGroup(p.ranks, p.ranksPerNode, [&](moecommComm_t comm, int r) {
-        failures[r] = rankLoop(
-            comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
-            [&](bool failed) { return barrier.arrive(failed); },
-            summary.ranks[r], summary.timelines[r]);
-      });
+  Error launched = launch([&](moecommComm_t comm, int r) {
+    failures[r] = rankLoop(
+        comm, r, options, path, p, reference, r == 0 ? &progress : nullptr,
+        [&](bool failed) { return barrier.arrive(failed); }, summary.ranks[r],
+        summary.timelines[r]);
+  });
   summary.wallSeconds =
       std::chrono::duration<double>(Clock::now() - start).count();
   progress.finish();
@@ -284,25 +291,23 @@ void deserializeRank(StringRef text, std::vector<IterationSummary> &its,
   }
 }
 
+/// This process's rank of an MPI world (mpi, or nccl under mpirun).
 Expected<RunSummary> runMpi(const BackendOptions &options,
-                            const MpiWorld &world, ExecutionPath &path,
-                            const RoutingProblem &p,
+                            const MpiWorld &world, Launcher launch,
+                            ExecutionPath &path, const RoutingProblem &p,
                             const ReferenceResult &reference) {
   std::vector<IterationSummary> mine;
   RankTimeline timeline;
   std::optional<Failure> failure;
   Progress progress("moecomm-run", options.progress && world.rank == 0);
   const auto start = Clock::now();
-  if (Error e = runOnMpiWorld(
-          world, p.ranksPerNode, [&](moecommComm_t comm, int rank) {
-            failure = rankLoop(
-                comm, rank, options, path, p, reference,
-                rank == 0 ? &progress : nullptr,
-                [&](bool failed) {
-                  return mpiMaxInt(world, failed ? 1 : 0) != 0;
-                },
-                mine, timeline);
-          }))
+  if (Error e = launch([&](moecommComm_t comm, int rank) {
+        failure = rankLoop(
+            comm, rank, options, path, p, reference,
+            rank == 0 ? &progress : nullptr,
+            [&](bool failed) { return mpiMaxInt(world, failed ? 1 : 0) != 0; },
+            mine, timeline);
+      }))
     failure = toFailure(std::move(e));
   const double wall =
       std::chrono::duration<double>(Clock::now() - start).count();
@@ -366,11 +371,26 @@ Expected<RunSummary> runOnBackend(const BackendOptions &options,
                                   const RoutingProblem &problem,
                                   const ReferenceResult &reference) {
   if (options.kind == BackendKind::Threads)
-    return runThreads(options, path, problem, reference);
+    return runInProcess(
+        options,
+        [&](RankBody body) {
+          return runOnThreadGroup(problem.ranks, problem.ranksPerNode, body);
+        },
+        path, problem, reference);
+  if (options.kind == BackendKind::Nccl && !world.initialized)
+    return runInProcess(
+        options, [](RankBody body) { return runOnNcclDevice(body); }, path,
+        problem, reference);
 #ifdef MOECOMM_RUN_HAVE_MPI
-  return runMpi(options, world, path, problem, reference);
+  return runMpi(
+      options, world,
+      [&](RankBody body) {
+        return options.kind == BackendKind::Nccl
+                   ? runOnNcclWorld(world, problem.ranksPerNode, body)
+                   : runOnMpiWorld(world, problem.ranksPerNode, body);
+      },
+      path, problem, reference);
 #else
-  (void)world;
   return inputError(kNoMpi);
 #endif
 }

@@ -2,7 +2,9 @@
 //
 // `threads`: W threads in this process, one communicator each (moecomm
 // ThreadGroup). `mpi`: this process is one rank of `mpirun -np W`, with a
-// communicator over MPI_COMM_WORLD. Either way every rank runs the same loop:
+// communicator over MPI_COMM_WORLD. `nccl`: one GPU per process, a
+// single-device communicator without mpirun or one over MPI_COMM_WORLD
+// under it (moecomm_nccl.h). Every rank runs the same loop:
 //   for each iteration: path.runIteration -> verifyRank -> (last) dump;
 // and the small per-rank summaries end up on the reporting process (the only
 // process for threads, rank 0 for MPI).
@@ -23,13 +25,13 @@
 
 namespace moecomm::run {
 
-enum class BackendKind { Threads, Mpi };
+enum class BackendKind { Threads, Mpi, Nccl };
 
 /// The error of `--backend mpi` in a build without the MPI backend.
 constexpr const char *kNoMpi = "--backend mpi is not available: moecomm-run "
                                "was built without MPI (MOECOMM_ENABLE_MPI=OFF)";
 
-/// "threads" / "mpi".
+/// "threads" / "mpi" / "nccl".
 const char *backendName(BackendKind kind);
 
 /// What one rank reports about one iteration (no row data).
@@ -68,7 +70,10 @@ struct BackendOptions {
 /// every iteration against `reference`. Returns the summaries of all ranks on
 /// the reporting process (empty `ranks` on other MPI ranks). A runtime error
 /// (the same on every rank: the runtime agrees on errors collectively) stops
-/// the run and is returned, from the lowest failing rank.
+/// the run and is returned, from the lowest failing rank. `nccl` runs over
+/// MPI_COMM_WORLD when `world` is initialized, else one rank on this
+/// process's GPU; without a usable GPU (or CUDA/NCCL in the build) the
+/// communicator's Unsupported error is returned (bad input).
 llvm::Expected<RunSummary> runOnBackend(const BackendOptions &options,
                                         const workload::MpiWorld &world,
                                         ExecutionPath &path,

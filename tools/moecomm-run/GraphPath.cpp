@@ -1,6 +1,7 @@
 //===- GraphPath.cpp - moecomm-run's compiled-graph execution --------------===//
 
 #include "GraphPath.h"
+#include "DeviceCallBuffers.h"
 #include "HostRows.h"
 #include "moecomm/Workload/RoutingProblem.h"
 #include "moecomm/Workload/RuntimeError.h"
@@ -23,6 +24,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Object/Binary.h"
+#include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -86,7 +89,17 @@ MemRef3D descriptor(float *data, int64_t experts, int64_t rows, int64_t cols) {
   return MemRef3D{data, data, 0, {experts, rows, cols}, {rows * cols, cols, 1}};
 }
 
-/// Releases a result buffer the graph allocated (malloc in compiled code).
+/// The elements a contiguous descriptor covers (the product of its sizes).
+template <typename MemRef> size_t elementsOf(const MemRef &m) {
+  size_t elements = 1;
+  for (int64_t size : m.sizes)
+    elements *= static_cast<size_t>(size);
+  return elements;
+}
+
+/// Releases a result buffer the graph allocated (malloc in compiled code;
+/// a cuda-target graph's results were freed through DeviceCallBuffers,
+/// which left `allocated` null).
 template <typename MemRef> void release(MemRef &m) {
   std::free(m.allocated);
   m.allocated = nullptr;
@@ -524,6 +537,50 @@ Error checkAotSource(void *library, const GraphOptions &options,
   return Error::success();
 }
 
+/// Checks that an --aot library was built for the run's target. Code built
+/// for target=cuda allocates its buffers with moecomm_rt_alloc
+/// (moecomm-device-buffers) and host code never calls it, so the library's
+/// undefined dynamic symbols tell the two apart; run on the other kind of
+/// thread, a library's results would be freed by the wrong party (free() of
+/// the runtime's buffers, or the reverse). A library that is not ELF is
+/// taken on trust.
+Error checkAotTarget(const GraphOptions &options) {
+  Expected<llvm::object::OwningBinary<llvm::object::Binary>> binary =
+      llvm::object::createBinary(options.aotLibrary);
+  if (!binary)
+    return inputError(formatv("--aot {0}: {1}", options.aotLibrary,
+                              toString(binary.takeError())));
+  const auto *elf =
+      dyn_cast<llvm::object::ELFObjectFileBase>(binary->getBinary());
+  if (!elf)
+    return Error::success();
+  bool cuda = false;
+  for (const llvm::object::ELFSymbolRef &symbol :
+       elf->getDynamicSymbolIterators()) {
+    Expected<StringRef> name = symbol.getName();
+    Expected<uint32_t> flags = symbol.getFlags();
+    if (!name || !flags) {
+      consumeError(name.takeError());
+      consumeError(flags.takeError());
+      continue;
+    }
+    cuda = cuda || (*name == "_mlir_ciface_moecomm_rt_alloc" &&
+                    (*flags & llvm::object::SymbolRef::SF_Undefined));
+  }
+  if (cuda == (options.target == mlir::moecomm::Target::cuda))
+    return Error::success();
+  if (cuda)
+    return inputError(formatv("--aot {0} was built for target cuda (its "
+                              "buffers come from moecomm_rt_alloc): run it "
+                              "with --target cuda (or --backend nccl)",
+                              options.aotLibrary));
+  return inputError(formatv("--aot {0} was built for target host: rebuild it "
+                            "with moecomm-aot --target cuda to run it with "
+                            "{1}",
+                            options.aotLibrary,
+                            options.gpu ? "--backend nccl" : "--target cuda"));
+}
+
 } // namespace
 
 /// A graph ready to call: its entry point and whatever keeps the code alive.
@@ -546,6 +603,10 @@ public:
   bool staged = false;
   /// Seed of the expert weights (GraphOptions::weightSeed).
   uint64_t weightSeed = 1;
+  /// GraphOptions::target.
+  mlir::moecomm::Target target = mlir::moecomm::Target::host;
+  /// The pipeline's warnings (graphWarnings).
+  std::vector<std::string> warnings;
 };
 
 Expected<std::shared_ptr<CompiledGraph>>
@@ -556,15 +617,24 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   mlir::registerLLVMDialectTranslation(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  // Diagnostics become one line of the error.
+  auto graph = std::make_shared<CompiledGraph>();
+  graph->target = options.target;
+  // Errors become one line of the error; warnings are kept for the caller
+  // (remarks, e.g. the overlap schedule's, are dropped).
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error &&
+        d.getSeverity() != mlir::DiagnosticSeverity::Warning)
       return mlir::success();
     std::string text;
     llvm::raw_string_ostream os(text);
     os << d.getLocation() << ": " << d;
-    if (diagnostics.empty())
+    for (char &c : text)
+      if (c == '\n')
+        c = ' ';
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Warning)
+      graph->warnings.push_back(text);
+    else if (diagnostics.empty())
       diagnostics = text;
     return mlir::success();
   });
@@ -577,7 +647,6 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
     return inputError(line);
   };
 
-  auto graph = std::make_shared<CompiledGraph>();
   mlir::OwningOpRef<mlir::ModuleOp> module;
   if (options.file.empty()) {
     module = mlir::parseSourceString<mlir::ModuleOp>(builtinGraph(problem),
@@ -634,6 +703,8 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
                                 options.entry));
     if (Error e = checkAotSource(graph->library, options, func, context))
       return std::move(e);
+    if (Error e = checkAotTarget(options))
+      return std::move(e);
     graph->label += " (AOT " + options.aotLibrary + ")";
     return graph;
   }
@@ -683,11 +754,19 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   pipeline.preset = options.preset;
   pipeline.tokensPerRank =
       std::max<int64_t>(1, problem.totalTokens() / problem.ranks);
+  pipeline.target = options.target;
   mlir::PassManager pm(&context);
   mlir::moecomm::buildMoECommPipeline(pm, pipeline);
   if (mlir::failed(pm.run(*module)))
     return graphError(formatv("moecomm-pipeline failed on {0}", graph->label)
                           .str());
+  // moecomm-device-buffers' warning: host code reads or writes device
+  // buffers, which the host device runs but a GPU would fault on.
+  if (options.gpu)
+    for (const std::string &warning : graph->warnings)
+      if (StringRef(warning).contains(": target=cuda: "))
+        return inputError(formatv("--backend nccl cannot run {0}: {1}",
+                                  graph->label, warning));
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -711,6 +790,10 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
 }
 
 const std::string &graphLabel(const CompiledGraph &graph) { return graph.label; }
+
+const std::vector<std::string> &graphWarnings(const CompiledGraph &graph) {
+  return graph.warnings;
+}
 
 ExpertSpec graphExperts(const CompiledGraph &graph) {
   ExpertSpec spec;
@@ -799,7 +882,40 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   std::vector<uint64_t> raw((2 + sig.training) * sizeof(MemRef2D) / 8 +
                                 2 * sizeof(MemRef1D) / 8,
                             0);
-  moecommCompiledBind(comm);
+  const bool device = graph->target == mlir::moecomm::Target::cuda;
+  const size_t rowBytes = sig.xType == moecommFloat32 ? 4 : 2;
+  DeviceCallBuffers deviceBuffers;
+  if (device) {
+    // A failure is recorded in the compiled status (read after the call).
+    moecommCompiledBindDevice(comm, nullptr);
+    auto place = [&](auto &ref, size_t elementBytes) {
+      ref.allocated = ref.aligned =
+          deviceBuffers.place(ref.aligned, elementsOf(ref) * elementBytes);
+    };
+    place(xRef, rowBytes);
+    place(idxRef, sig.idxType == moecommInt32 ? 4 : 8);
+    place(wRef, sizeof(float));
+    // grad_out is x's values in a buffer of its own: the graph may write
+    // to neither, but an argument is one buffer.
+    if (sig.training)
+      place(gradRef, rowBytes);
+    if (sig.intermediate) {
+      place(gateRef, sizeof(float));
+      place(upRef, sizeof(float));
+      place(downRef, sizeof(float));
+    }
+    // A rank whose arguments could not be placed still calls the graph,
+    // with no rows: its thread has stopped (every runtime call returns at
+    // once) and its first collective shares the error with the other ranks
+    // (moecomm_compiled.h, "Errors"), which would otherwise wait for it.
+    if (!deviceBuffers.ok())
+      for (MemRef2D *ref : {&xRef, &idxRef, &wRef, &gradRef}) {
+        ref->allocated = ref->aligned = nullptr;
+        ref->sizes[0] = 0;
+      }
+  } else {
+    moecommCompiledBind(comm);
+  }
   const auto start = Clock::now();
   if (sig.intermediate && sig.training)
     reinterpret_cast<FfnTrainingFn>(graph->entry)(raw.data(), &xRef, &idxRef,
@@ -814,6 +930,9 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
                                                &wRef, &gradRef);
   else
     reinterpret_cast<LayerFn>(graph->entry)(raw.data(), &xRef, &idxRef, &wRef);
+  // The graph's work is stream-ordered: it is done once the stream is.
+  if (device)
+    moecommCompiledDeviceSynchronize();
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   Results results{};
   {
@@ -830,6 +949,33 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
       take(results.recvWeights);
       take(results.tokensPerExpert);
     }
+  }
+  if (device) {
+    // Results (device or host memory) are read from host copies; the
+    // buffers go back to the runtime, with the arguments'.
+    const bool succeeded = moecommCompiledStatus() == moecommSuccess;
+    auto fetch = [&](auto &ref, size_t elementBytes) {
+      if (!succeeded) {
+        deviceBuffers.adopt(ref.allocated);
+        ref.allocated = nullptr;
+        return;
+      }
+      const char *data =
+          static_cast<const char *>(ref.aligned) + ref.offset * elementBytes;
+      ref.aligned = deviceBuffers.fetch(ref.allocated, data,
+                                        elementsOf(ref) * elementBytes);
+      ref.allocated = nullptr;
+      ref.offset = 0;
+    };
+    fetch(results.out, rowBytes);
+    if (sig.training)
+      fetch(results.gradX, rowBytes);
+    if (sig.observesDispatch) {
+      fetch(results.recv, rowBytes);
+      fetch(results.recvWeights, sizeof(float));
+      fetch(results.tokensPerExpert, sizeof(int64_t));
+    }
+    deviceBuffers.release();
   }
   struct Release {
     Results &r;

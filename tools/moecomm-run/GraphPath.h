@@ -19,12 +19,17 @@
 // moecomm-run generates per rank (moecomm/Reference/ExpertWeights.h).
 // moecomm-run feeds grad_out = x.
 //
+// A graph compiled for target=cuda (or an --aot library built so) runs on a
+// thread bound with moecommCompiledBindDevice: its arguments are placed in
+// device buffers and its results copied back (DeviceCallBuffers.h).
+//
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TOOLS_RUN_GRAPHPATH_H
 #define MOECOMM_TOOLS_RUN_GRAPHPATH_H
 
 #include "LayerResult.h"
 #include "Verify.h"
+#include "moecomm/Pipelines/Pipeline.h"
 #include "moecomm/Workload/RoutingProblem.h"
 
 #include <atomic>
@@ -52,6 +57,15 @@ struct GraphOptions {
   bool capacityFromGraph = true;
   /// Seed of the expert weights of a graph that takes them.
   uint64_t weightSeed = 1;
+  /// Where the graph runs: host memory on a thread bound with
+  /// moecommCompiledBind, or device buffers on one bound with
+  /// moecommCompiledBindDevice (moecomm-pipeline's target=cuda; an --aot
+  /// library must have been built for the same target).
+  mlir::moecomm::Target target = mlir::moecomm::Target::host;
+  /// The device is a GPU (--backend nccl): a cuda-target graph that runs
+  /// host code over device buffers (moecomm-device-buffers' warning) is
+  /// refused, since it would fault there; on the host device it runs.
+  bool gpu = false;
 };
 
 class CompiledGraph;
@@ -61,12 +75,20 @@ class CompiledGraph;
 /// `options`; all dispatches reached from the entry must agree). Errors:
 /// invalid_argument for an unreadable or invalid graph, a pipeline failure,
 /// an entry whose signature breaks the contract, collectives over another
-/// expert count, or dispatches that disagree (one line, naming the problem).
+/// expert count, dispatches that disagree, or (GraphOptions::gpu) host code
+/// over device buffers (one line, naming the problem).
 llvm::Expected<std::shared_ptr<CompiledGraph>>
 compileGraph(const GraphOptions &options, workload::RoutingProblem &problem);
 
 /// How the graph was obtained, for reports ("examples/x.mlir (JIT)").
 const std::string &graphLabel(const CompiledGraph &graph);
+
+/// The pipeline's warnings about the compiled graph, one line each
+/// ("<location>: <text>"), in the order given: with target=cuda,
+/// moecomm-device-buffers' warning about host code over device buffers
+/// (one per function). Empty for an --aot library (moecomm-aot prints
+/// them when it builds one).
+const std::vector<std::string> &graphWarnings(const CompiledGraph &graph);
 
 /// The experts the graph's entry applies: SwiGLU with I from its w_gate
 /// type and GraphOptions::weightSeed when it takes weights, else identity.

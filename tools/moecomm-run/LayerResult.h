@@ -7,7 +7,8 @@
 //                                                  can plug in the same way)
 //   Verify                -> RankCheck per rank   (against moecomm::ref)
 //   Report / Dump         -> text, --json, --dump
-// Backend.h runs an ExecutionPath on every rank of a threads or MPI backend.
+// Backend.h runs an ExecutionPath on every rank of a threads, MPI or nccl
+// backend.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_TOOLS_RUN_LAYERRESULT_H

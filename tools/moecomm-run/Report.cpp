@@ -199,6 +199,10 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
   const char *dtype = payloadTypeName(p.dtype).data();
   os << formatv("moecomm-run: {0} path ({1}), backend {2}, ", info.path,
                 info.api, backendName(info.backend));
+  // The host target is the default and not named (the line reads as it
+  // always did).
+  if (info.target == "cuda")
+    os << "target cuda, ";
   if (!info.layouts)
     os << "exchanges moecomm.all_to_all only (no layout: no strategy applies)";
   else if (info.strategyFromLibrary)
@@ -444,6 +448,8 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
                                       : info.requestedStrategy)},
       {"strategy_in_effect", info.layouts ? strategyName(r.strategy) : "none"},
       {"backend", backendName(info.backend)},
+      {"target", info.target.empty() ? json::Value(nullptr)
+                                     : json::Value(info.target)},
       {"ranks", p.ranks},
       {"ranks_per_node", p.ranksPerNode},
       {"nodes", p.numNodes()},

@@ -22,6 +22,10 @@ struct RunInfo {
   std::string path = "direct"; ///< execution path name
   std::string api = "oneshot"; ///< runtime entry points of the direct path
   BackendKind backend = BackendKind::Threads;
+  /// Where a compiled graph ran: "host" or "cuda" (device buffers on the
+  /// communicator's device, --target cuda); empty for --direct, which
+  /// compiles nothing.
+  std::string target;
   moecommStrategy_t requestedStrategy = moecommAuto;
   /// An --aot library runs the strategy it was built with; nothing was
   /// requested at run time.
@@ -82,8 +86,9 @@ RunReport analyzeRun(const workload::RoutingProblem &problem,
 void printReport(llvm::raw_ostream &os, const workload::RoutingProblem &problem,
                  const RunInfo &info, const RunReport &report);
 
-/// The --json document: strategy, backend, ranks, ranks_per_node, num_experts,
-/// topk, hidden, dtype, tokens_per_expert (per rank), dropped, bytes
+/// The --json document: strategy, backend, target (null for --direct),
+/// ranks, ranks_per_node, num_experts, topk, hidden, dtype,
+/// tokens_per_expert (per rank), dropped, bytes
 /// {intra_node, inter_node} (the dispatch's payload bytes; the combine's are
 /// under bytes_by_direction), inter_node_lower_bound_bytes (dispatch),
 /// verified, max_abs_err, plus per-direction/scope traffic, stages, metadata

@@ -2,7 +2,7 @@
 //
 // moecomm-run executes an MoE layer's dispatch -> identity experts -> combine
 // (or a graph's SwiGLU experts, with weights it generates) on every rank of
-// a backend (threads or MPI), verifies every result against the
+// a backend (threads, MPI, or NCCL on GPUs), verifies every result against the
 // single-process reference and reports traffic per link class against the
 // inter-node lower bound. Interface: DESIGN.md §8 and docs/moecomm-run.md.
 //
@@ -120,7 +120,9 @@ cl::opt<std::string>
                 cl::init("auto"), cl::cat(runCat));
 cl::opt<std::string> backendOpt(
     "backend",
-    cl::desc("threads (default: W threads here) | mpi (under mpirun -np W)"),
+    cl::desc("threads (default: W threads here) | mpi (under mpirun -np W) | "
+             "nccl (one GPU per process: --ranks 1 alone, or under mpirun "
+             "-np W; compiled graphs with --target cuda)"),
     cl::init("threads"), cl::cat(runCat));
 cl::opt<std::string> wireDtypeOpt(
     "wire-dtype",
@@ -189,6 +191,16 @@ cl::opt<bool> directOpt(
     "direct",
     cl::desc("Call the runtime directly instead of running a compiled graph"),
     cl::cat(runCat));
+cl::opt<mlir::moecomm::Target> targetOpt(
+    "target", cl::desc("Where the graph runs (default host; cuda with "
+                       "--backend nccl)"),
+    cl::values(clEnumValN(mlir::moecomm::Target::host, "host",
+                          "host buffers (moecommCompiledBind)"),
+               clEnumValN(mlir::moecomm::Target::cuda, "cuda",
+                          "device buffers: compiled with target=cuda, run on "
+                          "the communicator's device (the GPU under --backend "
+                          "nccl, else the host device)")),
+    cl::init(mlir::moecomm::Target::host), cl::cat(runCat));
 cl::opt<unsigned long long> weightSeedOpt(
     "weight-seed",
     cl::desc("Seed of the expert weights of a graph that takes them "
@@ -276,9 +288,10 @@ struct GeneratorInputs {
 };
 
 /// Builds the routing problem from the flags (file or generator); the model
-/// config and trace files it read land in `inputs`.
-Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
-                                      bool mpi, GeneratorInputs &inputs) {
+/// config and trace files it read land in `inputs`. `defaultRanks`: W
+/// without --ranks.
+Expected<RoutingProblem> buildProblem(const char *argv0, int defaultRanks,
+                                      GeneratorInputs &inputs) {
   const bool fromFile = routingFile.getNumOccurrences() > 0;
   if (fromFile) {
     if (routingDist.getNumOccurrences())
@@ -333,8 +346,7 @@ Expected<RoutingProblem> buildProblem(const char *argv0, const MpiWorld &world,
       return std::move(e);
 
   g.ranks = ranksOpt.getNumOccurrences() ? static_cast<int>(ranksOpt)
-            : mpi                        ? world.size
-                                         : 4;
+                                         : defaultRanks;
   g.ranksPerNode = ranksPerNodeOpt.getNumOccurrences()
                        ? static_cast<int>(ranksPerNodeOpt)
                        : (g.ranks % 2 == 0 ? g.ranks / 2 : g.ranks);
@@ -448,6 +460,7 @@ Error applyPlacement(RoutingProblem &p) {
 
 /// What the prepare phase hands to the execute phase.
 struct RunState {
+  BackendKind backend = BackendKind::Threads;
   moecommStrategy_t strategy = moecommAuto;
   DirectApi api = DirectApi::OneShot;
 #ifdef MOECOMM_RUN_HAVE_COMPILER
@@ -472,7 +485,18 @@ struct RunState {
 /// Flags that cannot apply to the chosen path (or to this build) are errors,
 /// never ignored.
 #ifdef MOECOMM_RUN_HAVE_COMPILER
-Error checkPathFlags() {
+Error checkPathFlags(BackendKind backend) {
+  if (backend == BackendKind::Nccl && directOpt)
+    return inputError("--backend nccl runs compiled graphs (target cuda) on "
+                      "GPUs; --direct calls the runtime's host API: use "
+                      "--backend threads or mpi");
+  if (backend == BackendKind::Nccl && targetOpt.getNumOccurrences() &&
+      targetOpt != mlir::moecomm::Target::cuda)
+    return inputError("--backend nccl runs graphs compiled for --target cuda "
+                      "(device buffers on the GPU), not --target host");
+  if (directOpt && targetOpt.getNumOccurrences())
+    return inputError("--target says where a compiled graph runs; --direct "
+                      "compiles nothing");
   if (directOpt &&
       (graphFile.getNumOccurrences() || aotLibrary.getNumOccurrences()))
     return inputError("--direct calls the runtime directly; it takes no graph "
@@ -509,7 +533,11 @@ Error checkPathFlags() {
   return Error::success();
 }
 #else
-Error checkPathFlags() {
+Error checkPathFlags(BackendKind backend) {
+  if (backend == BackendKind::Nccl)
+    return inputError("--backend nccl runs compiled graphs: this moecomm-run "
+                      "was built without the compiler "
+                      "(MOECOMM_ENABLE_COMPILER=OFF)");
   if (!graphFile.empty())
     return inputError(formatv("cannot run {0}: this moecomm-run was built "
                               "without the compiler (MOECOMM_ENABLE_COMPILER="
@@ -547,7 +575,7 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     state.timelinePng = timelinePng.getNumOccurrences()
                             ? std::string(timelinePng)
                             : timelinePngPath(timelineFile);
-  if (Error e = checkPathFlags())
+  if (Error e = checkPathFlags(state.backend))
     return report(std::move(e), printer);
   Expected<moecommStrategy_t> strategy = parseStrategy(strategyOpt);
   if (!strategy)
@@ -568,9 +596,12 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      (long long)iterationsOpt)),
                   printer);
 
+  // One process per rank under mpirun; --backend nccl alone drives this
+  // process's GPU, one rank.
+  const bool ncclAlone = state.backend == BackendKind::Nccl && !mpi;
   GeneratorInputs generatorInputs;
-  Expected<RoutingProblem> problem =
-      buildProblem(argv0, world, mpi, generatorInputs);
+  Expected<RoutingProblem> problem = buildProblem(
+      argv0, mpi ? world.size : ncclAlone ? 1 : 4, generatorInputs);
   if (!problem)
     return report(problem.takeError(), printer);
   state.problem = std::move(*problem);
@@ -597,6 +628,13 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                                      "ranks but mpirun started {1} processes "
                                      "(use mpirun -np {0})",
                                      p.ranks, world.size)),
+                  printer);
+  if (ncclAlone && p.ranks != 1)
+    return report(inputError(formatv("--backend nccl without mpirun runs one "
+                                     "rank on this process's GPU, but the "
+                                     "routing has {0} ranks: start one process "
+                                     "per GPU with mpirun -np {0}",
+                                     p.ranks)),
                   printer);
 
   if (Error e = checkFitsInMemory(p.totalTokens(), p.hidden, p.topk,
@@ -693,19 +731,29 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
     go.wireFromGraph = !wireDtypeOpt.getNumOccurrences();
     go.capacityFromGraph = !capacityOpt.getNumOccurrences();
     go.weightSeed = weightSeedOpt;
+    go.gpu = state.backend == BackendKind::Nccl;
+    go.target = go.gpu ? mlir::moecomm::Target::cuda : targetOpt;
     Expected<std::shared_ptr<CompiledGraph>> graph = compileGraph(go, p);
     if (!graph)
       return report(graph.takeError(), printer);
     state.graph = std::move(*graph);
     state.experts = graphExperts(*state.graph);
+    // The pipeline's warnings (moecomm-device-buffers': host code over
+    // device buffers) once per run: every MPI rank compiled the graph.
+    if (printer && !quiet)
+      for (const std::string &warning : graphWarnings(*state.graph))
+        writeStderr(formatv("moecomm-run: warning: {0}\n", warning).str());
     // All ranks' experts live in this process under --backend threads; the
-    // reference adds one expert's weights.
+    // reference adds one expert's weights. On the host device each rank's
+    // weights are copied into its device buffers, host memory too.
     if (state.experts.ffn()) {
       const int64_t experts = mpi ? p.localExperts() : p.numExperts;
       const double oneExpert = expertWeightBytes(*state.graph, p);
+      const double copies =
+          go.target == mlir::moecomm::Target::cuda && !go.gpu ? 2 : 1;
       const double bytes = static_cast<double>(experts) * oneExpert;
       if (Error e = checkMemory(
-              bytes + oneExpert +
+              copies * bytes + oneExpert +
                   estimateRunBytes(p.totalTokens(), p.hidden, p.topk,
                                    p.numExperts),
               formatv("the expert weights ({0} experts x 3 x {1} x {2} f32 = "
@@ -743,7 +791,7 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
 }
 
 /// Runs on the backend and reports. Collective over the MPI ranks.
-int execute(const MpiWorld &world, bool mpi, RunState &state) {
+int execute(const MpiWorld &world, RunState &state) {
   const bool printer = world.rank == 0;
   const RoutingProblem &p = state.problem;
   PathOptions pathOptions;
@@ -757,7 +805,7 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
     selected = std::make_unique<DirectPath>(pathOptions, state.api);
   ExecutionPath &path = *selected;
   BackendOptions bo;
-  bo.kind = mpi ? BackendKind::Mpi : BackendKind::Threads;
+  bo.kind = state.backend;
   bo.iterations = static_cast<int>(iterationsOpt);
   bo.dumpDir = dumpDir;
   bo.progress = !quiet;
@@ -778,8 +826,13 @@ int execute(const MpiWorld &world, bool mpi, RunState &state) {
   info.path = path.name();
   info.api = apiOpt;
 #ifdef MOECOMM_RUN_HAVE_COMPILER
-  if (state.graph)
+  if (state.graph) {
     info.api = graphLabel(*state.graph);
+    info.target = state.backend == BackendKind::Nccl ||
+                          targetOpt == mlir::moecomm::Target::cuda
+                      ? "cuda"
+                      : "host";
+  }
   info.strategyFromLibrary = aotLibrary.getNumOccurrences() > 0;
 #endif
   info.backend = bo.kind;
@@ -867,20 +920,31 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  bool mpi;
+  RunState state;
   if (backendOpt == "threads")
-    mpi = false;
+    state.backend = BackendKind::Threads;
   else if (backendOpt == "mpi")
-    mpi = true;
+    state.backend = BackendKind::Mpi;
+  else if (backendOpt == "nccl")
+    state.backend = BackendKind::Nccl;
   else
     return report(
-        inputError(formatv("unknown --backend '{0}' (expected threads "
-                           "or mpi)",
+        inputError(formatv("unknown --backend '{0}' (expected threads, mpi "
+                           "or nccl)",
                            backendOpt)),
         printer);
+  // One process per rank: mpi, and nccl under mpirun (one GPU each).
+  const bool mpi = state.backend == BackendKind::Mpi ||
+                   (state.backend == BackendKind::Nccl && launchedByMpirun());
   MpiWorld world;
   if (mpi && !haveMpi())
-    return report(inputError(kNoMpi), printer);
+    return report(inputError(state.backend == BackendKind::Mpi
+                                 ? kNoMpi
+                                 : "--backend nccl under mpirun is not "
+                                   "available: moecomm-run was built without "
+                                   "MPI (MOECOMM_ENABLE_MPI=OFF); run one "
+                                   "rank without mpirun"),
+                  printer);
   if (mpi) {
     Expected<MpiWorld> w = initMpi(argc, argv);
     if (!w)
@@ -903,7 +967,6 @@ int main(int argc, char **argv) {
     return code;
   }
   // Every MPI rank makes the same agreements, whatever failed where.
-  RunState state;
   const int prepared = prepare(argv[0], world, mpi, state);
   int code = mpiMaxInt(world, prepared);
   if (code != 0 && prepared == 0 && printer)
@@ -924,7 +987,7 @@ int main(int argc, char **argv) {
                              "between hosts)"),
                   printer);
   if (code == 0)
-    code = execute(world, mpi, state);
+    code = execute(world, state);
   code = mpiMaxInt(world, code);
   finalizeMpi(world);
   return code;

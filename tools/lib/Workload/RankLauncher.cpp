@@ -18,10 +18,29 @@
 #include "moecomm/moecomm_mpi.h"
 #include <mpi.h>
 #endif
+// After <mpi.h>, which declares moecommCommInitNccl.
+#include "moecomm/moecomm_nccl.h"
 
 using namespace llvm;
 
 namespace moecomm::workload {
+
+namespace {
+
+/// Runs `body(comm, rank)` on the communicator `init` creates (`what`: the
+/// runtime call, for the error), destroyed when `body` returns; `body` does
+/// not run when it cannot be created.
+Error runOnNewComm(function_ref<moecommResult_t(moecommComm_t *)> init,
+                   StringRef what, int rank, RankBody body) {
+  moecommComm_t comm = nullptr;
+  if (Error e = runtimeError(init(&comm), nullptr, what))
+    return e;
+  body(comm, rank);
+  moecommCommDestroy(comm);
+  return Error::success();
+}
+
+} // namespace
 
 Error runOnRankThreads(int ranks, function_ref<void(int)> body) {
   enum class Gate { Closed, Open, Cancelled };
@@ -79,14 +98,11 @@ Error runOnThreadGroup(int ranks, int ranksPerNode, RankBody body) {
   for (int r = 0; r < ranks; ++r)
     initErrors.push_back(Error::success());
   Error started = runOnRankThreads(ranks, [&](int r) {
-    moecommComm_t comm = nullptr;
-    if (Error e = runtimeError(moecommCommInitThreadRank(&comm, group, r),
-                               nullptr, "moecommCommInitThreadRank")) {
-      initErrors[r] = std::move(e);
-      return;
-    }
-    body(comm, r);
-    moecommCommDestroy(comm);
+    initErrors[r] = runOnNewComm(
+        [&](moecommComm_t *comm) {
+          return moecommCommInitThreadRank(comm, group, r);
+        },
+        "moecommCommInitThreadRank", r, body);
   });
   Error destroyed = runtimeError(moecommThreadGroupDestroy(group), nullptr,
                                  "moecommThreadGroupDestroy");
@@ -186,22 +202,52 @@ bool mpiSameOnEveryRank(const MpiWorld &world, uint64_t value) {
   return true;
 }
 
-Error runOnMpiWorld(const MpiWorld &world, int ranksPerNode, RankBody body) {
+namespace {
+
+/// runOnMpiWorld (backend mpi) and runOnNcclWorld (backend nccl).
+Error runOnWorld(const MpiWorld &world, int ranksPerNode, bool nccl,
+                 RankBody body) {
 #ifdef MOECOMM_HAVE_MPI
-  moecommComm_t comm = nullptr;
-  if (Error e =
-          runtimeError(moecommCommInitMpi(&comm, MPI_COMM_WORLD, ranksPerNode),
-                       nullptr, "moecommCommInitMpi"))
-    return e;
-  body(comm, world.rank);
-  moecommCommDestroy(comm);
-  return Error::success();
+  return runOnNewComm(
+      [&](moecommComm_t *comm) {
+        return nccl ? moecommCommInitNccl(comm, MPI_COMM_WORLD, ranksPerNode,
+                                          /*cudaDevice=*/-1)
+                    : moecommCommInitMpi(comm, MPI_COMM_WORLD, ranksPerNode);
+      },
+      nccl ? "moecommCommInitNccl" : "moecommCommInitMpi", world.rank, body);
 #else
   (void)world;
   (void)ranksPerNode;
+  (void)nccl;
   (void)body;
   return inputError("MPI is not available");
 #endif
+}
+
+} // namespace
+
+Error runOnMpiWorld(const MpiWorld &world, int ranksPerNode, RankBody body) {
+  return runOnWorld(world, ranksPerNode, /*nccl=*/false, body);
+}
+
+Error runOnNcclDevice(RankBody body) {
+  Error failed = Error::success();
+  Error started = runOnRankThreads(1, [&](int rank) {
+    failed = runOnNewComm(
+        [](moecommComm_t *comm) {
+          return moecommCommInitNcclSingle(comm, /*cudaDevice=*/-1);
+        },
+        "moecommCommInitNcclSingle", rank, body);
+  });
+  if (started) {
+    consumeError(std::move(failed));
+    return started;
+  }
+  return failed;
+}
+
+Error runOnNcclWorld(const MpiWorld &world, int ranksPerNode, RankBody body) {
+  return runOnWorld(world, ranksPerNode, /*nccl=*/true, body);
 }
 
 } // namespace moecomm::workload

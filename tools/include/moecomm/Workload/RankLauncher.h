@@ -4,7 +4,10 @@
 //   threads: W threads of this process over one moecomm thread group, each
 //            with its own communicator (runOnThreadGroup);
 //   mpi:     this process is one rank of `mpirun -np W`, with a communicator
-//            over MPI_COMM_WORLD (runOnMpiWorld).
+//            over MPI_COMM_WORLD (runOnMpiWorld);
+//   nccl:    one GPU per process: a single-device communicator without
+//            mpirun (runOnNcclDevice), or under it one over MPI_COMM_WORLD
+//            (runOnNcclWorld).
 // Every rank's collectives wait for every other rank, so the threads are
 // started all or none (runOnRankThreads): a thread that cannot be created
 // (RLIMIT_NPROC, address space, memory) stops the run before any rank
@@ -87,6 +90,25 @@ bool mpiSameOnEveryRank(const MpiWorld &world, uint64_t value);
 /// invalid_argument without MPI.
 llvm::Error runOnMpiWorld(const MpiWorld &world, int ranksPerNode,
                           RankBody body);
+
+/// Runs `body(comm, 0)` on a thread of its own (so that what the runtime
+/// keeps per thread, e.g. a compiled graph's device, ends with it) with a
+/// one-rank communicator of backend nccl on the current CUDA device
+/// (moecommCommInitNcclSingle with device -1), destroyed when `body`
+/// returns. Errors (runtimeError's codes): the communicator could not be
+/// created -- Unsupported (bad input) "no CUDA device: ..." without a usable
+/// GPU or "built without CUDA/NCCL"; SystemError for CUDA/NCCL failures --
+/// and then `body` does not run; a thread that cannot start
+/// (runOnRankThreads).
+llvm::Error runOnNcclDevice(RankBody body);
+
+/// Like runOnMpiWorld with a communicator of backend nccl over
+/// MPI_COMM_WORLD (moecommCommInitNccl, device -1: the local rank's GPU, one
+/// process per GPU). Collective. Errors as runOnMpiWorld's, and those of
+/// moecommCommInitNccl (the same on every rank when found before NCCL
+/// starts: Unsupported without a usable GPU on some rank).
+llvm::Error runOnNcclWorld(const MpiWorld &world, int ranksPerNode,
+                           RankBody body);
 
 } // namespace moecomm::workload
 
