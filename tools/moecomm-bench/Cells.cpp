@@ -240,6 +240,20 @@ void attachMeasurement(std::vector<Cell> &cells, const RoutingGroup &g,
           }
         }
       }
+      if (m.backend == "nccl") {
+        AlgorithmBandwidth bw;
+        for (int r = 0; r < W; ++r) {
+          int64_t rows = 0;
+          for (int src = 0; src < W; ++src)
+            rows += g.summary.tokenRanks[static_cast<size_t>(src) * W + r];
+          bw.rows.push_back(rows);
+          bw.dispatchBytes.push_back(rows * cell.dispatchRowBytes);
+          bw.combineBytes.push_back(rows * cell.combineRowBytes);
+        }
+        bw.dispatchSec = op.rankDispatchSec;
+        bw.combineSec = op.rankCombineSec;
+        mr.algbw = std::move(bw);
+      }
       mr.payloadErr = op.payloadErr;
       mr.payloadOk = op.payloadErr <= payloadTolerance(op.dtype, g.config.topk);
       if (!mr.payloadOk)

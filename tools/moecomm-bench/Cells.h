@@ -39,9 +39,39 @@ struct PresetResult {
   double staticSec = 0;
 };
 
+/// DeepEP's "algorithm bandwidth" of one measured cell, per rank: the unit
+/// of DeepEP's and Hybrid-EP's tables (DeepEP tests/test_intranode.py and
+/// test_internode.py, normal mode: dispatch_bf16_nvl_recv_bytes =
+/// recv_x.numel() * 2, combine_bf16_nvl_send_bytes = the same, FP8 x
+/// (1 + 4/128) / 2; GB/s = bytes / 1e9 / the rank's time). For rank r:
+///   rows_r          = tokens of all ranks with at least one top-k expert on
+///                     r (DeepEP's recv_x rows: one per (token, destination
+///                     rank), the copy to self included) = sum over sources
+///                     s of RoutingSummary::tokenRanks[s][r];
+///   dispatchBytes_r = rows_r x the wire row bytes (bf16 2H; fp8_e4m3
+///                     H + 4 ceil(H/128), DeepEP's factor; the others'
+///                     wireRowBytes);
+///   combineBytes_r  = rows_r x the data row bytes (bf16 2H, f32 4H);
+///   GB/s            = bytes / 1e9 / the median over the timed iterations of
+///                     rank r's own dispatch (combine) time.
+/// These are algorithm bytes, independent of the strategy (what moecomm
+/// actually sends is `counters`): a strategy that sends fewer rows shows as
+/// a higher bandwidth for the same work, as in DeepEP's comparisons.
+struct AlgorithmBandwidth {
+  std::vector<int64_t> rows;                        ///< [W]
+  std::vector<int64_t> dispatchBytes, combineBytes; ///< [W]
+  std::vector<double> dispatchSec, combineSec;      ///< [W]
+  double dispatchGBps(size_t r) const {
+    return dispatchSec[r] > 0 ? dispatchBytes[r] / 1e9 / dispatchSec[r] : 0;
+  }
+  double combineGBps(size_t r) const {
+    return combineSec[r] > 0 ? combineBytes[r] / 1e9 / combineSec[r] : 0;
+  }
+};
+
 /// What the measuring path saw for one cell.
 struct MeasuredResult {
-  std::string backend;      ///< threads | mpi
+  std::string backend;      ///< threads | mpi | nccl
   std::string baselineKind; ///< MPI_Alltoallv | moecommAllToAll
   int iterations = 0;
   /// Medians over the timed iterations of the max over ranks.
@@ -59,6 +89,9 @@ struct MeasuredResult {
   moecommStrategy_t runtimeStrategy = moecommPerExpert;
   double payloadErr = 0;
   bool payloadOk = true;
+  /// The GPU backend's per-rank bandwidth (nccl only; the CPU backends' wall
+  /// time is only meaningful as a ratio, DESIGN.md §7).
+  std::optional<AlgorithmBandwidth> algbw;
 };
 
 struct Cell {

@@ -1,8 +1,10 @@
 //===- Measure.cpp - measured dispatch + combine on the CPU backends ------===//
 
 #include "Measure.h"
+#include "RowMemory.h"
 #include "moecomm/Workload/RankLauncher.h"
 #include "moecomm/Workload/RoutingProblem.h"
+#include "moecomm/Workload/RuntimeError.h"
 #include "moecomm/Workload/ToolIO.h"
 
 #include "moecomm/Reference/Reference.h"
@@ -15,11 +17,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <optional>
 
 #ifdef MOECOMM_HAVE_MPI
 #include <mpi.h>
 #endif
+// After <mpi.h>: moecommCommInitNccl is declared when MPI is.
+#include "moecomm/moecomm_nccl.h"
 
 using namespace llvm;
 
@@ -82,11 +87,13 @@ Error runtimeFailure(moecommComm_t comm, moecommResult_t rc, int rank,
   } while (0)
 
 /// The program every rank runs for one group: for each op, warm-up and
-/// timed iterations of layout + dispatch + combine; then the baseline.
+/// timed iterations of layout + dispatch + combine; then the baseline. Rows
+/// live in `mem` (host or device memory); each timed region ends when
+/// mem.synchronize() returns.
 Expected<RankRecord> rankProgram(
     moecommComm_t comm, int rank, const RoutingGroup &g,
     const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>> &ops,
-    const MeasureOptions &opt, const AllToAllFn &allToAll) {
+    const MeasureOptions &opt, const AllToAllFn &allToAll, RowMemory &mem) {
   const workload::RoutingProblem &p = g.problem();
   const int W = p.ranks;
   const int64_t T = p.numTokens[rank], H = p.hidden;
@@ -98,7 +105,23 @@ Expected<RankRecord> rankProgram(
   std::vector<float> xf = ref::standardX(rank, T, H);
   std::vector<uint16_t> xb(xf.size());
   std::transform(xf.begin(), xf.end(), xb.begin(), workload::floatToBf16);
-  std::vector<uint8_t> recvBuf, outBuf(static_cast<size_t>(T * H) * 4);
+  const size_t rowsTH = static_cast<size_t>(T * H);
+  Expected<void *> xfRows = mem.allocate(rowsTH * 4);
+  if (!xfRows)
+    return xfRows.takeError();
+  Expected<void *> xbRows = mem.allocate(rowsTH * 2);
+  if (!xbRows)
+    return xbRows.takeError();
+  Expected<void *> outRows = mem.allocate(rowsTH * 4);
+  if (!outRows)
+    return outRows.takeError();
+  if (Error e = mem.upload(*xfRows, xf.data(), rowsTH * 4))
+    return std::move(e);
+  if (Error e = mem.upload(*xbRows, xb.data(), rowsTH * 2))
+    return std::move(e);
+  std::vector<uint8_t> outHost(rowsTH * 4);
+  void *recvRows = nullptr;
+  size_t recvBytes = 0;
 
   RankRecord rec;
   for (const auto &[dtype, strategy] : ops) {
@@ -124,26 +147,39 @@ Expected<RankRecord> rankProgram(
       const Clock::time_point t0 = Clock::now();
       moecommLayout_t layout = nullptr;
       BENCH_CHECK(moecommLayoutCreate(comm, &desc, &layout));
+      if (Error e = mem.synchronize())
+        return std::move(e);
       const Clock::time_point t1 = Clock::now();
       moecommLayoutInfo_t info{};
       BENCH_CHECK(moecommLayoutGetInfo(layout, &info));
-      if (recvBuf.size() < static_cast<size_t>(info.recvRows * H) * elem)
-        recvBuf.resize(static_cast<size_t>(info.recvRows * H) * elem);
-      moecommRows_t x{host == moecommFloat32 ? static_cast<void *>(xf.data())
-                                             : static_cast<void *>(xb.data()),
-                      nullptr, T, H, host};
-      moecommRows_t recv{recvBuf.data(), nullptr, info.recvRows, H, host};
-      moecommRows_t out{outBuf.data(), nullptr, T, H, host};
+      if (recvBytes < static_cast<size_t>(info.recvRows * H) * elem) {
+        mem.release(recvRows);
+        recvBytes = static_cast<size_t>(info.recvRows * H) * elem;
+        Expected<void *> r = mem.allocate(recvBytes);
+        if (!r)
+          return r.takeError();
+        recvRows = *r;
+      }
+      moecommRows_t x{host == moecommFloat32 ? *xfRows : *xbRows, nullptr, T, H,
+                      host};
+      moecommRows_t recv{recvRows, nullptr, info.recvRows, H, host};
+      moecommRows_t out{*outRows, nullptr, T, H, host};
       const Clock::time_point t2 = Clock::now();
-      BENCH_CHECK(
-          moecommDispatch(comm, layout, &x, desc.wireType, &recv, nullptr));
+      BENCH_CHECK(moecommDispatch(comm, layout, &x, desc.wireType, &recv,
+                                  mem.stream()));
+      if (Error e = mem.synchronize())
+        return std::move(e);
       const Clock::time_point t3 = Clock::now();
-      BENCH_CHECK(
-          moecommCombine(comm, layout, &recv, /*weighted=*/1, &out, nullptr));
+      BENCH_CHECK(moecommCombine(comm, layout, &recv, /*weighted=*/1, &out,
+                                 mem.stream()));
+      if (Error e = mem.synchronize())
+        return std::move(e);
       const Clock::time_point t4 = Clock::now();
       if (first) {
         BENCH_CHECK(moecommCommGetTraffic(comm, /*global=*/0, &op.traffic));
         op.strategy = info.strategy;
+        if (Error e = mem.download(outHost.data(), *outRows, rowsTH * elem))
+          return std::move(e);
         // Identity experts: out[t] = x[t] * sum_k w[t,k] up to rounding.
         double worst = 0;
         for (int64_t t : {int64_t(0), T / 3, T / 2, T - 1}) {
@@ -161,9 +197,9 @@ Expected<RankRecord> rankProgram(
           for (int64_t h = 0; h < H; ++h) {
             const double got =
                 host == moecommFloat32
-                    ? reinterpret_cast<const float *>(outBuf.data())[t * H + h]
+                    ? reinterpret_cast<const float *>(outHost.data())[t * H + h]
                     : workload::bf16ToFloat(reinterpret_cast<const uint16_t *>(
-                          outBuf.data())[t * H + h]);
+                          outHost.data())[t * H + h]);
             const double err = std::fabs(got - xf[t * H + h] * sumW);
             worst = std::max(worst, err / (amax * sumAbsW + 1e-30));
           }
@@ -188,13 +224,13 @@ Expected<RankRecord> rankProgram(
   std::vector<int64_t> recvCounts(W);
   for (int s = 0; s < W; ++s)
     recvCounts[s] = g.summary.pairs[static_cast<size_t>(s) * W + rank];
-  int64_t sendRows = 0, recvRows = 0;
+  int64_t sendRows = 0, recvRowCount = 0;
   for (int d = 0; d < W; ++d) {
     sendRows += sendCounts[d];
-    recvRows += recvCounts[d];
+    recvRowCount += recvCounts[d];
   }
+  const size_t sendBytes = static_cast<size_t>(sendRows * H) * 2;
   std::vector<uint16_t> send(static_cast<size_t>(sendRows * H)),
-      recvRowsBuf(static_cast<size_t>(recvRows * H)),
       back(static_cast<size_t>(sendRows * H));
   {
     std::vector<int64_t> cursor(W, 0);
@@ -211,15 +247,31 @@ Expected<RankRecord> rankProgram(
                     static_cast<size_t>(H) * 2);
       }
   }
+  Expected<void *> sendRowsMem = mem.allocate(sendBytes);
+  if (!sendRowsMem)
+    return sendRowsMem.takeError();
+  Expected<void *> recvRowsMem =
+      mem.allocate(static_cast<size_t>(recvRowCount * H) * 2);
+  if (!recvRowsMem)
+    return recvRowsMem.takeError();
+  Expected<void *> backRows = mem.allocate(sendBytes);
+  if (!backRows)
+    return backRows.takeError();
+  if (Error e = mem.upload(*sendRowsMem, send.data(), sendBytes))
+    return std::move(e);
   for (int it = 0; it < total; ++it) {
     BENCH_CHECK(moecommBarrier(comm));
     BENCH_CHECK(moecommCommResetTraffic(comm));
     const Clock::time_point t0 = Clock::now();
-    if (Error e = allToAll(send.data(), sendCounts.data(), recvRowsBuf.data(),
-                           recvCounts.data()))
+    if (Error e = allToAll(
+            static_cast<const uint16_t *>(*sendRowsMem), sendCounts.data(),
+            static_cast<uint16_t *>(*recvRowsMem), recvCounts.data()))
       return std::move(e);
-    if (Error e = allToAll(recvRowsBuf.data(), recvCounts.data(), back.data(),
-                           sendCounts.data()))
+    if (Error e = allToAll(
+            static_cast<const uint16_t *>(*recvRowsMem), recvCounts.data(),
+            static_cast<uint16_t *>(*backRows), sendCounts.data()))
+      return std::move(e);
+    if (Error e = mem.synchronize())
       return std::move(e);
     const Clock::time_point t1 = Clock::now();
     if (it == opt.warmup)
@@ -227,6 +279,8 @@ Expected<RankRecord> rankProgram(
     if (it >= opt.warmup)
       rec.baseline.push_back(seconds(t0, t1));
   }
+  if (Error e = mem.download(back.data(), *backRows, sendBytes))
+    return std::move(e);
   if (back != send)
     return workload::systemError(formatv(
         "rank {0}: the baseline all-to-all did not return the rows it sent",
@@ -263,6 +317,8 @@ reduce(const std::vector<RankRecord> &ranks,
         maxOver([&](const RankRecord &r) { return r.ops[o].combine; });
     om.totalSec = maxOver([&](const RankRecord &r) { return r.ops[o].total; });
     for (const RankRecord &r : ranks) {
+      om.rankDispatchSec.push_back(median(r.ops[o].dispatch));
+      om.rankCombineSec.push_back(median(r.ops[o].combine));
       om.rankTraffic.push_back(r.ops[o].traffic);
       om.rankStrategy.push_back(r.ops[o].strategy);
       om.payloadErr = std::max(om.payloadErr, r.ops[o].payloadErr);
@@ -271,6 +327,27 @@ reduce(const std::vector<RankRecord> &ranks,
   }
   m.baselineSec = maxOver([&](const RankRecord &r) { return r.baseline; });
   return m;
+}
+
+/// The baseline all-to-all through the runtime: moecommAllToAll of bf16 rows
+/// of `hidden` elements on `comm` (rank `rank` of W), enqueued on `stream`.
+AllToAllFn runtimeAllToAll(moecommComm_t comm, int rank, int W, int64_t hidden,
+                           void *stream) {
+  return [=](const uint16_t *send, const int64_t *sc, uint16_t *recv,
+             const int64_t *rc) -> Error {
+    int64_t ns = 0, nr = 0;
+    for (int q = 0; q < W; ++q) {
+      ns += sc[q];
+      nr += rc[q];
+    }
+    moecommRows_t s{const_cast<uint16_t *>(send), nullptr, ns, hidden,
+                    moecommBfloat16};
+    moecommRows_t d{recv, nullptr, nr, hidden, moecommBfloat16};
+    moecommResult_t res = moecommAllToAll(comm, &s, sc, &d, rc, stream);
+    if (res != moecommSuccess)
+      return runtimeFailure(comm, res, rank, "moecommAllToAll");
+    return Error::success();
+  };
 }
 
 //===--- threads ----------------------------------------------------------===//
@@ -291,24 +368,10 @@ public:
     Error launched = workload::runOnThreadGroup(
         W, g.topo.ranksPerNode, [&](moecommComm_t comm, int r) {
           moecommCommSetLinkModel(comm, &opt.autoLink);
-          const int64_t H = g.problem().hidden;
-          AllToAllFn a2a = [&](const uint16_t *send, const int64_t *sc,
-                               uint16_t *recv, const int64_t *rc) -> Error {
-            int64_t ns = 0, nr = 0;
-            for (int q = 0; q < W; ++q) {
-              ns += sc[q];
-              nr += rc[q];
-            }
-            moecommRows_t s{const_cast<uint16_t *>(send), nullptr, ns, H,
-                            moecommBfloat16};
-            moecommRows_t d{recv, nullptr, nr, H, moecommBfloat16};
-            moecommResult_t res =
-                moecommAllToAll(comm, &s, sc, &d, rc, nullptr);
-            if (res != moecommSuccess)
-              return runtimeFailure(comm, res, r, "moecommAllToAll");
-            return Error::success();
-          };
-          Expected<RankRecord> rec = rankProgram(comm, r, g, ops, opt, a2a);
+          std::unique_ptr<RowMemory> mem = makeHostRowMemory();
+          Expected<RankRecord> rec = rankProgram(
+              comm, r, g, ops, opt,
+              runtimeAllToAll(comm, r, W, g.problem().hidden, nullptr), *mem);
           if (!rec)
             errors[r] = toString(rec.takeError());
           else
@@ -331,6 +394,81 @@ public:
 //===--- mpi --------------------------------------------------------------===//
 
 #ifdef MOECOMM_HAVE_MPI
+/// Collective over MPI_COMM_WORLD: every process's record of one group (or
+/// its error) on rank 0, reduced there. A failed rank fails every process
+/// (its own error on it, "another MPI rank failed" on the others). With
+/// `runtimeBaseline`, the baseline's counters (moecommAllToAll) come along;
+/// the result of the other ranks is empty but for the labels.
+Expected<GroupMeasurement> gatherOnRoot(
+    const workload::MpiWorld &world, Expected<RankRecord> rec,
+    const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>> &ops,
+    const MeasureOptions &opt, StringRef backend, StringRef baselineKind,
+    bool runtimeBaseline) {
+  const int W = world.size, rank = world.rank;
+  const int failed = rec ? 0 : 1;
+  if (workload::mpiMaxInt(world, failed)) {
+    if (!rec)
+      return rec.takeError();
+    return workload::systemError(
+        "another MPI rank failed during the measurement");
+  }
+
+  // Gather every rank's record on rank 0 (fixed sizes on every rank).
+  std::vector<double> mine;
+  std::vector<moecommTraffic_t> traffic;
+  for (const RankRecord::Op &op : rec->ops) {
+    for (const std::vector<double> *v :
+         {&op.layout, &op.dispatch, &op.combine, &op.total})
+      mine.insert(mine.end(), v->begin(), v->end());
+    mine.push_back(op.strategy);
+    mine.push_back(op.payloadErr);
+    traffic.push_back(op.traffic);
+  }
+  traffic.push_back(rec->baselineTraffic);
+  mine.insert(mine.end(), rec->baseline.begin(), rec->baseline.end());
+  const int nd = static_cast<int>(mine.size());
+  const int nt = static_cast<int>(traffic.size() * sizeof(moecommTraffic_t));
+  std::vector<double> allD(rank == 0 ? static_cast<size_t>(nd) * W : 0);
+  std::vector<moecommTraffic_t> allT(rank == 0 ? traffic.size() * W : 0);
+  MPI_Gather(mine.data(), nd, MPI_DOUBLE, allD.data(), nd, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
+  MPI_Gather(traffic.data(), nt, MPI_BYTE, allT.data(), nt, MPI_BYTE, 0,
+             MPI_COMM_WORLD);
+  GroupMeasurement m;
+  m.backend = backend.str();
+  m.baselineKind = baselineKind.str();
+  if (rank != 0)
+    return m;
+  const size_t iters = static_cast<size_t>(opt.iterations);
+  std::vector<RankRecord> records(W);
+  for (int r = 0; r < W; ++r) {
+    const double *d = allD.data() + static_cast<size_t>(r) * nd;
+    const moecommTraffic_t *t =
+        allT.data() + static_cast<size_t>(r) * traffic.size();
+    for (size_t o = 0; o < ops.size(); ++o) {
+      RankRecord::Op op;
+      for (std::vector<double> *v :
+           {&op.layout, &op.dispatch, &op.combine, &op.total}) {
+        v->assign(d, d + iters);
+        d += iters;
+      }
+      op.strategy = static_cast<moecommStrategy_t>(static_cast<int>(*d++));
+      op.payloadErr = *d++;
+      op.traffic = t[o];
+      records[r].ops.push_back(std::move(op));
+    }
+    records[r].baseline.assign(d, d + iters);
+    records[r].baselineTraffic = t[ops.size()];
+  }
+  GroupMeasurement out = reduce(records, ops);
+  out.backend = m.backend;
+  out.baselineKind = m.baselineKind;
+  if (runtimeBaseline)
+    for (const RankRecord &r : records)
+      out.baselineTraffic.push_back(r.baselineTraffic);
+  return out;
+}
+
 class MpiExecutor : public Executor {
 public:
   explicit MpiExecutor(workload::MpiWorld world) : world(world) {}
@@ -381,69 +519,107 @@ public:
                       formatv("rank {0}: MPI_Alltoallv failed", rank));
                 return Error::success();
               };
-              rec.emplace(rankProgram(comm, rank, g, ops, opt, a2a));
+              std::unique_ptr<RowMemory> mem = makeHostRowMemory();
+              rec.emplace(rankProgram(comm, rank, g, ops, opt, a2a, *mem));
               MPI_Type_free(&row);
             }))
       return std::move(e);
-    const int failed = *rec ? 0 : 1;
-    if (workload::mpiMaxInt(world, failed)) {
-      if (!*rec)
-        return rec->takeError();
-      return workload::systemError(
-          "another MPI rank failed during the measurement");
-    }
-
-    // Gather every rank's record on rank 0 (fixed sizes on every rank).
-    std::vector<double> mine;
-    std::vector<moecommTraffic_t> traffic;
-    for (const RankRecord::Op &op : (*rec)->ops) {
-      for (const std::vector<double> *v :
-           {&op.layout, &op.dispatch, &op.combine, &op.total})
-        mine.insert(mine.end(), v->begin(), v->end());
-      mine.push_back(op.strategy);
-      mine.push_back(op.payloadErr);
-      traffic.push_back(op.traffic);
-    }
-    mine.insert(mine.end(), (*rec)->baseline.begin(), (*rec)->baseline.end());
-    const int nd = static_cast<int>(mine.size());
-    const int nt = static_cast<int>(traffic.size() * sizeof(moecommTraffic_t));
-    std::vector<double> allD(rank == 0 ? static_cast<size_t>(nd) * W : 0);
-    std::vector<moecommTraffic_t> allT(rank == 0 ? traffic.size() * W : 0);
-    MPI_Gather(mine.data(), nd, MPI_DOUBLE, allD.data(), nd, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
-    MPI_Gather(traffic.data(), nt, MPI_BYTE, allT.data(), nt, MPI_BYTE, 0,
-               MPI_COMM_WORLD);
-    GroupMeasurement m;
-    m.backend = "mpi";
-    m.baselineKind = "MPI_Alltoallv";
-    if (rank != 0)
-      return m;
-    const size_t iters = static_cast<size_t>(opt.iterations);
-    std::vector<RankRecord> records(W);
-    for (int r = 0; r < W; ++r) {
-      const double *d = allD.data() + static_cast<size_t>(r) * nd;
-      for (size_t o = 0; o < ops.size(); ++o) {
-        RankRecord::Op op;
-        for (std::vector<double> *v :
-             {&op.layout, &op.dispatch, &op.combine, &op.total}) {
-          v->assign(d, d + iters);
-          d += iters;
-        }
-        op.strategy = static_cast<moecommStrategy_t>(static_cast<int>(*d++));
-        op.payloadErr = *d++;
-        op.traffic = allT[static_cast<size_t>(r) * ops.size() + o];
-        records[r].ops.push_back(std::move(op));
-      }
-      records[r].baseline.assign(d, d + iters);
-    }
-    GroupMeasurement out = reduce(records, ops);
-    out.backend = m.backend;
-    out.baselineKind = m.baselineKind;
-    return out;
+    return gatherOnRoot(world, std::move(*rec), ops, opt, "mpi",
+                        "MPI_Alltoallv", /*runtimeBaseline=*/false);
   }
 
 private:
   workload::MpiWorld world;
+};
+#endif
+
+//===--- nccl -------------------------------------------------------------===//
+
+#ifdef MOECOMM_HAVE_NCCL
+class NcclExecutor : public Executor {
+public:
+  /// `world` is null without mpirun (then `comm` is the single-GPU
+  /// communicator); `comm` was made with `ranksPerNode`.
+  NcclExecutor(std::optional<workload::MpiWorld> world, moecommComm_t comm,
+               int ranksPerNode)
+      : world(world) {
+    comms[ranksPerNode] = comm;
+  }
+  ~NcclExecutor() override {
+    // Before MPI_Finalize (moecomm_nccl.h).
+    for (auto &[g, comm] : comms)
+      moecommCommDestroy(comm);
+    if (world)
+      workload::finalizeMpi(*world);
+  }
+  bool isRoot() const override { return !world || world->rank == 0; }
+  bool canRun(const Cluster &c) const override {
+    return c.ranks() == (world ? world->size : 1);
+  }
+  bool sameOnEveryProcess(uint64_t value) const override {
+    return !world || workload::mpiSameOnEveryRank(*world, value);
+  }
+
+  Expected<GroupMeasurement>
+  run(const RoutingGroup &g,
+      const std::vector<std::pair<workload::PayloadType, moecommStrategy_t>>
+          &ops,
+      const MeasureOptions &opt) override {
+    const int W = g.topo.ranks(), rank = world ? world->rank : 0;
+    Expected<RankRecord> rec = [&]() -> Expected<RankRecord> {
+      Expected<moecommComm_t> comm = commFor(g.topo.ranksPerNode);
+      if (!comm)
+        return comm.takeError();
+      moecommCommSetLinkModel(*comm, &opt.autoLink);
+      Expected<std::unique_ptr<RowMemory>> mem =
+          makeDeviceRowMemory(*comm, rank);
+      if (!mem)
+        return mem.takeError();
+      return rankProgram(
+          *comm, rank, g, ops, opt,
+          runtimeAllToAll(*comm, rank, W, g.problem().hidden, (*mem)->stream()),
+          **mem);
+    }();
+#ifdef MOECOMM_HAVE_MPI
+    if (world)
+      return gatherOnRoot(*world, std::move(rec), ops, opt, "nccl",
+                          "moecommAllToAll", /*runtimeBaseline=*/true);
+#endif
+    if (!rec)
+      return rec.takeError();
+    GroupMeasurement m = reduce({*rec}, ops);
+    m.backend = "nccl";
+    m.baselineKind = "moecommAllToAll";
+    m.baselineTraffic.push_back(rec->baselineTraffic);
+    return m;
+  }
+
+private:
+  /// The communicator of clusters with `ranksPerNode` ranks per node (made
+  /// on first use; collective under mpirun, where every process measures
+  /// the same groups in the same order).
+  Expected<moecommComm_t> commFor(int ranksPerNode) {
+    auto it = comms.find(ranksPerNode);
+    if (it != comms.end())
+      return it->second;
+#ifdef MOECOMM_HAVE_MPI
+    if (world) {
+      moecommComm_t comm = nullptr;
+      if (Error e = workload::runtimeError(
+              moecommCommInitNccl(&comm, MPI_COMM_WORLD, ranksPerNode, -1),
+              nullptr, "moecommCommInitNccl"))
+        return std::move(e);
+      comms[ranksPerNode] = comm;
+      return comm;
+    }
+#endif
+    // Without mpirun W = 1 (canRun), so G = 1: the communicator exists.
+    return workload::systemError(
+        formatv("no nccl communicator for {0} ranks per node", ranksPerNode));
+  }
+
+  std::optional<workload::MpiWorld> world;
+  std::map<int, moecommComm_t> comms;
 };
 #endif
 
@@ -465,6 +641,47 @@ Expected<std::unique_ptr<Executor>> makeMpiExecutor(int &argc, char **&argv) {
   return std::unique_ptr<Executor>(std::make_unique<MpiExecutor>(*world));
 #else
   return nullptr; // unreachable: haveMpi() is false
+#endif
+}
+
+Expected<std::unique_ptr<Executor>> makeNcclExecutor(int &argc, char **&argv) {
+#ifndef MOECOMM_HAVE_NCCL
+  (void)argc;
+  (void)argv;
+  // The runtime says why ("built without CUDA/NCCL ..."): its message.
+  moecommComm_t comm = nullptr;
+  return workload::runtimeError(moecommCommInitNcclSingle(&comm, -1), nullptr,
+                                "--backend nccl: moecommCommInitNcclSingle");
+#else
+  if (!workload::launchedByMpirun()) {
+    moecommComm_t comm = nullptr;
+    if (Error e = workload::runtimeError(
+            moecommCommInitNcclSingle(&comm, -1), nullptr,
+            "--backend nccl: moecommCommInitNcclSingle"))
+      return std::move(e);
+    return std::unique_ptr<Executor>(
+        std::make_unique<NcclExecutor>(std::nullopt, comm, 1));
+  }
+#ifdef MOECOMM_HAVE_MPI
+  Expected<workload::MpiWorld> world = workload::initMpi(argc, argv);
+  if (!world)
+    return world.takeError();
+  moecommComm_t comm = nullptr;
+  if (Error e = workload::runtimeError(
+          moecommCommInitNccl(&comm, MPI_COMM_WORLD, world->size, -1), nullptr,
+          "--backend nccl: moecommCommInitNccl")) {
+    workload::finalizeMpi(*world);
+    return std::move(e);
+  }
+  return std::unique_ptr<Executor>(
+      std::make_unique<NcclExecutor>(*world, comm, world->size));
+#else
+  (void)argc;
+  (void)argv;
+  return workload::inputError(
+      "--backend nccl under mpirun needs MPI: moecomm-bench was built "
+      "without MPI (MOECOMM_ENABLE_MPI=OFF or MPI not found)");
+#endif
 #endif
 }
 

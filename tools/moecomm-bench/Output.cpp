@@ -228,6 +228,13 @@ void printTable(raw_ostream &os, const BenchReport &report) {
   os << "\n";
   if (report.baselineKind == "none")
     os << "measured: none (counting only; no baseline)\n";
+  else if (report.backend == "nccl")
+    os << "measured: GPU time (host clock around the calls, each ended by a "
+          "stream synchronize; median; layout + dispatch + combine), as a "
+          "ratio to the baseline moecommAllToAll of the per-expert rows and "
+          "back over NCCL, run in the same process; algbw = DeepEP's "
+          "algorithm bandwidth per rank: tokens received (one row per (token, "
+          "rank)) x row bytes / 1e9 / that rank's median time\n";
   else
     os << formatv("measured: CPU wall time on this machine (median; layout + "
                   "dispatch + combine), as a ratio to the baseline {0} of the "
@@ -377,6 +384,23 @@ void printTable(raw_ostream &os, const BenchReport &report) {
                                       : std::string("-"))
                   .str();
             }());
+    for (const Cell *c : cells)
+      if (c->measured && c->measured->algbw) {
+        const AlgorithmBandwidth &bw = *c->measured->algbw;
+        double minD = bw.dispatchGBps(0), minC = bw.combineGBps(0);
+        for (size_t r = 1; r < bw.rows.size(); ++r) {
+          minD = std::min(minD, bw.dispatchGBps(r));
+          minC = std::min(minC, bw.combineGBps(r));
+        }
+        os << formatv("  algbw {0} {1}: dispatch {2:f2} GB/s, combine {3:f2} "
+                      "GB/s (rank 0: {4} rows, {5} / {6}); min over ranks "
+                      "{7:f2} / {8:f2} GB/s\n",
+                      strategyName(c->strategy),
+                      workload::payloadTypeName(c->dtype), bw.dispatchGBps(0),
+                      bw.combineGBps(0), bw.rows[0],
+                      humanBytes(bw.dispatchBytes[0]),
+                      humanBytes(bw.combineBytes[0]), minD, minC);
+      }
   }
 
   printScaling(os, report);
@@ -613,6 +637,14 @@ void writeCsv(raw_ostream &os, const BenchReport &report) {
   }
 }
 
+/// The JSON's statement of measured.algbw (Cells.h, AlgorithmBandwidth).
+constexpr const char *kAlgorithmBandwidthDefinition =
+    "DeepEP's algorithm bandwidth (tests/test_intranode.py): per rank r, "
+    "rows = tokens of all ranks with a top-k expert on r (self included); "
+    "dispatch_bytes = rows x wire row bytes, combine_bytes = rows x data row "
+    "bytes; gbps = bytes / 1e9 / the median over the timed iterations of "
+    "rank r's dispatch (combine) seconds";
+
 json::Value toJson(const BenchReport &report) {
   auto linkObj = [](const int64_t a[2][2], int d) {
     return json::Object{{"intra_node", a[d][0]}, {"inter_node", a[d][1]}};
@@ -720,6 +752,25 @@ json::Value toJson(const BenchReport &report) {
           {"payload_ok", m.payloadOk},
           {"total_min_s", m.totalMinSec},
           {"baseline_min_s", m.baselineMinSec}};
+      if (m.algbw) {
+        const AlgorithmBandwidth &bw = *m.algbw;
+        json::Array dGBps, cGBps;
+        for (size_t r = 0; r < bw.rows.size(); ++r) {
+          dGBps.push_back(bw.dispatchGBps(r));
+          cGBps.push_back(bw.combineGBps(r));
+        }
+        o.getObject("measured")
+            ->try_emplace(
+                "algbw",
+                json::Object{{"definition", kAlgorithmBandwidthDefinition},
+                             {"rows", json::Array(bw.rows)},
+                             {"dispatch_bytes", json::Array(bw.dispatchBytes)},
+                             {"combine_bytes", json::Array(bw.combineBytes)},
+                             {"dispatch_s", json::Array(bw.dispatchSec)},
+                             {"combine_s", json::Array(bw.combineSec)},
+                             {"dispatch_gbps", std::move(dGBps)},
+                             {"combine_gbps", std::move(cGBps)}});
+      }
     }
     if (const double rate = report.linkRateBitsPerSec; rate > 0) {
       const double link = linkLimitedSec(c.nodeInterBytes, rate);

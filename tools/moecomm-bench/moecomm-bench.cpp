@@ -5,7 +5,9 @@
 // messages per link class, the inter-node lower bound, the modelled time per
 // stage on H100/H200 DGX and GB200 NVL72 links, what the runtime's `auto`
 // picks, and - where the payload fits here - the measured time on the CPU
-// backends as a ratio to a baseline all-to-all run in the same process.
+// backends or the GPU (--backend nccl) as a ratio to a baseline all-to-all
+// run in the same process; on the GPU also DeepEP's algorithm bandwidth
+// (GB/s per rank, Cells.h).
 // `--routing FILE` measures one routing file's group instead of the sweep;
 // `--link-rate R` adds, for runs on the emulated cluster, each cell's
 // link-limited time and `x link` (LinkLimit.h); `--placements` adds the
@@ -146,7 +148,8 @@ cl::opt<double> autoTolerance(
 cl::opt<std::string> backendOpt(
     "backend",
     cl::desc("auto (default: mpi under mpirun, else threads) | count (no "
-             "payload) | threads | mpi"),
+             "payload) | threads | mpi | nccl (the GPU: one GPU, clusters "
+             "of 1 rank; under mpirun one process per GPU)"),
     cl::init("auto"), cl::cat(modelCat));
 cl::opt<long long> iterationsOpt("iterations",
                                  cl::desc("Timed iterations per measured cell "
@@ -231,7 +234,7 @@ struct Setup {
   std::vector<LinkPreset> presets;
   size_t autoPreset = 0;
   std::string traceFile;
-  std::string backend; ///< count | threads | mpi
+  std::string backend; ///< count | threads | mpi | nccl
   double linkRate = 0; ///< --link-rate, bits/s (0 = not given)
   /// --routing's problem (the plan's only group), else null.
   std::shared_ptr<const workload::RoutingProblem> fileRouting;
@@ -418,12 +421,12 @@ Error buildSetup(const char *argv0, Setup &s) {
   if (backendOpt == "auto")
     s.backend = workload::launchedByMpirun() ? "mpi" : "threads";
   else if (backendOpt == "count" || backendOpt == "threads" ||
-           backendOpt == "mpi")
+           backendOpt == "mpi" || backendOpt == "nccl")
     s.backend = backendOpt;
   else
     return workload::inputError(
         formatv("unknown --backend '{0}' (expected auto, "
-                "count, threads or mpi)",
+                "count, threads, mpi or nccl)",
                 backendOpt));
 
   if (linkRateOpt.getNumOccurrences()) {
@@ -604,8 +607,11 @@ int main(int argc, char **argv) {
   Setup setup;
   if (Error e = buildSetup(argv[0], setup))
     return report(std::move(e), printer);
-  // Under mpirun without the mpi backend, rank 0 alone does the work.
-  if (!printer && setup.backend != "mpi")
+  // The backends whose processes are the ranks under mpirun (each process
+  // measures; rank 0 reports).
+  const bool processRanks = setup.backend == "mpi" || setup.backend == "nccl";
+  // Under mpirun without such a backend, rank 0 alone does the work.
+  if (!printer && !processRanks)
     return 0;
   // Unwritable outputs (and a missing gnuplot) are found now, not after the
   // sweep.
@@ -633,11 +639,13 @@ int main(int argc, char **argv) {
   std::unique_ptr<Executor> executor;
   if (setup.backend == "threads")
     executor = makeThreadsExecutor();
-  else if (setup.backend == "mpi") {
-    Expected<std::unique_ptr<Executor>> mpi = makeMpiExecutor(argc, argv);
-    if (!mpi)
-      return report(mpi.takeError(), printer);
-    executor = std::move(*mpi);
+  else if (processRanks) {
+    Expected<std::unique_ptr<Executor>> made =
+        setup.backend == "mpi" ? makeMpiExecutor(argc, argv)
+                               : makeNcclExecutor(argc, argv);
+    if (!made)
+      return report(made.takeError(), printer);
+    executor = std::move(*made);
     // Processes given different flags (e.g. --iterations) would wait on each
     // other forever in the collectives of a measurement. Reported while the
     // executor (and so MPI) lives: rank 0 must print before the others
@@ -655,7 +663,7 @@ int main(int argc, char **argv) {
   // A routing file fixes the ranks, so under mpirun they must be the
   // processes (a generated sweep may hold clusters this world does not fit;
   // those are counted only). The same verdict on every process.
-  if (routingFileOpt.getNumOccurrences() && setup.backend == "mpi")
+  if (routingFileOpt.getNumOccurrences() && processRanks)
     for (const SweepSpec &sw : setup.plan)
       for (const Cluster &topo : sw.topologies)
         if (!executor->canRun(topo))
@@ -669,9 +677,9 @@ int main(int argc, char **argv) {
   rep.command = command;
   rep.backend = setup.backend;
   rep.align = alignOpt;
-  rep.baselineKind = setup.backend == "mpi"       ? "MPI_Alltoallv"
-                     : setup.backend == "threads" ? "moecommAllToAll"
-                                                  : "none";
+  rep.baselineKind = setup.backend == "mpi"     ? "MPI_Alltoallv"
+                     : setup.backend == "count" ? "none"
+                                                : "moecommAllToAll";
   rep.presets = setup.presets;
   rep.autoPreset = setup.autoPreset;
   rep.findings.tolerance = autoTolerance;
@@ -701,7 +709,7 @@ int main(int argc, char **argv) {
     }
   // Under MPI the groups every process measures come first: for the others
   // (counted by rank 0 alone) the other processes would only wait.
-  if (setup.backend == "mpi") {
+  if (processRanks) {
     std::vector<GroupSpec> measuredFirst;
     for (bool pass : {true, false})
       for (const GroupSpec &g : groups)
@@ -734,7 +742,7 @@ int main(int argc, char **argv) {
     }
     const bool measure =
         executor && executor->canRun(gs.topo) &&
-        (setup.backend == "mpi" || W <= measureMaxRanks) &&
+        (processRanks || W <= measureMaxRanks) &&
         workload::estimateRunBytes(sw.tokens * gs.topo.ranks(), config.hidden,
                                    config.topk, experts) <=
             static_cast<double>(measureMaxMiB) * (1 << 20);
