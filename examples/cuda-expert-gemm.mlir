@@ -14,6 +14,11 @@
 //
 //   moecomm-opt examples/cuda-expert-gemm.mlir --moecomm-pipeline="target=cuda"
 //   moecomm-run examples/cuda-expert-gemm.mlir --ranks 4 --ranks-per-node 2 --experts 8 --topk 2 --hidden 8 --wire-dtype f32
+//   moecomm-run examples/cuda-expert-gemm.mlir --target cuda --ranks 4 --ranks-per-node 2 --experts 8 --topk 2 --hidden 8 --wire-dtype f32
+//
+// On a GPU (one process, the nccl backend; mpirun for more ranks):
+// `moecomm-run examples/cuda-expert-gemm.mlir --backend nccl --ranks 1
+// --experts 8 --topk 2 --hidden 8 --wire-dtype f32`.
 
 func.func @moe_layer(%x: tensor<?x8xf32>, %topk_idx: tensor<?x2xi32>, %topk_weights: tensor<?x2xf32>)
     -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xf32>, tensor<?xi64>) attributes {llvm.emit_c_interface} {
