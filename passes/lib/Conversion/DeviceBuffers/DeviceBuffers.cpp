@@ -34,26 +34,6 @@ namespace {
 constexpr StringLiteral kAlloc = "moecomm_rt_alloc";
 constexpr StringLiteral kFree = "moecomm_rt_free";
 
-/// Name suffix of the copy / fill entry points for an element type; empty
-/// when the runtime has none.
-StringRef elementSuffix(Type type) {
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF32())
-    return "f32";
-  if (type.isInteger(32))
-    return "i32";
-  if (type.isInteger(64))
-    return "i64";
-  if (type.isInteger(8))
-    return "i8";
-  if (isa<Float8E4M3FNType>(type))
-    return "f8e4m3fn";
-  if (isa<Float8E8M0FNUType>(type))
-    return "f8e8m0fnu";
-  return {};
-}
-
 /// Which buffers stay in host memory: the per-expert metadata the graph's
 /// host code reads, and bookkeeping buffers (index / i1 elements).
 class Placement {
@@ -184,7 +164,8 @@ void copyConstantsToDevice(ModuleOp module) {
     bool deviceUse = llvm::any_of(global->getUsers(), [](Operation *user) {
       return !isa<memref::LoadOp>(user);
     });
-    if (!deviceUse || elementSuffix(type.getElementType()).empty() ||
+    if (!deviceUse ||
+        RuntimeAbi::bufferSuffix(type.getElementType()).empty() ||
         !type.getLayout().isIdentity() || type.getMemorySpace())
       continue;
     OpBuilder b(global->getContext());
@@ -217,7 +198,8 @@ LogicalResult rewriteCopiesAndFills(ModuleOp module,
       continue;
     Value target = src ? dst : cast<linalg::FillOp>(op).getOutputs()[0];
     auto type = dyn_cast<MemRefType>(target.getType());
-    StringRef suffix = type ? elementSuffix(type.getElementType()) : "";
+    StringRef suffix =
+        type ? RuntimeAbi::bufferSuffix(type.getElementType()) : "";
     if (suffix.empty() ||
         (src && cast<BaseMemRefType>(src.getType()).getElementType() !=
                     type.getElementType()))

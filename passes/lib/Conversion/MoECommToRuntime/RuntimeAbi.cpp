@@ -19,14 +19,28 @@ RuntimeAbi::RuntimeAbi(OpBuilder &builder, Location loc, Operation *anchor)
       module(SymbolTable::getNearestSymbolTable(anchor)) {}
 
 StringRef RuntimeAbi::suffix(Type type) {
+  assert((type.isBF16() || type.isF32() || type.isInteger(32) ||
+          type.isInteger(64)) &&
+         "no runtime ABI for this element type");
+  return bufferSuffix(type);
+}
+
+StringRef RuntimeAbi::bufferSuffix(Type type) {
   if (type.isBF16())
     return "bf16";
   if (type.isF32())
     return "f32";
   if (type.isInteger(32))
     return "i32";
-  assert(type.isInteger(64) && "no runtime ABI for this element type");
-  return "i64";
+  if (type.isInteger(64))
+    return "i64";
+  if (type.isInteger(8))
+    return "i8";
+  if (isa<Float8E4M3FNType>(type))
+    return "f8e4m3fn";
+  if (isa<Float8E8M0FNUType>(type))
+    return "f8e8m0fnu";
+  return {};
 }
 
 StringRef RuntimeAbi::suffix(WireDtype wire) {

@@ -30,6 +30,9 @@ public:
 
   /// ABI name suffix of a non-FP8 element type: bf16, f32, i32 or i64.
   static StringRef suffix(Type elementType);
+  /// ABI name suffix of an element type of the buffer calls (copy, fill):
+  /// those of suffix(Type), i8, f8e4m3fn or f8e8m0fnu; empty for others.
+  static StringRef bufferSuffix(Type elementType);
   /// ABI name suffix of FP8 rows (with their scales) of format `wire`: f8,
   /// ue8m0 or mxfp8.
   static StringRef suffix(WireDtype wire);
