@@ -22,6 +22,7 @@
 #include "moecomm/moecomm_compiled.h"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -324,10 +325,27 @@ moecommLayout_t asLayout(void *layout) {
 
 /// A layout's int64 array (`query`: tokens per expert, expert offsets) into
 /// the compiled output vector `out`, named `what` in errors.
+/// Zeros a contiguous int64 vector compiled code allocated (in a device
+/// buffer through the device, on its stream). The counts and offsets a
+/// failed or skipped call leaves are read by the graph's host code as loop
+/// bounds and sizes: zeros make its loops empty instead of reading
+/// uninitialized memory.
+void zeroCounts(moecommMemRef1D *m) {
+  if (!m || !m->aligned || m->sizes[0] <= 0 ||
+      (m->sizes[0] > 1 && m->strides[0] != 1))
+    return;
+  void *at = base(m, moecommInt64);
+  const int64_t bytes = m->sizes[0] * 8;
+  if (throughDevice(at, bytes))
+    moecomm::boundDevice()->zero2D(at, bytes, bytes, 1);
+  else
+    std::memset(at, 0, static_cast<size_t>(bytes));
+}
+
 void layoutArray(void *layout, moecommMemRef1D *out, const char *what,
                  moecommResult_t (*query)(moecommLayout_t, int64_t *)) {
   if (stopped() || !layout || !contiguous1D(out, what))
-    return;
+    return zeroCounts(out);
   // Host metadata in the device form (the graph's host code reads it).
   if (out->sizes[0] > 0 &&
       throughDevice(base(out, moecommInt64), out->sizes[0] * 8)) {
@@ -335,9 +353,11 @@ void layoutArray(void *layout, moecommMemRef1D *out, const char *what,
          std::string("compiled code passed ") + what + " " + shapeOf(out) +
              " in device memory; it is host metadata (moecomm_rt_alloc with "
              "device 0)");
-    return;
+    return zeroCounts(out);
   }
-  ok(query(asLayout(layout), static_cast<int64_t *>(base(out, moecommInt64))));
+  if (!ok(query(asLayout(layout),
+                static_cast<int64_t *>(base(out, moecommInt64)))))
+    zeroCounts(out);
 }
 
 /// Gather for permute/pack (step >= 0) and unpack (step -1).
@@ -549,19 +569,24 @@ void rejectCounts() {
 int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
                        moecommMemRef1D *sendCounts, moecommDataType_t type,
                        moecommMemRef1D *recvCounts) {
-  if (!commBound() || (stopped() && shareError(rejectCounts)))
+  if (!commBound() || (stopped() && shareError(rejectCounts))) {
+    zeroCounts(recvCounts);
     return 0;
+  }
   std::vector<int64_t> send;
   if (!a2aTopology(ranks, ranksPerNode) ||
       !countsOf(sendCounts, type, ranks, send) ||
       !contiguous1D(recvCounts, "all_to_all recv counts")) {
     shareError(rejectCounts);
+    zeroCounts(recvCounts);
     return 0;
   }
   std::vector<int64_t> recv(ranks);
   if (!collective(moecommAllToAllCounts(boundComm, send.data(), recv.data())) ||
-      !storeCounts(recvCounts, recv))
+      !storeCounts(recvCounts, recv)) {
+    zeroCounts(recvCounts);
     return 0;
+  }
   // Each source's count is checked by its sender; their sum is this rank's.
   int64_t total = 0;
   for (int64_t i = 0; i < ranks; ++i)

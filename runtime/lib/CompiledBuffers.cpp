@@ -177,30 +177,60 @@ bool empty(const View &v) {
   return false;
 }
 
-/// Where non-empty `v` lives: `device` when in a device buffer. A view
-/// outside every live buffer is host memory the graph did not allocate (its
-/// constants, memref.get_global); one that starts in a buffer but runs past
-/// its end is recorded (`what` names it) and false returned.
-bool placeOf(const View &v, int64_t elem, const char *what, bool &device) {
-  int64_t last = 0;
-  for (int64_t d = 0; d < v.rank; ++d)
-    last += (v.sizes[d] - 1) * v.strides[d];
-  const int64_t bytes = (last + 1) * elem;
-  auto it = containing(v.base, 1);
+/// Where [p, p + bytes) lives: `device` when in a device buffer. A range
+/// that touches no live buffer is host memory the graph did not allocate
+/// (its constants, memref.get_global); one that runs past the end of the
+/// buffer it starts in, or starts before a buffer and runs into it, is an
+/// error naming `what`.
+Status placeOfRange(const char *p, int64_t bytes, const std::string &what,
+                    bool &device) {
   device = false;
-  if (it == state.live.end())
-    return true;
-  if (containing(v.base, bytes) == it) {
+  auto it = containing(p, 1);
+  if (it != state.live.end()) {
+    if (containing(p, bytes) != it)
+      return invalidArgument(cat(
+          what, " at ", static_cast<const void *>(p), " (", bytes,
+          " bytes), which runs past the end of its buffer (",
+          reinterpret_cast<const void *>(it->first), ", ", it->second.bytes,
+          " bytes)"));
     device = it->second.device;
-    return true;
+    return Status::success();
   }
-  compiledFail(moecommInvalidArgument,
-               cat("compiled code passed the ", what, " at ",
-                   static_cast<const void *>(v.base), " (", bytes,
-                   " bytes), which runs past the end of its buffer (",
-                   reinterpret_cast<const void *>(it->first), ", ",
-                   it->second.bytes, " bytes)"));
-  return false;
+  auto next = state.live.upper_bound(reinterpret_cast<uintptr_t>(p));
+  if (next != state.live.end() &&
+      next->first - reinterpret_cast<uintptr_t>(p) < uint64_t(bytes))
+    return invalidArgument(cat(
+        what, " at ", static_cast<const void *>(p), " (", bytes,
+        " bytes), which starts before the buffer at ",
+        reinterpret_cast<const void *>(next->first), " (", next->second.bytes,
+        " bytes) and runs into it"));
+  return Status::success();
+}
+
+/// Where non-empty `v` lives (placeOfRange over the bytes from its first to
+/// its last element); records why not (`what` names it) and returns false.
+bool placeOf(const View &v, int64_t elem, const char *what, bool &device) {
+  // The last element's offset, overflow-checked (strides may be huge).
+  int64_t last = 0, bytes = 0;
+  bool overflow = false;
+  for (int64_t d = 0; d < v.rank; ++d) {
+    int64_t step = 0;
+    overflow |= __builtin_mul_overflow(v.sizes[d] - 1, v.strides[d], &step) ||
+                __builtin_add_overflow(last, step, &last);
+  }
+  overflow |= __builtin_add_overflow(last, int64_t(1), &last) ||
+              __builtin_mul_overflow(last, elem, &bytes);
+  if (overflow) {
+    compiledFail(moecommInvalidArgument,
+                 cat("compiled code passed the ", what, " ", shapeOf(v),
+                     " with strides spanning more than 2^63 - 1 bytes"));
+    return false;
+  }
+  Status st = placeOfRange(v.base, bytes, cat("compiled code passed the ", what),
+                           device);
+  if (!st.ok())
+    compiledFail(st.code, st.message);
+  return st.ok();
 }
 
 /// A copy or fill of a view as 2-D blocks: rows of `width` bytes (the
@@ -505,10 +535,23 @@ moecommResult_t moecommCompiledDeviceCopy(void *dst, const void *src,
     return record(
         invalidArgument(cat("moecommCompiledDeviceCopy: ", bytes, " bytes")));
   const int64_t n = int64_t(bytes);
+  bool device = false;
+  if (Status st = placeOfRange(static_cast<const char *>(dst), n,
+                               "moecommCompiledDeviceCopy: dst", device);
+      !st.ok())
+    return record(st);
+  if (Status st = placeOfRange(static_cast<const char *>(src), n,
+                               "moecommCompiledDeviceCopy: src", device);
+      !st.ok())
+    return record(st);
   Status st = state.device->copy2D(dst, n, src, n, n, 1);
   if (st.ok())
     st = state.device->synchronize();
   return record(st);
+}
+
+void *moecomm_rt_stream(void) {
+  return state.device ? state.device->stream() : nullptr;
 }
 
 moecommResult_t moecommCompiledDeviceSynchronize(void) {

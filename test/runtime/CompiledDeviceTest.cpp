@@ -15,10 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <numeric>
 #include <sstream>
+#include <vector>
 
 using namespace moecomm;
 using namespace moecomm::test;
@@ -195,6 +197,81 @@ TEST(CompiledDevice, CopyOutsideABuffer) {
                         : std::string("compiled code copied a memref of shape "
                                       "[3] into one of shape [4]"));
       moecomm_rt_free(a);
+    });
+}
+
+// A view that starts before a buffer and runs into it, strides whose span
+// overflows, and a driver copy past a buffer's end are recorded before
+// anything is written.
+TEST(CompiledDevice, RangesAroundABuffer) {
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
+    auto *a = static_cast<float *>(alloc(4 * 4));
+    Desc<1> before{a, a, -2, {4}, {1}};
+    moecommUnrankedMemRef b = before.unranked();
+    _mlir_ciface_moecomm_rt_fill_zero_f32(&b);
+    EXPECT_EQ(moecommCompiledStatus(), moecommInvalidArgument);
+    EXPECT_EQ(moecommCompiledLastError(),
+              "compiled code passed the filled memref at " +
+                  addressOf(a - 2) +
+                  " (16 bytes), which starts before the buffer at " +
+                  addressOf(a) + " (16 bytes) and runs into it");
+    moecomm_rt_free(a);
+  });
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
+    auto *a = static_cast<float *>(alloc(4 * 4));
+    Desc<1> huge{a, a, 0, {4}, {INT64_MAX / 2}};
+    moecommUnrankedMemRef h = huge.unranked();
+    _mlir_ciface_moecomm_rt_fill_zero_f32(&h);
+    EXPECT_EQ(moecommCompiledStatus(), moecommInvalidArgument);
+    EXPECT_EQ(moecommCompiledLastError(),
+              std::string("compiled code passed the filled memref [4] with "
+                          "strides spanning more than 2^63 - 1 bytes"));
+    moecomm_rt_free(a);
+  });
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBindDevice(comm, nullptr), moecommSuccess);
+    void *a = nullptr;
+    ASSERT_EQ(moecommCompiledDeviceAlloc(16, &a), moecommSuccess);
+    std::vector<char> big(1024, 1);
+    EXPECT_EQ(moecommCompiledDeviceCopy(a, big.data(), big.size()),
+              moecommInvalidArgument);
+    EXPECT_EQ(moecommCompiledLastError(),
+              "moecommCompiledDeviceCopy: dst at " + addressOf(a) +
+                  " (1024 bytes), which runs past the end of its buffer (" +
+                  addressOf(a) + ", 16 bytes)");
+    EXPECT_EQ(moecommCompiledFree(a), moecommSuccess);
+  });
+}
+
+// A stopped thread writes zeros into the counts and offsets the graph's host
+// code reads as loop bounds (here without a layout: its creation failed),
+// on a plain and a device-bound thread; the host device's stream is NULL.
+TEST(CompiledDevice, StoppedThreadZerosCounts) {
+  for (bool device : {false, true})
+    runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+      ASSERT_EQ(device ? moecommCompiledBindDevice(comm, nullptr)
+                       : moecommCompiledBind(comm),
+                moecommSuccess);
+      EXPECT_EQ(moecomm_rt_stream(), nullptr);
+      int local = 0;
+      moecomm_rt_free(&local); // stops the thread
+      ASSERT_EQ(moecommCompiledStatus(), moecommInvalidArgument);
+      auto *counts = static_cast<int64_t *>(alloc(3 * 8, /*device=*/0));
+      auto *offsets = static_cast<int64_t *>(alloc(4 * 8, /*device=*/0));
+      std::fill(counts, counts + 3, -7);
+      std::fill(offsets, offsets + 4, -7);
+      moecommMemRef1D c{counts, counts, 0, {3}, {1}},
+          o{offsets, offsets, 0, {4}, {1}};
+      _mlir_ciface_moecomm_rt_tokens_per_expert(nullptr, &c);
+      _mlir_ciface_moecomm_rt_expert_offsets(nullptr, &o);
+      EXPECT_EQ(std::vector<int64_t>(counts, counts + 3),
+                std::vector<int64_t>(3, 0));
+      EXPECT_EQ(std::vector<int64_t>(offsets, offsets + 4),
+                std::vector<int64_t>(4, 0));
+      moecomm_rt_free(counts);
+      moecomm_rt_free(offsets);
     });
 }
 

@@ -23,7 +23,9 @@
  * Errors: compiled code cannot branch on a status, so the first failure on a
  * thread is recorded (code + message, see moecommCompiledLastError) and every
  * later call on that thread returns without doing anything (row queries
- * return 0, layout calls NULL). The message is the failing runtime call's
+ * return 0, layout calls NULL, tokens_per_expert / expert_offsets / the
+ * all_to_all receive counts are written as zeros, since the graph's host code
+ * reads them as loop bounds and sizes). The message is the failing runtime call's
  * own (moecommCommGetLastError's), for calls with and without a
  * communicator alike. Compiled code allocates the buffers it writes with
  * malloc and does not check them: an output buffer that is NULL but has
@@ -99,12 +101,24 @@ moecommResult_t moecommCompiledBindDevice(moecommComm_t comm,
  *  device calls or compiled code (free), NULL with bytes > 0 (copy);
  *  SystemError: out of memory, CUDA errors; synchronize also
  *  InvalidArgument when exchanges started by compiled code were not waited
- *  (their count in the message). */
+ *  (their count in the message); copy also InvalidArgument when a range
+ *  runs past the end of the buffer it starts in or starts before one and
+ *  runs into it. A failing driver call is recorded like compiled code's
+ *  errors: if it is the thread's first since the bind, its code and message
+ *  become moecommCompiledStatus / moecommCompiledLastError (later failures
+ *  keep the first message), and compiled code called afterwards does
+ *  nothing, as after any error. */
 moecommResult_t moecommCompiledDeviceAlloc(size_t bytes, void **ptr);
 moecommResult_t moecommCompiledFree(void *ptr);
 moecommResult_t moecommCompiledDeviceCopy(void *dst, const void *src,
                                           size_t bytes);
 moecommResult_t moecommCompiledDeviceSynchronize(void);
+/** The stream the thread's device works on (the cudaStream_t given to
+ *  moecommCompiledBindDevice; NULL on the host device or unbound). A graph's
+ *  own kernels (external functions it calls on device buffers) enqueue on
+ *  it, so they are ordered with the runtime's work: declare it in IR as
+ *  `func.func private @moecomm_rt_stream() -> !llvm.ptr`. */
+void *moecomm_rt_stream(void);
 
 /** Most exchange stages a strategy has (hierarchical: inter + intra). */
 #define MOECOMM_MAX_STAGES 2

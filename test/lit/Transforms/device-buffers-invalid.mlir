@@ -44,3 +44,39 @@ func.func @reserved() {
   memref.dealloc %b : memref<4xf32>
   return
 }
+
+// -----
+
+// A mutable global's device copy would drop the device's writes.
+memref.global "private" @mut : memref<4xf32> = dense<0.0>
+func.func @mutable(%x: memref<4xf32>) {
+  // expected-error @+1 {{target=cuda: @mut is a mutable global, which device work cannot use (it would work on a device copy and drop its writes); pass the buffer as an argument}}
+  %g = memref.get_global @mut : memref<4xf32>
+  memref.copy %x, %g : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// A constant yielded out of its block: its device copy's lifetime is not
+// the block's.
+memref.global "private" constant @a : memref<4xf32> = dense<1.0>
+func.func @escapes(%c: i1, %d: memref<4xf32>) {
+  %w = scf.if %c -> memref<4xf32> {
+    // expected-error @+1 {{target=cuda: the constant @a leaves its block ('scf.yield'), so its device copy has no place to be freed; use it where it is read}}
+    %g = memref.get_global @a : memref<4xf32>
+    scf.yield %g : memref<4xf32>
+  } else {
+    scf.yield %d : memref<4xf32>
+  }
+  memref.copy %w, %d : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @overaligned() {
+  // expected-error @+1 {{target=cuda: an alignment of 4096 bytes is above the runtime's 256}}
+  %b = memref.alloc() {alignment = 4096} : memref<4xf32>
+  return
+}

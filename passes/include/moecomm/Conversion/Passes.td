@@ -85,7 +85,7 @@ def MoECommDeviceBuffers : Pass<"moecomm-device-buffers", "::mlir::ModuleOp"> {
 
     A constant (`memref.get_global`) used other than by `memref.load` is
     copied into a device buffer after it is read (the global lives in the
-    host image), freed at the end of its block.
+    host image), freed after its last use in that block.
 
     Which buffers stay on the host (`device` 0): the per-expert metadata the
     graph's host code reads (loop bounds): buffers the runtime fills through
@@ -106,9 +106,12 @@ def MoECommDeviceBuffers : Pass<"moecomm-device-buffers", "::mlir::ModuleOp"> {
     metadata) is left alone.
 
     Errors: an allocation of a type without a layout `memref.view` can
-    produce (a non-identity layout or a memory space), a copy or fill of
-    device buffers of another element type, and a module that declares a
-    `moecomm_rt_` name with other types than the ABI's.
+    produce (a non-identity layout or a memory space) or aligned to more
+    than the runtime's 256 bytes, a copy or fill of device buffers of
+    another element type, device work on a mutable global (it would work on
+    a copy) or on a constant yielded or returned out of the block that reads
+    it, and a module that declares a `moecomm_rt_` name with other types
+    than the ABI's.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

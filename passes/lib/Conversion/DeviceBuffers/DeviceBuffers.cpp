@@ -18,7 +18,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_MOECOMMDEVICEBUFFERS
@@ -152,31 +154,66 @@ Value unranked(OpBuilder &b, Location loc, Value value) {
 
 /// Constants (memref.get_global, e.g. a dense weight) live in the host
 /// image: each one that device work uses is copied into a device buffer
-/// after it is read, freed at the end of its block. Plain memref ops, which
-/// the rewrites below then place and lower.
-void copyConstantsToDevice(ModuleOp module) {
-  SmallVector<memref::GetGlobalOp> globals;
-  module.walk([&](memref::GetGlobalOp op) { globals.push_back(op); });
-  for (memref::GetGlobalOp global : globals) {
-    MemRefType type = global.getType();
+/// after it is read, freed after its last use in that block. Plain memref
+/// ops, which the rewrites below then place and lower. A mutable global
+/// (device writes would land in the copy) and a constant that leaves its
+/// block (yielded or returned: its copy's lifetime is not this block's) are
+/// errors.
+LogicalResult copyConstantsToDevice(ModuleOp module) {
+  SmallVector<memref::GetGlobalOp> reads;
+  module.walk([&](memref::GetGlobalOp op) { reads.push_back(op); });
+  SymbolTableCollection symbols;
+  for (memref::GetGlobalOp read : reads) {
+    MemRefType type = read.getType();
     // Host reads (loads) and globals the runtime cannot copy stay as they
     // are; index / i1 globals are host bookkeeping.
-    bool deviceUse = llvm::any_of(global->getUsers(), [](Operation *user) {
+    bool deviceUse = llvm::any_of(read->getUsers(), [](Operation *user) {
       return !isa<memref::LoadOp>(user);
     });
     if (!deviceUse ||
         RuntimeAbi::bufferSuffix(type.getElementType()).empty() ||
         !type.getLayout().isIdentity() || type.getMemorySpace())
       continue;
-    OpBuilder b(global->getContext());
-    b.setInsertionPointAfter(global);
-    Location loc = global.getLoc();
+    auto global = symbols.lookupNearestSymbolFrom<memref::GlobalOp>(
+        read, read.getNameAttr());
+    if (global && !global.getConstant())
+      return read.emitError()
+             << "target=cuda: @" << read.getName()
+             << " is a mutable global, which device work cannot use (it "
+                "would work on a device copy and drop its writes); pass the "
+                "buffer as an argument";
+    // The last op of the block that uses the constant, through any view.
+    Block *block = read->getBlock();
+    Operation *last = read;
+    SmallVector<Value> aliases = {read.getResult()};
+    while (!aliases.empty()) {
+      Value value = aliases.pop_back_val();
+      for (Operation *user : value.getUsers()) {
+        Operation *inBlock = block->findAncestorOpInBlock(*user);
+        if (inBlock && inBlock->hasTrait<OpTrait::IsTerminator>())
+          return read.emitError()
+                 << "target=cuda: the constant @" << read.getName()
+                 << " leaves its block ('" << inBlock->getName()
+                 << "'), so its device copy has no place to be freed; use it "
+                    "where it is read";
+        if (inBlock && last->isBeforeInBlock(inBlock))
+          last = inBlock;
+        if (isa<memref::CastOp, ViewLikeOpInterface>(user))
+          llvm::append_range(aliases, user->getResults());
+      }
+    }
+    OpBuilder b(read->getContext());
+    b.setInsertionPointAfter(read);
+    Location loc = read.getLoc();
     Value copy = memref::AllocOp::create(b, loc, type);
-    global.getResult().replaceAllUsesWith(copy);
-    memref::CopyOp::create(b, loc, global.getResult(), copy);
-    b.setInsertionPoint(global->getBlock()->getTerminator());
+    read.getResult().replaceAllUsesExcept(copy, SmallPtrSet<Operation *, 1>{});
+    memref::CopyOp::create(b, loc, read.getResult(), copy);
+    b.setInsertionPointAfter(last == read.getOperation()
+                                 ? copy.getDefiningOp()->getNextNode()
+                                 : last);
     memref::DeallocOp::create(b, loc, copy);
   }
+  return success();
 }
 
 /// Copies and zero fills that touch device memory become runtime calls.
@@ -232,6 +269,11 @@ LogicalResult rewriteAllocs(ModuleOp module, const Placement &placement) {
   DataLayout layout(module);
   for (auto [alloc, host] : allocs) {
     MemRefType type = alloc.getType();
+    if (std::optional<uint64_t> align = alloc.getAlignment();
+        align && *align > 256)
+      return alloc.emitError()
+             << "target=cuda: an alignment of " << *align
+             << " bytes is above the runtime's 256";
     if (!type.getLayout().isIdentity() || type.getMemorySpace())
       return alloc.emitError()
              << "target=cuda: cannot place a buffer of " << type
@@ -292,7 +334,8 @@ struct MoECommDeviceBuffersPass
           MoECommDeviceBuffersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    copyConstantsToDevice(module);
+    if (failed(copyConstantsToDevice(module)))
+      return signalPassFailure();
     Placement placement(module);
     warnHostCompute(module, placement);
     if (failed(rewriteCopiesAndFills(module, placement)) ||
