@@ -323,8 +323,6 @@ moecommLayout_t asLayout(void *layout) {
   return static_cast<moecommLayout_t>(layout);
 }
 
-/// A layout's int64 array (`query`: tokens per expert, expert offsets) into
-/// the compiled output vector `out`, named `what` in errors.
 /// Zeros a contiguous int64 vector compiled code allocated (in a device
 /// buffer through the device, on its stream). The counts and offsets a
 /// failed or skipped call leaves are read by the graph's host code as loop
@@ -342,6 +340,9 @@ void zeroCounts(moecommMemRef1D *m) {
     std::memset(at, 0, static_cast<size_t>(bytes));
 }
 
+/// A layout's int64 array (`query`: tokens per expert, expert offsets) into
+/// the compiled output vector `out`, named `what` in errors; zeros when the
+/// thread is stopped or the query fails.
 void layoutArray(void *layout, moecommMemRef1D *out, const char *what,
                  moecommResult_t (*query)(moecommLayout_t, int64_t *)) {
   if (stopped() || !layout || !contiguous1D(out, what))
@@ -514,11 +515,12 @@ bool countsOf(const moecommMemRef1D *m, moecommDataType_t type, int64_t ranks,
   }
   counts.resize(ranks);
   const int64_t bytes = ranks * moecomm::elementSize(type);
-  std::vector<int64_t> staged(ranks);
+  std::vector<int64_t> staged;
   const void *from = base(m, type);
   // Counts in a device buffer are read through the device (after the
   // stream's work that wrote them).
   if (ranks > 0 && throughDevice(from, bytes)) {
+    staged.resize(ranks);
     moecomm::CompiledDevice &device = *moecomm::boundDevice();
     if (!ok(device.copy2D(staged.data(), bytes, from, bytes, bytes, 1)) ||
         !ok(device.synchronize()))

@@ -15,6 +15,7 @@
 #include "Comm.h"
 #include "CompiledError.h"
 #include "RowKernels.h"
+#include "moecomm/Model/Sizes.h"
 #include "moecomm/Model/WireFormat.h"
 #include "moecomm/moecomm_compiled.h"
 
@@ -212,15 +213,14 @@ Status placeOfRange(const char *p, int64_t bytes, const std::string &what,
 bool placeOf(const View &v, int64_t elem, const char *what, bool &device) {
   // The last element's offset, overflow-checked (strides may be huge).
   int64_t last = 0, bytes = 0;
-  bool overflow = false;
-  for (int64_t d = 0; d < v.rank; ++d) {
+  bool fits = true;
+  for (int64_t d = 0; d < v.rank && fits; ++d) {
     int64_t step = 0;
-    overflow |= __builtin_mul_overflow(v.sizes[d] - 1, v.strides[d], &step) ||
-                __builtin_add_overflow(last, step, &last);
+    fits = checkedMul(v.sizes[d] - 1, v.strides[d], step) &&
+           checkedAdd(last, step, last);
   }
-  overflow |= __builtin_add_overflow(last, int64_t(1), &last) ||
-              __builtin_mul_overflow(last, elem, &bytes);
-  if (overflow) {
+  fits = fits && checkedAdd(last, 1, last) && checkedMul(last, elem, bytes);
+  if (!fits) {
     compiledFail(moecommInvalidArgument,
                  cat("compiled code passed the ", what, " ", shapeOf(v),
                      " with strides spanning more than 2^63 - 1 bytes"));

@@ -80,3 +80,4 @@ func.func @overaligned() {
   %b = memref.alloc() {alignment = 4096} : memref<4xf32>
   return
 }
+

@@ -112,6 +112,11 @@ def MoECommDeviceBuffers : Pass<"moecomm-device-buffers", "::mlir::ModuleOp"> {
     a copy) or on a constant yielded or returned out of the block that reads
     it, and a module that declares a `moecomm_rt_` name with other types
     than the ABI's.
+
+    The idea is MLIR's own GPU lowering, where `gpu.alloc` / `gpu.dealloc`
+    become calls of a runtime allocator on a stream (`mgpuMemAlloc`,
+    `mgpuMemFree` in the GPU runtime wrappers), here the moecomm runtime's,
+    so that the runtime also knows every buffer it is handed.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

@@ -170,8 +170,7 @@ LogicalResult copyConstantsToDevice(ModuleOp module) {
     bool deviceUse = llvm::any_of(read->getUsers(), [](Operation *user) {
       return !isa<memref::LoadOp>(user);
     });
-    if (!deviceUse ||
-        RuntimeAbi::bufferSuffix(type.getElementType()).empty() ||
+    if (!deviceUse || RuntimeAbi::bufferSuffix(type.getElementType()).empty() ||
         !type.getLayout().isIdentity() || type.getMemorySpace())
       continue;
     auto global = symbols.lookupNearestSymbolFrom<memref::GlobalOp>(
@@ -206,7 +205,7 @@ LogicalResult copyConstantsToDevice(ModuleOp module) {
     b.setInsertionPointAfter(read);
     Location loc = read.getLoc();
     Value copy = memref::AllocOp::create(b, loc, type);
-    read.getResult().replaceAllUsesExcept(copy, SmallPtrSet<Operation *, 1>{});
+    read.getResult().replaceAllUsesWith(copy);
     memref::CopyOp::create(b, loc, read.getResult(), copy);
     b.setInsertionPointAfter(last == read.getOperation()
                                  ? copy.getDefiningOp()->getNextNode()
@@ -241,9 +240,9 @@ LogicalResult rewriteCopiesAndFills(ModuleOp module,
         (src && cast<BaseMemRefType>(src.getType()).getElementType() !=
                     type.getElementType()))
       return op->emitError()
-             << "target=cuda: the runtime cannot "
-             << (src ? "copy" : "clear") << " device buffers of "
-             << target.getType() << " (it takes bf16, f32, i32, i64, i8, "
+             << "target=cuda: the runtime cannot " << (src ? "copy" : "clear")
+             << " device buffers of " << target.getType()
+             << " (it takes bf16, f32, i32, i64, i8, "
              << "f8E4M3FN and f8E8M0FNU elements)";
     OpBuilder b(op);
     Location loc = op->getLoc();
@@ -271,9 +270,8 @@ LogicalResult rewriteAllocs(ModuleOp module, const Placement &placement) {
     MemRefType type = alloc.getType();
     if (std::optional<uint64_t> align = alloc.getAlignment();
         align && *align > 256)
-      return alloc.emitError()
-             << "target=cuda: an alignment of " << *align
-             << " bytes is above the runtime's 256";
+      return alloc.emitError() << "target=cuda: an alignment of " << *align
+                               << " bytes is above the runtime's 256";
     if (!type.getLayout().isIdentity() || type.getMemorySpace())
       return alloc.emitError()
              << "target=cuda: cannot place a buffer of " << type
@@ -293,15 +291,11 @@ LogicalResult rewriteAllocs(ModuleOp module, const Placement &placement) {
       bytes = arith::MulIOp::create(b, loc, bytes, size);
     Value bytes64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), bytes);
     auto raw = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
-    Value buffer =
-        abi.call(kAlloc,
-                 {bytes64, abi.i32(host ? 0 : 1)},
-                 raw)[0];
+    Value buffer = abi.call(kAlloc, {bytes64, abi.i32(host ? 0 : 1)}, raw)[0];
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    alloc.replaceAllUsesWith(
-        memref::ViewOp::create(b, loc, type, buffer, zero,
-                               alloc.getDynamicSizes())
-            .getResult());
+    alloc.replaceAllUsesWith(memref::ViewOp::create(b, loc, type, buffer, zero,
+                                                    alloc.getDynamicSizes())
+                                 .getResult());
     alloc.erase();
   }
   return success();
