@@ -81,3 +81,15 @@ func.func @overaligned() {
   return
 }
 
+// -----
+
+// A constant read in a successor block outlives the block that reads it.
+memref.global "private" constant @c : memref<4xf32> = dense<1.0>
+func.func @successor(%d: memref<4xf32>) {
+  // expected-error @+1 {{target=cuda: the constant @c leaves its block ('memref.copy'), so its device copy has no place to be freed; use it where it is read}}
+  %g = memref.get_global @c : memref<4xf32>
+  cf.br ^next
+^next:
+  memref.copy %g, %d : memref<4xf32> to memref<4xf32>
+  return
+}

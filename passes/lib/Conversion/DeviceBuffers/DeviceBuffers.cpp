@@ -188,14 +188,17 @@ LogicalResult copyConstantsToDevice(ModuleOp module) {
     while (!aliases.empty()) {
       Value value = aliases.pop_back_val();
       for (Operation *user : value.getUsers()) {
+        // A use in another block (a successor) or by the terminator
+        // (yield, return) outlives the block.
         Operation *inBlock = block->findAncestorOpInBlock(*user);
-        if (inBlock && inBlock->hasTrait<OpTrait::IsTerminator>())
+        if (!inBlock || inBlock->hasTrait<OpTrait::IsTerminator>())
           return read.emitError()
                  << "target=cuda: the constant @" << read.getName()
-                 << " leaves its block ('" << inBlock->getName()
+                 << " leaves its block ('"
+                 << (inBlock ? inBlock : user)->getName()
                  << "'), so its device copy has no place to be freed; use it "
                     "where it is read";
-        if (inBlock && last->isBeforeInBlock(inBlock))
+        if (last->isBeforeInBlock(inBlock))
           last = inBlock;
         if (isa<memref::CastOp, ViewLikeOpInterface>(user))
           llvm::append_range(aliases, user->getResults());
@@ -207,9 +210,8 @@ LogicalResult copyConstantsToDevice(ModuleOp module) {
     Value copy = memref::AllocOp::create(b, loc, type);
     read.getResult().replaceAllUsesWith(copy);
     memref::CopyOp::create(b, loc, read.getResult(), copy);
-    b.setInsertionPointAfter(last == read.getOperation()
-                                 ? copy.getDefiningOp()->getNextNode()
-                                 : last);
+    // `last` is a user (deviceUse), so it follows the copy.
+    b.setInsertionPointAfter(last);
     memref::DeallocOp::create(b, loc, copy);
   }
   return success();
