@@ -563,6 +563,139 @@ ExpertOffsetsOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
 }
 
 //===----------------------------------------------------------------------===//
+// Framework level: PermuteTokensOp, UnpermuteTokensOp, SortChunksOp,
+// UnsortChunksOp
+//===----------------------------------------------------------------------===//
+
+/// A static dimension `d` or ShapedType::kDynamic for a tensor of rank < d+1
+/// (the verifier reports the rank).
+static int64_t dimOr(Type type, unsigned d) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  return ranked && ranked.getRank() > d ? ranked.getDimSize(d)
+                                        : ShapedType::kDynamic;
+}
+
+/// [n, H] rows of `rows`'s element type, H read with dimOr (types are
+/// inferred before the operands' constraints are verified).
+static RankedTensorType rowsOf(Value rows, int64_t n) {
+  return RankedTensorType::get({n, dimOr(rows.getType(), 1)},
+                               getElementTypeOrSelf(rows.getType()));
+}
+
+LogicalResult
+PermuteTokensOp::inferReturnTypes(MLIRContext *ctx,
+                                  std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  // An expert count no tensor can have is reported here: the types are
+  // built before the verifier runs.
+  int64_t experts = adaptor.getExpertsAttr().getInt();
+  if (experts < 1 || experts > kMaxExperts)
+    return emitOptionalError(loc, "moecomm.permute_tokens: experts must be in "
+                                  "[1, ",
+                             kMaxExperts, "], got ", experts);
+  Type i64 = IntegerType::get(ctx, 64);
+  results.push_back(rowsOf(adaptor.getX(), ShapedType::kDynamic));
+  results.push_back(RankedTensorType::get({experts}, i64));
+  results.push_back(RankedTensorType::get(
+      {dimOr(adaptor.getTopkIdx().getType(), 0),
+       dimOr(adaptor.getTopkIdx().getType(), 1)},
+      i64));
+  return success();
+}
+
+LogicalResult PermuteTokensOp::verify() {
+  auto x = cast<RankedTensorType>(getX().getType());
+  if (failed(verifyHidden(*this, "x", x)))
+    return failure();
+  auto idx = cast<RankedTensorType>(getTopkIdx().getType());
+  if (idx.getRank() != 2)
+    return emitOpError() << "topk_idx must be 2-D [T, K], got rank "
+                         << idx.getRank();
+  int64_t k = idx.getDimSize(1);
+  if (ShapedType::isDynamic(k) || k < 1 || k > kMaxTopk ||
+      k > int64_t(getExperts()))
+    return emitOpError() << "topk must be static, >= 1 and at most "
+                         << std::min<int64_t>(kMaxTopk, getExperts())
+                         << " (the experts and the limit), got topk_idx "
+                         << shapeStr(idx);
+  if (!x.isDynamicDim(0) && !idx.isDynamicDim(0) &&
+      x.getDimSize(0) != idx.getDimSize(0))
+    return emitOpError() << "x has " << x.getDimSize(0)
+                         << " tokens but topk_idx has " << idx.getDimSize(0);
+  return success();
+}
+
+LogicalResult
+UnpermuteTokensOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
+  results.push_back(
+      rowsOf(adaptor.getRows(), dimOr(adaptor.getSlotRows().getType(), 0)));
+  return success();
+}
+
+LogicalResult UnpermuteTokensOp::verify() {
+  if (failed(verifyHidden(*this, "rows",
+                          cast<RankedTensorType>(getRows().getType()))))
+    return failure();
+  auto slots = cast<RankedTensorType>(getSlotRows().getType());
+  if (slots.getRank() != 2 || slots.isDynamicDim(1) || slots.getDimSize(1) < 1)
+    return emitOpError() << "slot_rows must be 2-D [T, K] with a static K "
+                            ">= 1, got "
+                         << shapeStr(slots);
+  if (Value weights = getTopkWeights()) {
+    auto w = cast<RankedTensorType>(weights.getType());
+    bool sameT = w.getRank() == 2 &&
+                 (w.isDynamicDim(0) || slots.isDynamicDim(0) ||
+                  w.getDimSize(0) == slots.getDimSize(0));
+    if (!sameT || w.getDimSize(1) != slots.getDimSize(1))
+      return emitOpError() << "weights must be [T, K] like slot_rows "
+                           << shapeStr(slots) << ", got " << shapeStr(w);
+  }
+  return success();
+}
+
+/// sort_chunks and unsort_chunks: counts [W, L] with a static L >= 1.
+static LogicalResult verifyChunks(Operation *op, Value in, Value counts) {
+  if (failed(verifyHidden(op, "in", cast<RankedTensorType>(in.getType()))))
+    return failure();
+  auto type = cast<RankedTensorType>(counts.getType());
+  if (type.getRank() != 2 || type.isDynamicDim(1) || type.getDimSize(1) < 1)
+    return op->emitOpError()
+           << "counts must be 2-D [W, L] (rows from each source rank to each "
+              "local expert) with a static L >= 1, got "
+           << shapeStr(type);
+  return success();
+}
+
+LogicalResult SortChunksOp::inferReturnTypes(MLIRContext *ctx,
+                                             std::optional<Location>,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  results.push_back(rowsOf(adaptor.getIn(), ShapedType::kDynamic));
+  results.push_back(RankedTensorType::get(
+      {dimOr(adaptor.getCounts().getType(), 1)}, IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult SortChunksOp::verify() {
+  return verifyChunks(*this, getIn(), getCounts());
+}
+
+LogicalResult UnsortChunksOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location>,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  results.push_back(rowsOf(adaptor.getIn(), dimOr(adaptor.getIn().getType(), 0)));
+  return success();
+}
+
+LogicalResult UnsortChunksOp::verify() {
+  return verifyChunks(*this, getIn(), getCounts());
+}
+
+//===----------------------------------------------------------------------===//
 // PermuteOp
 //===----------------------------------------------------------------------===//
 

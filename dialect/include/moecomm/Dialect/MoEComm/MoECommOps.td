@@ -235,6 +235,135 @@ def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
 }
 
 //===----------------------------------------------------------------------===//
+// Framework level: the local row moves a framework writes around a
+// per-expert exchange (Megatron-Core's all-to-all token dispatcher, MaxText's
+// sparse MoE path). Local, no communication; `moecomm-raise-dispatch` turns
+// a per-expert exchange written with them into dispatch / combine.
+//===----------------------------------------------------------------------===//
+
+def MoEComm_PermuteTokensOp : MoEComm_Op<"permute_tokens", [
+    Pure, InferTypeOpAdaptor]> {
+  let summary = "sort token rows by expert, one row per (token, expert)";
+  let description = [{
+    `x` is `tensor<T x H x bf16|f32>` (this rank's tokens) and `topk_idx`
+    `tensor<T x K x i32|i64>` (expert ids in [-1, E), -1 = masked slot, no
+    id twice in a row, as for `moecomm.dispatch`). Results:
+    * `rows`: `tensor<? x H x elt(x)>`, one copy of x's row t for every kept
+      slot (t, k), ordered by expert id, then by token: the order of a
+      stable argsort of the flattened ids (Megatron-Core's `permute` with a
+      routing map, MaxText's `permute`: `take(x, argsort(ids) // K)`).
+      Masked slots have no row.
+    * `group_sizes`: `tensor<E x i64>`, the rows of each expert (the
+      histogram of the ids; Megatron's `tokens_per_expert`, MaxText's
+      `group_sizes`).
+    * `slot_rows`: `tensor<T x K x i64>`, the row of `rows` that slot (t, k)
+      became, -1 for a masked slot: what `moecomm.unpermute_tokens` needs to
+      bring rows home (Megatron's `sorted_indices`).
+
+    Runtime errors (the compiled graph's check, `moecomm_rt_check`): an id
+    outside [-1, E), an id twice in a row.
+
+    ```mlir
+    %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8)
+        : tensor<?x16xbf16>, tensor<?x4xi32>
+    ```
+  }];
+  let arguments = (ins MoEComm_FloatRows:$x, RankedTensorOf<[I32, I64]>:$topk_idx,
+                       I64Attr:$experts);
+  let results = (outs MoEComm_FloatRows:$rows,
+                      RankedTensorOf<[I64]>:$group_sizes,
+                      RankedTensorOf<[I64]>:$slot_rows);
+  let assemblyFormat = [{
+    $x `,` $topk_idx `experts` `(` $experts `)` attr-dict
+    `:` type($x) `,` type($topk_idx)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_UnpermuteTokensOp : MoEComm_Op<"unpermute_tokens", [
+    Pure, InferTypeOpAdaptor]> {
+  let summary = "bring (token, expert) rows home and sum them per token";
+  let description = [{
+    The inverse of `moecomm.permute_tokens` followed by the sum over top-k:
+    `rows` is `tensor<R x H x bf16|f32>`, `slot_rows` the `tensor<T x K x
+    i64>` that permute_tokens made, and the result `tensor<T x H x
+    elt(rows)>` is `out[t] = sum over k with slot_rows[t, k] >= 0 of
+    w[t, k] * rows[slot_rows[t, k]]` with `weights(w)` (`tensor<T x K x
+    f32>`, the routing weights), the plain sum without; accumulated in f32
+    in slot order k = 0, 1, ... and rounded once. A token with no kept slot
+    gets zeros. Megatron-Core's `unpermute` with probs, MaxText's
+    `unpermute` (unsort, reshape to [T, K, H], weighted sum).
+
+    Verifier errors: slot_rows or weights not [T, K] with one T and K.
+    Runtime error: a slot row outside [-1, R).
+
+    ```mlir
+    %out = moecomm.unpermute_tokens %back, %slots weights(%w : tensor<?x4xf32>)
+        : tensor<?x16xbf16>, tensor<?x4xi64>
+    ```
+  }];
+  let arguments = (ins MoEComm_FloatRows:$rows, RankedTensorOf<[I64]>:$slot_rows,
+                       Optional<RankedTensorOf<[F32]>>:$topk_weights);
+  let results = (outs MoEComm_FloatRows:$out);
+  let assemblyFormat = [{
+    $rows `,` $slot_rows (`weights` `(` $topk_weights^ `:` type($topk_weights) `)`)?
+    attr-dict `:` type($rows) `,` type($slot_rows)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoEComm_SortChunksOp : MoEComm_Op<"sort_chunks", [
+    Pure, InferTypeOpAdaptor]> {
+  let summary = "regroup received rows from source-major to expert-major";
+  let description = [{
+    `in` is `tensor<N x H x bf16|f32>`, the rows a per-expert exchange
+    delivered: by source rank s, then by local expert l, `counts[s, l]` rows
+    each (`counts` is `tensor<W x L x i64>`, what each source sent to each
+    local expert). The results are `out`, the same rows by local expert,
+    then source rank (each chunk in its order), which is `moecomm.dispatch`'s
+    expert-major `recv` order, and `tokens_per_expert` (`tensor<L x i64>`,
+    the column sums of counts). Megatron-Core's `sort_chunks_by_idxs` with
+    the local-expert order, before its grouped GEMM.
+
+    Verifier errors: counts not 2-D with a static L >= 1.
+    Runtime error: a negative count, or counts not summing to N.
+
+    ```mlir
+    %em, %tpe = moecomm.sort_chunks %recv, %counts
+        : tensor<?x16xbf16>, tensor<4x2xi64>
+    ```
+  }];
+  let arguments = (ins MoEComm_FloatRows:$in, RankedTensorOf<[I64]>:$counts);
+  let results = (outs MoEComm_FloatRows:$out,
+                      RankedTensorOf<[I64]>:$tokens_per_expert);
+  let assemblyFormat = "$in `,` $counts attr-dict `:` type($in) `,` type($counts)";
+  let hasVerifier = 1;
+}
+
+def MoEComm_UnsortChunksOp : MoEComm_Op<"unsort_chunks", [
+    Pure, InferTypeOpAdaptor]> {
+  let summary = "regroup expert outputs from expert-major to source-major";
+  let description = [{
+    The inverse of `moecomm.sort_chunks` with the same `counts` (`tensor<W x
+    L x i64>`): `in` (`tensor<N x H x bf16|f32>`) holds the rows by local
+    expert, then source rank; the result holds them by source rank, then
+    local expert, ready to be sent back (Megatron-Core's
+    `sort_chunks_by_idxs` with the restoring order, after the grouped GEMM).
+
+    Verifier errors: counts not 2-D with a static L >= 1.
+    Runtime error: a negative count, or counts not summing to N.
+
+    ```mlir
+    %sm = moecomm.unsort_chunks %y, %counts : tensor<?x16xbf16>, tensor<4x2xi64>
+    ```
+  }];
+  let arguments = (ins MoEComm_FloatRows:$in, RankedTensorOf<[I64]>:$counts);
+  let results = (outs MoEComm_FloatRows:$out);
+  let assemblyFormat = "$in `,` $counts attr-dict `:` type($in) `,` type($counts)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Staged level
 //===----------------------------------------------------------------------===//
 
