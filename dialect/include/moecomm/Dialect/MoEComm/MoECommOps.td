@@ -269,7 +269,9 @@ def MoEComm_PermuteTokensOp : MoEComm_Op<"permute_tokens", [
       bring rows home (Megatron's `sorted_indices`).
 
     Runtime errors (the compiled graph's check, `moecomm_rt_check`): an id
-    outside [-1, E), an id twice in a row.
+    outside [-1, E), an id twice in a row (the slot is then skipped as
+    masked), x and topk_idx with different token counts (when one is
+    dynamic; then no slot is kept).
 
     ```mlir
     %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8)
@@ -303,7 +305,9 @@ def MoEComm_UnpermuteTokensOp : MoEComm_Op<"unpermute_tokens", [
     `unpermute` (unsort, reshape to [T, K, H], weighted sum).
 
     Verifier errors: slot_rows or weights not [T, K] with one T and K.
-    Runtime error: a slot row outside [-1, R).
+    Runtime errors: a slot row outside [-1, R) (its term is skipped), weights
+    with another token count than slot_rows (when one is dynamic; then no
+    term is added).
 
     ```mlir
     %out = moecomm.unpermute_tokens %back, %slots weights(%w : tensor<?x4xf32>)
@@ -334,7 +338,8 @@ def MoEComm_SortChunksOp : MoEComm_Op<"sort_chunks", [
     the local-expert order, before its grouped GEMM.
 
     Verifier errors: counts not 2-D with a static L >= 1.
-    Runtime error: a negative count, or counts not summing to N.
+    Runtime error: a negative count, or counts not summing to N (the
+    result is then zero rows, and zero tokens_per_expert).
 
     ```mlir
     %em, %tpe = moecomm.sort_chunks %recv, %counts
@@ -359,7 +364,8 @@ def MoEComm_UnsortChunksOp : MoEComm_Op<"unsort_chunks", [
     `sort_chunks_by_idxs` with the restoring order, after the grouped GEMM).
 
     Verifier errors: counts not 2-D with a static L >= 1.
-    Runtime error: a negative count, or counts not summing to N.
+    Runtime error: a negative count, or counts not summing to N (the
+    result is then zero rows).
 
     ```mlir
     %sm = moecomm.unsort_chunks %y, %counts : tensor<?x16xbf16>, tensor<4x2xi64>

@@ -20,6 +20,9 @@
 //   back as they are.
 // - @bad_expert_id: @moe_layer on ids whose first one is 8 (no such
 //   expert): permute_tokens' runtime check fails on every rank with tokens.
+// - @repeated_expert_id: @moe_layer on ids whose first token has its first
+//   id in slot 1 too: permute_tokens' check that an id appears once per
+//   token fails likewise (every first token here has a kept first id).
 
 // %em holds each local expert's rows contiguously, %tpe[l] of them: the
 // identity expert copies its segment (where a grouped GEMM would multiply).
@@ -73,14 +76,35 @@ func.func @bad_expert_id(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tenso
     -> tensor<?x16xbf16> attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c8 = arith.constant 8 : i32
+  %false = arith.constant false
+  %bad = call @first_token_id(%idx, %c0, %c8, %false) : (tensor<?x4xi32>, index, i32, i1) -> tensor<?x4xi32>
+  %out = call @moe_layer(%x, %bad, %w) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xbf16>
+  return %out : tensor<?x16xbf16>
+}
+
+func.func @repeated_expert_id(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>)
+    -> tensor<?x16xbf16> attributes {llvm.emit_c_interface} {
+  %c1 = arith.constant 1 : index
+  %c0_i32 = arith.constant 0 : i32
+  %true = arith.constant true
+  %bad = call @first_token_id(%idx, %c1, %c0_i32, %true) : (tensor<?x4xi32>, index, i32, i1) -> tensor<?x4xi32>
+  %out = call @moe_layer(%x, %bad, %w) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xbf16>
+  return %out : tensor<?x16xbf16>
+}
+
+// %idx with the first token's slot %k set to %id, or with %copy to the
+// token's first id; unchanged on a rank without tokens.
+func.func private @first_token_id(%idx: tensor<?x4xi32>, %k: index, %id: i32, %copy: i1) -> tensor<?x4xi32> {
+  %c0 = arith.constant 0 : index
   %t = tensor.dim %idx, %c0 : tensor<?x4xi32>
   %any = arith.cmpi sgt, %t, %c0 : index
-  %bad = scf.if %any -> (tensor<?x4xi32>) {
-    %i = tensor.insert %c8 into %idx[%c0, %c0] : tensor<?x4xi32>
+  %out = scf.if %any -> (tensor<?x4xi32>) {
+    %first = tensor.extract %idx[%c0, %c0] : tensor<?x4xi32>
+    %v = arith.select %copy, %first, %id : i32
+    %i = tensor.insert %v into %idx[%c0, %k] : tensor<?x4xi32>
     scf.yield %i : tensor<?x4xi32>
   } else {
     scf.yield %idx : tensor<?x4xi32>
   }
-  %out = call @moe_layer(%x, %bad, %w) : (tensor<?x16xbf16>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xbf16>
-  return %out : tensor<?x16xbf16>
+  return %out : tensor<?x4xi32>
 }
