@@ -882,6 +882,8 @@ MOECOMM_ALL_TO_ALL(bf16, moecommBfloat16, i32, moecommInt32)
 MOECOMM_ALL_TO_ALL(bf16, moecommBfloat16, i64, moecommInt64)
 MOECOMM_ALL_TO_ALL(f32, moecommFloat32, i32, moecommInt32)
 MOECOMM_ALL_TO_ALL(f32, moecommFloat32, i64, moecommInt64)
+MOECOMM_ALL_TO_ALL(i64, moecommInt64, i32, moecommInt32)
+MOECOMM_ALL_TO_ALL(i64, moecommInt64, i64, moecommInt64)
 #undef MOECOMM_ALL_TO_ALL
 
 void moecomm_rt_check(int32_t ok, const char *where, const char *what,

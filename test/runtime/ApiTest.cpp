@@ -39,6 +39,20 @@ TEST(Api, CommunicatorQueries) {
 // Rows rank s sends to rank d in the all_to_all tests.
 int64_t a2aCount(int s, int d) { return (s + 2 * d) % 3; }
 
+// One all_to_all of `sb` into `rb` with the counts given, and the traffic it
+// alone made.
+void allToAllCounted(moecommComm_t comm, Rows &sb,
+                     const std::vector<int64_t> &send, Rows &rb,
+                     const std::vector<int64_t> &recv,
+                     moecommTraffic_t &traffic) {
+  moecommCommResetTraffic(comm);
+  EXPECT_EQ(moecommAllToAll(comm, sb.view(), send.data(), rb.view(),
+                            recv.data(), nullptr),
+            moecommSuccess)
+      << moecommCommGetLastError(comm);
+  moecommCommGetTraffic(comm, 0, &traffic);
+}
+
 TEST(Api, AllToAllMovesRaggedRowsWithScales) {
   const int W = 4;
   const int64_t H = 130; // two FP8 blocks, the last partial
@@ -65,12 +79,7 @@ TEST(Api, AllToAllMovesRaggedRowsWithScales) {
         sb.scales[row * 2] = (float)(r * 100 + j);
         sb.scales[row * 2 + 1] = (float)d;
       }
-    moecommCommResetTraffic(comm);
-    EXPECT_EQ(moecommAllToAll(comm, sb.view(), send.data(), rb.view(),
-                              recv.data(), nullptr),
-              moecommSuccess)
-        << moecommCommGetLastError(comm);
-    moecommCommGetTraffic(comm, 0, &traffic[r]);
+    allToAllCounted(comm, sb, send, rb, recv, traffic[r]);
     row = 0;
     for (int s = 0; s < W; ++s)
       for (int64_t j = 0; j < recv[s]; ++j, ++row) {
@@ -99,6 +108,51 @@ TEST(Api, AllToAllMovesRaggedRowsWithScales) {
     EXPECT_EQ(t.bytes[moecommDirectionAllToAll][moecommScopeGlobal][1], inter);
     EXPECT_EQ(t.messages[moecommDirectionAllToAll][moecommScopeGlobal][0], mi);
     EXPECT_EQ(t.messages[moecommDirectionAllToAll][moecommScopeGlobal][1], me);
+  }
+}
+
+// i64 rows (metadata such as Megatron-Core's per-expert counts, one row per
+// peer) arrive bit for bit, values beyond 2^53 included, and count 8 bytes
+// an element.
+TEST(Api, AllToAllMovesInt64Rows) {
+  const int W = 4;
+  const int64_t H = 3;
+  auto value = [](int s, int d, int64_t j, int64_t h) -> int64_t {
+    return (int64_t{1} << 60) + s * 1000000 + d * 10000 + j * 100 + h;
+  };
+  std::vector<moecommTraffic_t> traffic(W);
+  runOnThreads(W, 2, [&](moecommComm_t comm, int r) {
+    std::vector<int64_t> send(W), recv(W);
+    int64_t ns = 0, nr = 0;
+    for (int d = 0; d < W; ++d) {
+      send[d] = a2aCount(r, d);
+      recv[d] = a2aCount(d, r);
+      ns += send[d];
+      nr += recv[d];
+    }
+    Rows sb(ns, H, moecommInt64), rb(nr, H, moecommInt64);
+    auto *out = reinterpret_cast<int64_t *>(sb.data.data());
+    for (int d = 0; d < W; ++d)
+      for (int64_t j = 0; j < send[d]; ++j)
+        for (int64_t h = 0; h < H; ++h)
+          *out++ = value(r, d, j, h);
+    allToAllCounted(comm, sb, send, rb, recv, traffic[r]);
+    const auto *in = reinterpret_cast<const int64_t *>(rb.data.data());
+    for (int s = 0; s < W; ++s)
+      for (int64_t j = 0; j < recv[s]; ++j)
+        for (int64_t h = 0; h < H; ++h)
+          EXPECT_EQ(*in++, value(s, r, j, h));
+  });
+  for (int r = 0; r < W; ++r) {
+    uint64_t bytes[2] = {0, 0};
+    for (int d = 0; d < W; ++d)
+      if (d != r)
+        bytes[d / 2 == r / 2 ? 0 : 1] += a2aCount(r, d) * H * 8;
+    const auto &t = traffic[r];
+    EXPECT_EQ(t.bytes[moecommDirectionAllToAll][moecommScopeGlobal][0],
+              bytes[0]);
+    EXPECT_EQ(t.bytes[moecommDirectionAllToAll][moecommScopeGlobal][1],
+              bytes[1]);
   }
 }
 

@@ -329,7 +329,10 @@ std::vector<RoutingView> routingViewsOf(const ref::Problem &p) {
 }
 
 int64_t elemSize(moecommDataType_t t) {
-  return t == moecommFloat32 ? 4 : t == moecommBfloat16 ? 2 : 1;
+  return t == moecommInt64                          ? 8
+         : t == moecommFloat32 || t == moecommInt32 ? 4
+         : t == moecommBfloat16                     ? 2
+                                                    : 1;
 }
 
 Rows::Rows(int64_t n, int64_t hidden, moecommDataType_t type) {

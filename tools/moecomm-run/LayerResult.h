@@ -49,6 +49,11 @@ struct LayerResult {
   /// Whether recv, sources, recvWeights and tokensPerExpert were produced
   /// (a compiled graph may return only its combine output).
   bool dispatchObserved = true;
+  /// Whether recvRows was observed: false for a compiled graph whose only
+  /// exchanges are moecomm.all_to_all and that returns no dispatch outputs
+  /// (no layout counts its rows, and its all_to_alls move rows of other
+  /// kinds too, e.g. Megatron's per-expert counts).
+  bool recvRowsObserved = true;
   /// [R][H] dispatch output, expert-major.
   std::vector<float> recv;
   /// [R][2] (source rank, source token) of each received row.

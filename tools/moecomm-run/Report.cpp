@@ -95,6 +95,13 @@ void placementFigures(const RoutingProblem &p, const ReferenceResult &ref,
   r.receiveImbalance = receiveImbalance(rows);
 }
 
+/// Whether the run observed the rows received: a graph whose exchanges are
+/// only moecomm.all_to_all has no layout to count them and must return them
+/// (LayerResult::recvRowsObserved).
+bool recvRowsObserved(const RunInfo &info) {
+  return info.layouts || info.observesDispatch;
+}
+
 } // namespace
 
 RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
@@ -243,9 +250,13 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
                   "choice {2}\n",
                   p.slotExperts.size(), p.numExperts,
                   replicaChoiceName(p.replicaChoice));
-  os << formatv("  rows       {0} received in total; row bytes: dispatch {1}, "
-                "combine {2}\n",
-                r.recvRows, r.dispatchRowBytes, r.combineRowBytes);
+  os << formatv("  rows       {0}; row bytes: dispatch {1}, combine {2}\n",
+                recvRowsObserved(info)
+                    ? formatv("{0} received in total", r.recvRows).str()
+                    : std::string("not observed (the graph "
+                                  "exchanges moecomm.all_to_all only and "
+                                  "returns no dispatch rows)"),
+                r.dispatchRowBytes, r.combineRowBytes);
   if (info.experts.ffn())
     os << formatv("  experts    SwiGLU FFN, intermediate size {0}, f32 weights "
                   "of seed {1} (docs/moecomm-run.md)\n",
@@ -375,13 +386,17 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
                   r.maxAbsErr, r.maxAbsErrVsReference, r.worstBoundRatio);
   os << formatv("verified                {0}", r.verified ? "yes" : "NO");
   if (r.verified)
-    os << formatv(" ({0} iteration{1} x {2} ranks: {3})\n", info.iterations,
-                  info.iterations == 1 ? "" : "s", p.ranks,
-                  info.observesDispatch
-                      ? "dispatch bitwise, sources, weights, tokens_per_expert, "
-                        "drops, combine, lower bound"
-                      : "received row counts, drops, combine, lower bound; "
-                        "the graph returns no dispatch rows");
+    os << formatv(
+        " ({0} iteration{1} x {2} ranks: {3})\n", info.iterations,
+        info.iterations == 1 ? "" : "s", p.ranks,
+        info.observesDispatch
+            ? "dispatch bitwise, sources, weights, tokens_per_expert, "
+              "drops, combine, lower bound"
+        : recvRowsObserved(info)
+            ? "received row counts, drops, combine, lower bound; "
+              "the graph returns no dispatch rows"
+            : "drops, combine, lower bound; the graph returns no "
+              "dispatch rows");
   else
     os << "\n";
   for (const std::string &f : r.failures)
@@ -443,13 +458,13 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
       {"dispatch_observed", info.observesDispatch},
       {"api", info.api},
       {"strategy", !info.layouts ? "none"
-                   : strategyName(info.strategyFromLibrary
-                                      ? r.strategy
-                                      : info.requestedStrategy)},
+                                 : strategyName(info.strategyFromLibrary
+                                                    ? r.strategy
+                                                    : info.requestedStrategy)},
       {"strategy_in_effect", info.layouts ? strategyName(r.strategy) : "none"},
       {"backend", backendName(info.backend)},
-      {"target", info.target.empty() ? json::Value(nullptr)
-                                     : json::Value(info.target)},
+      {"target",
+       info.target.empty() ? json::Value(nullptr) : json::Value(info.target)},
       {"ranks", p.ranks},
       {"ranks_per_node", p.ranksPerNode},
       {"nodes", p.numNodes()},
@@ -471,7 +486,8 @@ json::Value reportJson(const RoutingProblem &p, const RunInfo &info,
                     {"max", maxE}}},
       {"dropped", r.dropped},
       {"dropped_per_rank", json::Array(r.droppedPerRank)},
-      {"recv_rows", r.recvRows},
+      {"recv_rows",
+       recvRowsObserved(info) ? json::Value(r.recvRows) : json::Value(nullptr)},
       {"bytes", linkPair(intraNodeBytes(r.traffic, moecommDirectionDispatch),
                          interNodeBytes(r.traffic, moecommDirectionDispatch))},
       {"messages", linkPair(messages(r.traffic, moecommDirectionDispatch,

@@ -46,6 +46,10 @@ void mlir::moecomm::buildMoECommPipeline(OpPassManager &pm,
   MoECommScheduleOverlapOptions overlap;
   overlap.chunks = options.chunks;
   pm.addNestedPass<func::FuncOp>(createMoECommScheduleOverlap(overlap));
+  // The framework-level row moves moecomm-raise-dispatch left (or a graph
+  // wrote without a per-expert exchange) become loops on tensors, which
+  // bufferize with the rest.
+  pm.addPass(createMoECommLowerTokenPermutes());
   // Expert computations written as elementwise arith on tensors bufferize
   // through linalg.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());

@@ -9,20 +9,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Conversion/MoECommToRuntime/RuntimeAbi.h"
 #include "Transforms/OptionErrors.h"
+#include "Transforms/RuntimeChecks.h"
+#include "Transforms/TensorLoopBuilder.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/RegionKindInterface.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
-#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::moecomm;
@@ -239,20 +238,14 @@ bool mlir::moecomm::isJaxRaggedAllToAll(Operation *op) {
 namespace {
 
 /// Emits the conversion of one checked custom call.
-class Importer {
+class Importer : TensorLoopBuilder {
 public:
   Importer(Operation *op, int64_t ranks, int64_t ranksPerNode,
-           SymbolTable &symbols, llvm::StringMap<LLVM::GlobalOp> &texts)
-      : op(op), b(op->getLoc(), op), ranks(ranks), symbols(symbols),
-        texts(texts),
+           CheckTexts &texts)
+      : TensorLoopBuilder(op), op(op), ranks(ranks),
         topology(TopologyAttr::get(op->getContext(), ranks, ranksPerNode,
-                                   /*experts=*/0)) {
-    if (auto file = dyn_cast<FileLineColLoc>(op->getLoc()))
-      where = llvm::formatv("{0}:{1}:{2}", file.getFilename().getValue(),
-                            file.getLine(), file.getColumn());
-    else
-      llvm::raw_string_ostream(where) << op->getLoc();
-  }
+                                   /*experts=*/0)),
+        checks(b, op, kTarget, texts) {}
 
   void run() {
     Value operand = op->getOperand(0), output = op->getOperand(1);
@@ -418,102 +411,21 @@ private:
 
   /// scf.for over the ranks j in [0, W) carrying `init`; `body` builds one
   /// iteration with `b` and returns the values carried to the next.
-  scf::ForOp
-  forEachRank(ValueRange init,
-              function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    return scf::ForOp::create(
-        b, index(0), index(ranks), index(1), init,
-        [&](OpBuilder &nested, Location, Value j, ValueRange iter) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          scf::YieldOp::create(b, body(j, iter));
-        });
+  scf::ForOp forEachRank(ValueRange init, Body body) {
+    return forLoop(index(0), index(ranks), init, body);
   }
-
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value i64Constant(int64_t v) {
-    return arith::ConstantIntOp::create(b, b.getI64Type(), v);
-  }
-  Value i64(Value indexValue) {
-    return arith::IndexCastOp::create(b, b.getI64Type(), indexValue);
-  }
-  Value indexOf(Value i64Value) {
-    return arith::IndexCastOp::create(b, b.getIndexType(), i64Value);
-  }
-  /// t[j] of a 1-D i32/i64 tensor, as i64.
-  Value element(Value t, Value j) {
-    Value v = tensor::ExtractOp::create(b, t, j);
-    return v.getType().isInteger(64)
-               ? v
-               : arith::ExtSIOp::create(b, b.getI64Type(), v).getResult();
-  }
-  Value cmp(arith::CmpIPredicate p, Value lhs, Value rhs) {
-    return arith::CmpIOp::create(b, p, lhs, rhs);
-  }
-  Value andAll(ArrayRef<Value> conditions) {
-    Value all = conditions.front();
-    for (Value c : conditions.drop_front())
-      all = arith::AndIOp::create(b, all, c);
-    return all;
-  }
-  Value boolean(bool v) {
-    return arith::ConstantIntOp::create(b, b.getI1Type(), v);
-  }
-  /// Unless `ok`, records an invalid-argument error of this rank (the
-  /// runtime's moecomm_rt_check, moecomm_compiled.h): "ragged_all_to_all at
-  /// FILE:LINE:COL: rank R: `what`", each "{}" in `what` replaced by the
-  /// next of `values` (i64, at most 4).
+  /// Unless `ok`, records an invalid-argument error of this rank
+  /// (RuntimeChecks.h): "ragged_all_to_all at FILE:LINE:COL: rank R:
+  /// `what`", each "{}" in `what` replaced by the next of `values`.
   void check(Value ok, StringRef what, ArrayRef<Value> values) {
-    assert(values.size() <= 4 && "moecomm_rt_check takes 4 values");
-    SmallVector<Value> args{
-        arith::ExtUIOp::create(b, b.getI32Type(), ok),
-        text(llvm::formatv("{0} at {1}", kTarget, where).str()), text(what)};
-    for (size_t k = 0; k < 4; ++k)
-      args.push_back(k < values.size() ? values[k] : i64Constant(0));
-    RuntimeAbi(b, b.getLoc(), op).call("moecomm_rt_check", args);
-  }
-  /// The address of a NUL-terminated constant holding `s` (one global per
-  /// text in the module).
-  Value text(StringRef s) {
-    LLVM::GlobalOp &global = texts[s];
-    if (!global) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&symbols.getOp()->getRegion(0).front());
-      global = LLVM::GlobalOp::create(
-          b, LLVM::LLVMArrayType::get(b.getI8Type(), s.size() + 1),
-          /*isConstant=*/true, LLVM::Linkage::Internal,
-          "ragged_all_to_all_check", b.getStringAttr(s + Twine('\0')));
-      symbols.insert(global);
-    }
-    return LLVM::AddressOfOp::create(b, global);
-  }
-  /// rows[start : start + size] of a [?, h] tensor.
-  Value slice(Value rows, Value start, Value size, int64_t h) {
-    auto type = cast<RankedTensorType>(rows.getType());
-    return tensor::ExtractSliceOp::create(
-        b,
-        RankedTensorType::get({ShapedType::kDynamic, h}, type.getElementType()),
-        rows, ArrayRef<OpFoldResult>{start, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{size, b.getIndexAttr(h)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
-  }
-  /// `into` with rows [at : at + size] replaced by `segment`.
-  Value insert(Value segment, Value into, Value at, Value size, int64_t h) {
-    return tensor::InsertSliceOp::create(
-        b, segment, into, ArrayRef<OpFoldResult>{at, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{size, b.getIndexAttr(h)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    checks.check(ok, what, values);
   }
 
   Operation *op;
-  ImplicitLocOpBuilder b;
   int64_t ranks;
-  SymbolTable &symbols;
-  /// The texts' globals, shared by the module's imports.
-  llvm::StringMap<LLVM::GlobalOp> &texts;
   TopologyAttr topology;
-  std::string where;
+  /// The texts' globals are shared by the module's imports.
+  RuntimeChecks checks;
 };
 
 struct ImportRaggedAllToAllPass
@@ -568,12 +480,9 @@ struct ImportRaggedAllToAllPass
     // Nothing is converted when any call is refused.
     if (!ok)
       return signalPassFailure();
-    SymbolTable symbols(getOperation());
-    llvm::StringMap<LLVM::GlobalOp> texts;
+    CheckTexts texts(getOperation());
     for (auto [op, ranks] : calls)
-      Importer(op, ranks, ranksPerNode > 0 ? ranksPerNode : ranks, symbols,
-               texts)
-          .run();
+      Importer(op, ranks, ranksPerNode > 0 ? ranksPerNode : ranks, texts).run();
   }
 };
 

@@ -301,7 +301,9 @@ moecommRtCombine_t _mlir_ciface_moecomm_rt_combine_bf16,
     _mlir_ciface_moecomm_rt_combine_f32;
 
 /* all_to_all: sendCounts [W] (i32 or i64), recvCounts [W] i64. The counts
- * call fills recvCounts and returns its sum (the rows to receive). */
+ * call fills recvCounts and returns its sum (the rows to receive). Rows are
+ * bf16, f32 or i64 (metadata such as per-expert counts, 8 bytes an
+ * element in the traffic). */
 typedef int64_t moecommRtAllToAllCounts_t(int64_t ranks, int64_t ranksPerNode,
                                           moecommMemRef1D *sendCounts,
                                           moecommMemRef1D *recvCounts);
@@ -315,7 +317,9 @@ moecommRtAllToAllCounts_t _mlir_ciface_moecomm_rt_all_to_all_counts_i32,
 moecommRtAllToAll_t _mlir_ciface_moecomm_rt_all_to_all_bf16_i32,
     _mlir_ciface_moecomm_rt_all_to_all_bf16_i64,
     _mlir_ciface_moecomm_rt_all_to_all_f32_i32,
-    _mlir_ciface_moecomm_rt_all_to_all_f32_i64;
+    _mlir_ciface_moecomm_rt_all_to_all_f32_i64,
+    _mlir_ciface_moecomm_rt_all_to_all_i64_i32,
+    _mlir_ciface_moecomm_rt_all_to_all_i64_i64;
 
 /* A runtime check of compiled code (moecomm-import-ragged-all-to-all's
  * checks of JAX's offsets and sizes): unless `ok`, records

@@ -96,6 +96,68 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
                            "::mlir::tensor::TensorDialect"];
 }
 
+def MoECommLowerTokenPermutes : Pass<"moecomm-lower-token-permutes", "::mlir::ModuleOp"> {
+  let summary = "Lower the framework-level row moves (permute_tokens, unpermute_tokens, sort_chunks, unsort_chunks) to scf/tensor loops";
+  let description = [{
+    The framework-level ops (`moecomm.permute_tokens`, `unpermute_tokens`,
+    `sort_chunks`, `unsort_chunks`; generated/MoECommDialect.md) are local
+    row moves a framework writes around a per-expert exchange (Megatron-Core's
+    all-to-all token dispatcher, MaxText's sparse path). Those that
+    `moecomm-raise-dispatch` did not turn into dispatch / combine are
+    rewritten here, on tensors, into upstream IR (scf.for / scf.if with
+    tensor iter_args, tensor.extract / insert / extract_slice /
+    insert_slice, arith, linalg.fill), which bufferizes with the rest of the
+    graph (moecomm-pipeline runs this pass before bufferization, for both
+    targets). Each op's semantics are its ODS description's, exactly:
+
+    * `permute_tokens`: a counting sort (the idea of XLA's and MaxText's
+      sort by expert, written as upstream MLIR has no sort): (1) per token t
+      and slot k, the id is checked and the rows of each expert counted
+      (the histogram, `group_sizes`); (2) an exclusive prefix sum gives each
+      expert's first row; (3) token by token, slot by slot, row t of `x` is
+      copied to its expert's next row and `slot_rows[t, k]` set to it (-1
+      for a masked slot). Rows are thus by expert, then token: the order of
+      a stable argsort of the flattened ids.
+    * `unpermute_tokens`: per token t and column h, the sum over the slots
+      k = 0, 1, ... with `slot_rows[t, k] >= 0` of `w[t, k] * rows[slot_rows[t,
+      k], h]` (of the row alone without weights), accumulated in f32 from
+      +0.0 and rounded once to the element type; a token without a kept slot
+      gets zeros.
+    * `sort_chunks` / `unsort_chunks`: the counts are checked and summed per
+      local expert (`tokens_per_expert`), each chunk (s, l)'s source-major
+      offset recorded; then, local expert by local expert and source by
+      source, chunk (s, l) is copied from its source-major offset to the
+      next expert-major row (sort) or back (unsort).
+
+    Runtime checks (calls of the runtime's `moecomm_rt_check`,
+    moecomm_compiled.h; a failed one records moecommInvalidArgument on its
+    rank, "moecomm.<op> at FILE:LINE:COL: rank R: <the check> (<values>)",
+    read by the host with moecommCompiledStatus / moecommCompiledLastError,
+    and the rank's next collective call stops its peers there):
+    permute_tokens: an id outside [-1, E), an id twice in a row, x and
+    topk_idx with different token counts (shapes the verifier cannot
+    compare when one is dynamic); unpermute_tokens: a slot row outside
+    [-1, R), weights with other token counts than slot_rows; sort_chunks /
+    unsort_chunks: a negative count, counts summing to more or less than
+    the rows of `in`. After a failed check no row is read or written out of
+    bounds: a bad slot is skipped as if masked (no row, `slot_rows` -1; no
+    term of the sum), and chunks whose counts fail give zero rows and zero
+    `tokens_per_expert`.
+
+    On the cuda target the loops run on the host over the graph's buffers
+    (`moecomm-device-buffers` warns: host device only), as an expert
+    computation written as loops does.
+
+    Errors: none at compile time (the ops' verifiers have checked them).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MoECommConfigureCollectives : Pass<"moecomm-configure-collectives", "::mlir::ModuleOp"> {
   let summary = "Retarget collectives to other ranks and override their wire dtype, capacity and align";
   let description = [{

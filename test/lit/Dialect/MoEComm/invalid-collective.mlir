@@ -297,7 +297,7 @@ func.func @f(%x: tensor<?x8xbf16>, %i: tensor<3x2xi32>, %w: tensor<?x2xf32>) {
 // -----
 
 func.func @f(%s: tensor<?x8xf8E4M3FN>, %c: tensor<2xi64>) {
-  // expected-error @+1 {{'moecomm.all_to_all' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float values, but got 'tensor<?x8xf8E4M3FN>'}}
+  // expected-error @+1 {{'moecomm.all_to_all' op operand #0 must be 2-D tensor of rows of bfloat16 type or 32-bit float or 64-bit signless integer values, but got 'tensor<?x8xf8E4M3FN>'}}
   %0:2 = moecomm.all_to_all %s, %c topology<ranks = 2, ranks_per_node = 1> : tensor<?x8xf8E4M3FN>, tensor<2xi64>
   return
 }

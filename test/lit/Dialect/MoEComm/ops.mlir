@@ -67,10 +67,12 @@ func.func @defaults(%x: tensor<4x7xf32>, %idx: tensor<4x3xi64>, %w: tensor<4x3xf
 // CHECK: moecomm.all_to_all %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
 // CHECK: moecomm.all_to_all %{{.*}}, %{{.*}} topology<ranks = 2, ranks_per_node = 1> : tensor<6x3xf32>, tensor<2xi32>
 // CHECK: moecomm.all_to_all %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<?xi64>
-func.func @all_to_all(%rows: tensor<?x64xbf16>, %counts: tensor<4xi64>, %r2: tensor<6x3xf32>, %c2: tensor<2xi32>, %c3: tensor<?xi64>) -> (tensor<?x64xbf16>, tensor<4xi64>) {
+// CHECK: moecomm.all_to_all %{{.*}}, %{{.*}} topology<ranks = 4, ranks_per_node = 2> : tensor<4x2xi64>, tensor<4xi64>
+func.func @all_to_all(%rows: tensor<?x64xbf16>, %counts: tensor<4xi64>, %r2: tensor<6x3xf32>, %c2: tensor<2xi32>, %c3: tensor<?xi64>, %meta: tensor<4x2xi64>) -> (tensor<?x64xbf16>, tensor<4xi64>) {
   %recv, %rc = moecomm.all_to_all %rows, %counts topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
   %recv2, %rc2 = moecomm.all_to_all %r2, %c2 topology<ranks = 2, ranks_per_node = 1> : tensor<6x3xf32>, tensor<2xi32>
   %recv3, %rc3 = moecomm.all_to_all %rows, %c3 topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<?xi64>
+  %recv4, %rc4 = moecomm.all_to_all %meta, %counts topology<ranks = 4, ranks_per_node = 2> : tensor<4x2xi64>, tensor<4xi64>
   return %recv, %rc : tensor<?x64xbf16>, tensor<4xi64>
 }
 
@@ -160,4 +162,21 @@ func.func @attributes(%h: !moecomm.handle<ranks = 2, ranks_per_node = 1, experts
 func.func @largest_topk(%x: tensor<?x8xf32>, %idx: tensor<?x4096xi32>, %w: tensor<?x4096xf32>) -> tensor<?x8xf32> {
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 8192> : tensor<?x8xf32>, tensor<?x4096xi32>, tensor<?x4096xf32>
   return %recv : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @framework
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = moecomm.permute_tokens %{{.*}}, %{{.*}} experts(8) : tensor<?x16xbf16>, tensor<?x4xi32>
+// CHECK: moecomm.permute_tokens %{{.*}}, %{{.*}} experts(2) : tensor<3x8xf32>, tensor<3x2xi64>
+// CHECK: moecomm.sort_chunks %{{.*}}, %{{.*}} : tensor<?x16xbf16>, tensor<?x2xi64>
+// CHECK: moecomm.unsort_chunks %{{.*}}, %{{.*}} : tensor<?x16xbf16>, tensor<4x2xi64>
+// CHECK: moecomm.unpermute_tokens %{{.*}}, %{{.*}} weights(%{{.*}} : tensor<?x4xf32>) : tensor<?x16xbf16>, tensor<?x4xi64>
+// CHECK: moecomm.unpermute_tokens %{{.*}}, %{{.*}} : tensor<?x8xf32>, tensor<3x2xi64>
+func.func @framework(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>, %c: tensor<?x2xi64>, %c4: tensor<4x2xi64>, %x2: tensor<3x8xf32>, %idx2: tensor<3x2xi64>) -> (tensor<?x16xbf16>, tensor<2xi64>, tensor<3x8xf32>) {
+  %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8) : tensor<?x16xbf16>, tensor<?x4xi32>
+  %rows2, %sizes2, %slots2 = moecomm.permute_tokens %x2, %idx2 experts(2) : tensor<3x8xf32>, tensor<3x2xi64>
+  %em, %tpe = moecomm.sort_chunks %rows, %c : tensor<?x16xbf16>, tensor<?x2xi64>
+  %sm = moecomm.unsort_chunks %em, %c4 : tensor<?x16xbf16>, tensor<4x2xi64>
+  %out = moecomm.unpermute_tokens %sm, %slots weights(%w : tensor<?x4xf32>) : tensor<?x16xbf16>, tensor<?x4xi64>
+  %out2 = moecomm.unpermute_tokens %rows2, %slots2 : tensor<?x8xf32>, tensor<3x2xi64>
+  return %out, %tpe, %out2 : tensor<?x16xbf16>, tensor<2xi64>, tensor<3x8xf32>
 }

@@ -27,6 +27,10 @@ def MoEComm_Rows : RankedTensorOf<[BF16, F32, F8E4M3FN], [HasAnyRankOfPred<[2]>]
 // level (quantized by the passes, with its scales).
 def MoEComm_FloatRows : RankedTensorOf<[BF16, F32], [HasAnyRankOfPred<[2]>],
                                        "2-D tensor of rows">;
+// Rows moecomm.all_to_all moves: a framework's rows, or i64 metadata (e.g.
+// Megatron-Core's per-expert counts, exchanged as one row per peer).
+def MoEComm_AllToAllRows : RankedTensorOf<[BF16, F32, I64], [HasAnyRankOfPred<[2]>],
+                                          "2-D tensor of rows">;
 // f32 scales (fp8_e4m3) or E8M0 bytes (fp8_e4m3_ue8m0, mxfp8): see
 // getScalesType in MoEComm.h.
 def MoEComm_Scales : RankedTensorOf<[F32, F8E8M0FNU], [HasAnyRankOfPred<[2]>],
@@ -208,24 +212,28 @@ def MoEComm_AllToAllOp : MoEComm_Op<"all_to_all", [
     CollectiveEffects, InferTypeOpAdaptor]> {
   let summary = "ragged all-to-all of rows";
   let description = [{
-    `send` is `tensor<N x H x bf16|f32>` sorted by destination rank and
+    `send` is `tensor<N x H x bf16|f32|i64>` sorted by destination rank and
     `send_counts` is `tensor<W x i32|i64>` (rows for each destination;
     `tensor<? x i32|i64>` keeps the graph independent of W, e.g. for
     `moecomm-split-hierarchical`'s `ranks=`, and is checked at run time). The
     results are `recv`, `tensor<? x H x elt(send)>`, the rows received,
     concatenated by source rank, and `recv_counts`, `tensor<W x i64>`. The
     runtime checks collectively, before any payload moves, that every rank's
-    counts agree (error, not a hang).
+    counts agree (error, not a hang). i64 rows carry metadata, e.g.
+    Megatron-Core's `num_local_tokens_per_expert` (`tensor<W x L x i64>`, one
+    row per destination rank, counts 1 each): every rank learns what each
+    source sends to each of its local experts. Traffic is counted as for
+    any rows: H elements of 8 bytes per i64 row.
 
     ```mlir
     %recv, %counts = moecomm.all_to_all %send, %send_counts
         topology<ranks = 4, ranks_per_node = 2> : tensor<?x64xbf16>, tensor<4xi64>
     ```
   }];
-  let arguments = (ins MoEComm_FloatRows:$send,
+  let arguments = (ins MoEComm_AllToAllRows:$send,
                        RankedTensorOf<[I32, I64]>:$send_counts,
                        MoEComm_TopologyAttr:$topology);
-  let results = (outs MoEComm_FloatRows:$recv,
+  let results = (outs MoEComm_AllToAllRows:$recv,
                       RankedTensorOf<[I64]>:$recv_counts);
   let assemblyFormat = [{
     $send `,` $send_counts `topology` `` $topology attr-dict
@@ -261,7 +269,9 @@ def MoEComm_PermuteTokensOp : MoEComm_Op<"permute_tokens", [
       bring rows home (Megatron's `sorted_indices`).
 
     Runtime errors (the compiled graph's check, `moecomm_rt_check`): an id
-    outside [-1, E), an id twice in a row.
+    outside [-1, E), an id twice in a row (the slot is then skipped as
+    masked), x and topk_idx with different token counts (when one is
+    dynamic; then no slot is kept).
 
     ```mlir
     %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8)
@@ -295,7 +305,9 @@ def MoEComm_UnpermuteTokensOp : MoEComm_Op<"unpermute_tokens", [
     `unpermute` (unsort, reshape to [T, K, H], weighted sum).
 
     Verifier errors: slot_rows or weights not [T, K] with one T and K.
-    Runtime error: a slot row outside [-1, R).
+    Runtime errors: a slot row outside [-1, R) (its term is skipped), weights
+    with another token count than slot_rows (when one is dynamic; then no
+    term is added).
 
     ```mlir
     %out = moecomm.unpermute_tokens %back, %slots weights(%w : tensor<?x4xf32>)
@@ -326,7 +338,8 @@ def MoEComm_SortChunksOp : MoEComm_Op<"sort_chunks", [
     the local-expert order, before its grouped GEMM.
 
     Verifier errors: counts not 2-D with a static L >= 1.
-    Runtime error: a negative count, or counts not summing to N.
+    Runtime error: a negative count, or counts not summing to N (the
+    result is then zero rows, and zero tokens_per_expert).
 
     ```mlir
     %em, %tpe = moecomm.sort_chunks %recv, %counts
@@ -351,7 +364,8 @@ def MoEComm_UnsortChunksOp : MoEComm_Op<"unsort_chunks", [
     `sort_chunks_by_idxs` with the restoring order, after the grouped GEMM).
 
     Verifier errors: counts not 2-D with a static L >= 1.
-    Runtime error: a negative count, or counts not summing to N.
+    Runtime error: a negative count, or counts not summing to N (the
+    result is then zero rows).
 
     ```mlir
     %sm = moecomm.unsort_chunks %y, %counts : tensor<?x16xbf16>, tensor<4x2xi64>
