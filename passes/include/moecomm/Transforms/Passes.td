@@ -151,9 +151,11 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
 
     Each op becomes: a gather of the W send segments into destination
     order (scf.for + tensor slices), one `moecomm.all_to_all` of the rows
-    with `send_sizes` as counts (the op a later `moecomm-raise-dispatch`
-    consumes), a second `moecomm.all_to_all` of one row per peer carrying
-    the bits of `output_offsets[j]` (an i64 as two f32 bit patterns), and a
+    with `send_sizes` as counts (the gathers are loops, not
+    `moecomm.permute_tokens`, so `moecomm-raise-dispatch` keeps this
+    exchange per-expert), a second `moecomm.all_to_all` of one row per
+    peer carrying the bits of `output_offsets[j]` (an i64 as two f32 bit
+    patterns), and a
     scatter of each source's rows into `output` at the offset its sender
     gave. Topology: `ranks` = W, `ranks_per_node` = the option (default: W,
     one node).
