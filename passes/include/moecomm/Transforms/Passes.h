@@ -71,6 +71,12 @@ constexpr int64_t kMaxOverlapChunks = 64;
 void populateLowerCollectivesPatterns(RewritePatternSet &patterns,
                                       Strategy fallback);
 
+/// Patterns of moecomm-raise-dispatch: a framework's per-expert exchange
+/// (permute_tokens ... unpermute_tokens, see Passes.td) -> dispatch /
+/// combine. A chain that does not qualify does not match (the pass remarks
+/// why).
+void populateRaiseDispatchPatterns(RewritePatternSet &patterns);
+
 /// Patterns of moecomm-fuse-quant: FP8 rows forwarded between exchange hops,
 /// quantized once and dequantized once.
 void populateFuseQuantPatterns(RewritePatternSet &patterns);

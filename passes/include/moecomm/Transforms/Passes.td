@@ -10,6 +10,118 @@
 
 include "mlir/Pass/PassBase.td"
 
+def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"> {
+  let summary = "Raise a framework's per-expert exchange to moecomm.dispatch / combine";
+  let description = [{
+    A framework sends one row per (token, selected expert) over a ragged
+    all-to-all (Megatron-Core's `MoEAlltoAllTokenDispatcher`, MaxText's
+    sparse MoE path, JAX's `ragged_all_to_all` once imported): a token
+    routed to several experts of one node crosses the network once per
+    expert. This pass recognises that exchange, written with the framework
+    level ops (`moecomm.permute_tokens`, `sort_chunks`, `unsort_chunks`,
+    `unpermute_tokens`) and `moecomm.all_to_all`, and replaces it with
+    `moecomm.dispatch` / `moecomm.combine` on the same ranks, which
+    `moecomm-split-hierarchical` then splits so that a token crosses the
+    network at most once per node (what DeepEP's dispatch / combine do).
+
+    The recognised form, in one block (W ranks, E = W * L experts):
+
+    ```mlir
+    %rows, %gs, %slots = moecomm.permute_tokens %x, %idx experts(E)
+    %gs2 = tensor.expand_shape %gs [[0, 1]] output_shape [W, L]
+        : tensor<E x i64> into tensor<W x L x i64>
+    %sc = linalg.reduce ins(%gs2) outs(%zeros) dimensions = [1]
+        (%a, %b) { %s = arith.addi %a, %b; linalg.yield %s }   // per-rank sums
+    %recv, %rc = moecomm.all_to_all %rows, %sc topology<ranks = W, ...>
+    // grouped experts (Megatron's grouped GEMM): the counts matrix, the regroup
+    %cm, %_ = moecomm.all_to_all %gs2, %ones topology<same>   // W ones
+    %em, %tpe = moecomm.sort_chunks %recv, %cm                // %cm or a tensor.cast of it
+    %y = ... any computation of %em and %tpe ...
+    %sm = moecomm.unsort_chunks %y, %cm
+    %back, %_ = moecomm.all_to_all %sm, %rc topology<same>
+    // or row-wise experts: %back, %_ = moecomm.all_to_all %y2, %rc, with %y2
+    // %recv itself or computed from it by elementwise ops of received rows only
+    %out = moecomm.unpermute_tokens %back, %slots [weights(%w)]
+    ```
+
+    becomes
+
+    ```mlir
+    %r, %rw, %tpe2, %h = moecomm.dispatch %x, %idx, %w'
+        topology<ranks = W, ranks_per_node = <same>, experts = E>
+    %y = ... the same computation of %r and %tpe2 ...   // row-wise: of %r
+    %out2 = moecomm.combine %y, %h [weighted]
+    ```
+
+    with `%w' = %w` (a weighted combine) or, when unpermute_tokens has no
+    weights, all-ones `[T, K]` f32 weights (an unweighted combine). The
+    dispatch takes the place of the forward all_to_all, the combine that of
+    the all_to_all back, so the collectives keep their program order.
+    `sort_chunks` orders the received rows by local expert, then source
+    rank, then token: the order of the dispatch's `recv`, so its results are
+    the dispatch's `recv` and `tokens_per_expert` and the expert computation
+    is not touched. Row-wise experts (identity, or elementwise ops) give
+    each row a result that does not depend on the rows' order, so they read
+    the dispatch's rows instead. The dispatch sends each token once per
+    destination rank (flat) or node (hierarchical) instead of once per
+    expert; the results are the same rows, summed per token in f32 as
+    unpermute_tokens does (the hierarchical sum's order differs: last-bit
+    differences, docs/runtime.md). The per-expert strategy keeps the
+    original's traffic.
+
+    Legality, all from the IR; a chain that starts with a
+    `moecomm.permute_tokens` and fails one is left as it is, with a remark
+    "moecomm-raise-dispatch: not raised: <why>" at the op concerned, naming
+    it:
+    - the group sizes are reshaped by a `tensor.expand_shape` to a static
+      `[W, L]` (E = W * L then holds by its verifier);
+    - the rows are sent by a `moecomm.all_to_all` whose topology has W ranks
+      and no expert placement, with send counts that are the per-rank sums
+      of that `[W, L]` (a `linalg.reduce` over dimension 1 with `arith.addi`
+      from zeros, possibly through a `tensor.cast`);
+    - grouped form: `sort_chunks` and `unsort_chunks` take the same counts
+      matrix (directly or through `tensor.cast`s), which is the
+      `all_to_all` of exactly the `[W, L]` group sizes with a constant of W
+      ones as send counts, on the forward exchange's topology; the unsorted
+      rows are sent back by an `all_to_all`;
+    - row-wise form: every op reading the received rows (or rows computed
+      from them) is the `all_to_all` back or an elementwise op whose
+      operands are all such rows;
+    - the exchange back has the forward exchange's topology and sends with
+      its `recv_counts`; its rows go to a `moecomm.unpermute_tokens` that
+      takes the same permute_tokens' `slot_rows`; the rows sent back have
+      the tokens' hidden size (what `moecomm.combine` returns);
+    - no value of the chain (the permuted rows, group sizes, `[W, L]`, send
+      counts, received rows and counts, counts matrix, unsorted rows, rows
+      back, slot rows) is used outside it: e.g. a backward pass reading the
+      same slot rows keeps the chain as it is;
+    - all these ops are in the permute_tokens' block, and the routing
+      weights are defined before the forward `all_to_all`, where the
+      dispatch goes.
+
+    A function without a permute_tokens is left exactly as it is (no
+    folding, no remark).
+
+    Not part of `moecomm-pipeline`: run it before, as
+    `--moecomm-raise-dispatch --moecomm-pipeline=...`. The raise changes what
+    the program sends (that is its point) and the last bits of a
+    hierarchical sum, so it is the author's choice, like the import of JAX's
+    ragged all-to-all; and the per-expert program must stay runnable as
+    written, to measure it against the raised one (moecomm-run runs the
+    pipeline on both).
+
+    Source of the idea: the per-expert exchange of Megatron-Core's
+    `MoEAlltoAllTokenDispatcher` (`permute`, `all_to_all`,
+    `sort_chunks_by_idxs`, grouped GEMM, and back) and MaxText's sparse
+    path (`permute`, `ragged_all_to_all`, `unpermute`); DeepEP's
+    dispatch / combine are what it becomes.
+  }];
+  let dependentDialects = ["::mlir::moecomm::MoECommDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::mlir::ModuleOp"> {
   let summary = "Convert JAX's stablehlo.custom_call @ragged_all_to_all to moecomm.all_to_all";
   let description = [{
@@ -39,9 +151,11 @@ def MoECommImportRaggedAllToAll : Pass<"moecomm-import-ragged-all-to-all", "::ml
 
     Each op becomes: a gather of the W send segments into destination
     order (scf.for + tensor slices), one `moecomm.all_to_all` of the rows
-    with `send_sizes` as counts (the op a later `moecomm-raise-dispatch`
-    consumes), a second `moecomm.all_to_all` of one row per peer carrying
-    the bits of `output_offsets[j]` (an i64 as two f32 bit patterns), and a
+    with `send_sizes` as counts (the gathers are loops, not
+    `moecomm.permute_tokens`, so `moecomm-raise-dispatch` keeps this
+    exchange per-expert), a second `moecomm.all_to_all` of one row per
+    peer carrying the bits of `output_offsets[j]` (an i64 as two f32 bit
+    patterns), and a
     scatter of each source's rows into `output` at the offset its sender
     gave. Topology: `ranks` = W, `ranks_per_node` = the option (default: W,
     one node).
