@@ -560,12 +560,16 @@ bool a2aTopology(int64_t ranks, int64_t ranksPerNode) {
   return false;
 }
 
-/// The counts collective with negative counts, which every rank rejects.
+/// The counts collective's agreement with this thread's first error as its
+/// local verdict: every rank stops there with that error, the cause, rather
+/// than with a rejected argument of this call (the other ranks, in
+/// moecommAllToAllCounts, take part in the same agreement).
 void rejectCounts() {
-  int size = 0;
-  moecommCommSize(boundComm, &size);
-  std::vector<int64_t> bad(size, -1), recv(size);
-  collective(moecommAllToAllCounts(boundComm, bad.data(), recv.data()));
+  collective(moecomm::onComm(boundComm, [](moecomm::Comm &comm) {
+    moecomm::Signature sig(moecomm::OpKind::AllToAllCounts);
+    sig.setError(moecomm::Status::error(firstError, firstMessage));
+    return comm.agree(sig, nullptr);
+  }));
 }
 
 int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,

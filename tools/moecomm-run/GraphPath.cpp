@@ -404,9 +404,10 @@ Error applyGraphPlacement(ArrayRef<mlir::func::FuncOp> functions,
   return Error::success();
 }
 
-/// Checks the collectives the entry runs against the routing's experts (the
-/// pipeline retargets their ranks, not their experts) and takes the wire
-/// dtype and capacity their dispatches declare into `p`, as `options` allow.
+/// Checks the collectives the entry runs, and its permute_tokens, against
+/// the routing's experts (the pipeline retargets their ranks, not their
+/// experts) and takes the wire dtype and capacity their dispatches declare
+/// into `p`, as `options` allow.
 Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
                         const GraphOptions &options, RoutingProblem &p) {
   std::optional<std::pair<mlir::Operation *, PayloadType>> wire;
@@ -442,6 +443,18 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
                                      p.numExperts));
           return mlir::WalkResult::interrupt();
         }
+      }
+      // A framework's per-expert layer sorts its rows over its own expert
+      // count, which must be the routing's as well.
+      if (auto permute = llvm::dyn_cast<mlir::moecomm::PermuteTokensOp>(op);
+          permute && static_cast<int64_t>(permute.getExperts()) !=
+                         p.numExperts) {
+        error = inputError(formatv("{0}{1} in @{2} sorts over {3} experts "
+                                   "but the routing has {4}",
+                                   where(op), op->getName().getStringRef(),
+                                   func.getSymName(), permute.getExperts(),
+                                   p.numExperts));
+        return mlir::WalkResult::interrupt();
       }
       // A staged graph declares its capacity on the layout.
       if (auto layout = llvm::dyn_cast<mlir::moecomm::LayoutOp>(op))

@@ -233,6 +233,27 @@ LogicalResult ChainMatcher::match() {
       return fail(op, nameOf(op) + " is not in the block of the "
                                    "'moecomm.permute_tokens'");
 
+  // moecomm.dispatch's verifier wants one static token count in x, the ids
+  // and the weights; the per-expert ops check a difference only at run
+  // time when one side is dynamic.
+  if (Value weights = chain.unpermute.getTopkWeights()) {
+    int64_t tokens = ShapedType::kDynamic;
+    Value tokenTensors[] = {permute.getX(), permute.getTopkIdx(), weights};
+    for (Value v : tokenTensors) {
+      int64_t t = cast<RankedTensorType>(v.getType()).getDimSize(0);
+      if (ShapedType::isDynamic(t))
+        continue;
+      if (!ShapedType::isDynamic(tokens) && t != tokens)
+        return fail(chain.unpermute,
+                    "the tokens of 'moecomm.permute_tokens' and the weights "
+                    "of 'moecomm.unpermute_tokens' have different static "
+                    "counts (" +
+                        Twine(tokens) + " and " + Twine(t) +
+                        "): moecomm.dispatch needs one");
+      tokens = t;
+    }
+  }
+
   // The dispatch goes where the forward exchange is: the routing weights
   // must be known there.
   if (Value weights = chain.unpermute.getTopkWeights();

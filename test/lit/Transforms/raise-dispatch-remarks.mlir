@@ -525,3 +525,26 @@ func.func @late_weights(%x: tensor<?x16xf32>, %idx: tensor<?x2xi64>, %w: tensor<
   return %out : tensor<?x16xf32>
 }
 
+
+// -----
+
+// x has 8 tokens and the weights 4 (the ids' count is dynamic): the
+// per-expert ops find that only at run time, moecomm.dispatch's verifier at
+// once.
+func.func @tokens_differ(%x: tensor<8x16xf32>, %idx: tensor<?x2xi64>, %w: tensor<4x2xf32>) -> tensor<?x16xf32> {
+  %zeros = arith.constant dense<0> : tensor<4xi64>
+  %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8) : tensor<8x16xf32>, tensor<?x2xi64>
+  %groups = tensor.expand_shape %sizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
+  %send_counts = linalg.reduce ins(%groups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]
+    (%a: i64, %acc: i64) {
+      %s = arith.addi %a, %acc : i64
+      linalg.yield %s : i64
+    }
+  %recv, %recv_counts = moecomm.all_to_all %rows, %send_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %back, %back_counts = moecomm.all_to_all %recv, %recv_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  // expected-remark @below {{moecomm-raise-dispatch: not raised: the tokens of 'moecomm.permute_tokens' and the weights of 'moecomm.unpermute_tokens' have different static counts (8 and 4): moecomm.dispatch needs one}}
+  %out = moecomm.unpermute_tokens %back, %slots weights(%w : tensor<4x2xf32>) : tensor<?x16xf32>, tensor<?x2xi64>
+  return %out : tensor<?x16xf32>
+}

@@ -65,9 +65,9 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
     the dispatch's rows instead. The dispatch sends each token once per
     destination rank (flat) or node (hierarchical) instead of once per
     expert; the results are the same rows, summed per token in f32 as
-    unpermute_tokens does (the hierarchical sum's order differs: last-bit
-    differences, docs/runtime.md). The per-expert strategy keeps the
-    original's traffic.
+    unpermute_tokens does (the flat and hierarchical strategies sum partial
+    rows first: last-bit differences within docs/runtime.md's bound). The
+    per-expert strategy keeps the original's traffic and its bits.
 
     Legality, all from the IR; a chain that starts with a
     `moecomm.permute_tokens` and fails one is left as it is, with a remark
@@ -255,7 +255,7 @@ def MoECommLowerTokenPermutes : Pass<"moecomm-lower-token-permutes", "::mlir::Mo
     unsort_chunks: a negative count, counts summing to more or less than
     the rows of `in`. After a failed check no row is read or written out of
     bounds: a bad slot is skipped as if masked (no row, `slot_rows` -1; no
-    term of the sum), and chunks whose counts fail give zero rows and zero
+    term of the sum), and chunks whose counts fail give rows of zeros and zero
     `tokens_per_expert`.
 
     On the cuda target the loops run on the host over the graph's buffers

@@ -339,7 +339,7 @@ def MoEComm_SortChunksOp : MoEComm_Op<"sort_chunks", [
 
     Verifier errors: counts not 2-D with a static L >= 1.
     Runtime error: a negative count, or counts not summing to N (the
-    result is then zero rows, and zero tokens_per_expert).
+    result is then N rows of zeros, and zero tokens_per_expert).
 
     ```mlir
     %em, %tpe = moecomm.sort_chunks %recv, %counts
@@ -365,7 +365,7 @@ def MoEComm_UnsortChunksOp : MoEComm_Op<"unsort_chunks", [
 
     Verifier errors: counts not 2-D with a static L >= 1.
     Runtime error: a negative count, or counts not summing to N (the
-    result is then zero rows).
+    result is then N rows of zeros).
 
     ```mlir
     %sm = moecomm.unsort_chunks %y, %counts : tensor<?x16xbf16>, tensor<4x2xi64>
