@@ -1076,7 +1076,7 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   if (sig.training)
     rowsOf(results.gradX, out.gradX);
   out.dispatchObserved = sig.observesDispatch;
-  out.recvRowsObserved = sig.observesDispatch || graph->dispatches > 0;
+  out.recvRowsObserved = sig.observesDispatch || usesLayouts();
   out.recvRows = stats.recvRows;
   if (sig.observesDispatch) {
     out.recvRows = results.recv.sizes[0];
