@@ -93,21 +93,26 @@ public:
           pairs[(size_t)e]++;
     for (int64_t e = 0; e < table.numLogical(); ++e) {
       const int64_t n = table.replicaCount(e), c = pairs[(size_t)e];
-      const int64_t *b = table.replicasBegin(e);
       for (int64_t i = 0; i < n; ++i)
-        cap[(size_t)b[(i + rank) % n]] =
+        cap[(size_t)rotatedReplica(e, i)] =
             c < n ? (c > 0 ? 1 : 0) : c / n + (i < c % n ? 1 : 0);
     }
+  }
+
+  /// Replica i of `e` in the list rotated by this rank: the order both the
+  /// caps and load-only's ties follow, so that each cap is the row count
+  /// load-only gives that replica.
+  int64_t rotatedReplica(int64_t e, int64_t i) const {
+    return table.replicasBegin(e)[(i + rank) % table.replicaCount(e)];
   }
 
   /// The least-loaded replica of `e` among those `accept`ed, or -1. Ties:
   /// the first after rotating the replica list by the rank.
   template <typename Accept> int64_t leastLoaded(int64_t e, Accept accept) {
-    const int64_t *b = table.replicasBegin(e);
     const int64_t n = table.replicaCount(e);
     int64_t best = -1;
     for (int64_t i = 0; i < n; ++i) {
-      int64_t s = b[(i + rank) % n];
+      int64_t s = rotatedReplica(e, i);
       if (accept(s) && (best < 0 || load[(size_t)s] < load[(size_t)best]))
         best = s;
     }
@@ -298,7 +303,9 @@ void chooseReplicas(const ReplicaTable &table, moecommReplicaChoice_t choice,
                     int rank, const RoutingView &logical,
                     int64_t *physicalIds) {
   Chooser chooser(table, rank);
-  chooser.countCaps(logical);
+  // Only the locality rule reads the caps.
+  if (choice == moecommReplicaLocality)
+    chooser.countCaps(logical);
   const int K = logical.topk;
   std::vector<int64_t> experts((size_t)K);
   const int passes = choice == moecommReplicaLoadOnly ? 1 : 3;

@@ -178,12 +178,12 @@ TEST(Placement, LocalityKeepsLoadOnlyShares) {
     // load is load-only's); every slot gets ceil or floor of its expert's
     // pairs over its replicas, or at most 1 when there are fewer pairs.
     std::vector<int64_t> rows[2];
-    int c = 0;
+    int which = 0;
     for (auto choice : {moecommReplicaLocality, moecommReplicaLoadOnly}) {
-      rows[c].assign((size_t)S, 0);
+      rows[which].assign((size_t)S, 0);
       for (int64_t s : choose(t, choice, rank, ids, K))
-        rows[c][(size_t)s]++;
-      ++c;
+        rows[which][(size_t)s]++;
+      ++which;
     }
     for (int64_t s = 0; s < S; ++s) {
       const int64_t e = p.slotExperts[(size_t)s], n = t.replicaCount(e);
@@ -192,7 +192,8 @@ TEST(Placement, LocalityKeepsLoadOnlyShares) {
         EXPECT_EQ(rows[0][(size_t)s], rows[1][(size_t)s])
             << "trial " << trial << " slot " << s;
       for (const std::vector<int64_t> &r : rows) {
-        EXPECT_GE(r[(size_t)s], c >= n ? c / n : 0);
+        EXPECT_GE(r[(size_t)s], c >= n ? c / n : 0)
+            << "trial " << trial << " slot " << s;
         EXPECT_LE(r[(size_t)s], (c + n - 1) / n)
             << "trial " << trial << " slot " << s;
       }

@@ -650,8 +650,12 @@ Expected<std::unique_ptr<Executor>> makeNcclExecutor(int &argc, char **&argv) {
   (void)argv;
   // The runtime says why ("built without CUDA/NCCL ..."): its message.
   moecommComm_t comm = nullptr;
-  return workload::runtimeError(moecommCommInitNcclSingle(&comm, -1), nullptr,
-                                "--backend nccl: moecommCommInitNcclSingle");
+  if (Error e = workload::runtimeError(
+          moecommCommInitNcclSingle(&comm, -1), nullptr,
+          "--backend nccl: moecommCommInitNcclSingle"))
+    return std::move(e);
+  moecommCommDestroy(comm);
+  return workload::inputError("--backend nccl: this build has no CUDA/NCCL");
 #else
   if (!workload::launchedByMpirun()) {
     moecommComm_t comm = nullptr;
