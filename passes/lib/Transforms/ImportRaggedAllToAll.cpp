@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Transforms/JaxRaggedAllToAll.h"
 #include "Transforms/OptionErrors.h"
 #include "Transforms/RuntimeChecks.h"
 #include "Transforms/TensorLoopBuilder.h"
@@ -36,7 +37,7 @@ namespace {
 /// The attributes of `op`: its attribute dictionary and, when it was written
 /// with properties (`<{...}>`, as StableHLO prints its inherent attributes in
 /// the generic form), those: an unregistered op keeps them as a dictionary.
-/// A name in both takes the properties' value (checkRaggedAllToAll refuses
+/// A name in both takes the properties' value (checkJaxRaggedAllToAll refuses
 /// such a call).
 NamedAttrList allAttributes(Operation *op) {
   NamedAttrList attrs(op->getAttrDictionary());
@@ -51,10 +52,9 @@ NamedAttrList allAttributes(Operation *op) {
 constexpr StringLiteral kCustomCall = "stablehlo.custom_call";
 constexpr StringLiteral kTarget = "ragged_all_to_all";
 
-/// Checks the custom call against what this import supports and sets `w` to
-/// its group size; fails after one diagnostic naming the attribute or
-/// operand.
-LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
+} // namespace
+
+LogicalResult mlir::moecomm::checkJaxRaggedAllToAll(Operation *op, int64_t &w) {
   auto fail = [&]() { return op->emitError() << kTarget << ": "; };
 
   // Where the call is and what it holds: the conversion puts loops and
@@ -224,8 +224,6 @@ LogicalResult checkRaggedAllToAll(Operation *op, int64_t &w) {
   }
   return success();
 }
-
-} // namespace
 
 bool mlir::moecomm::isJaxRaggedAllToAll(Operation *op) {
   if (op->getName().getStringRef() != kCustomCall)
@@ -464,7 +462,7 @@ struct ImportRaggedAllToAllPass
         return;
       }
       int64_t ranks = 0;
-      if (failed(checkRaggedAllToAll(op, ranks))) {
+      if (failed(checkJaxRaggedAllToAll(op, ranks))) {
         ok = false;
         return;
       }

@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Transforms/ContiguousRaggedExchange.h"
+#include "Transforms/JaxRaggedAllToAll.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,10 +22,13 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "moecomm/Dialect/MoEComm/MoEComm.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::moecomm {
 #define GEN_PASS_DEF_MOECOMMRAISEDISPATCH
@@ -35,23 +40,73 @@ using namespace mlir::moecomm;
 
 namespace {
 
+/// One exchange of the rows: a moecomm.all_to_all, or JAX's ragged
+/// all-to-all call (isJaxRaggedAllToAll), whose receive counts are its
+/// recv_sizes operand.
+class RowExchange {
+public:
+  RowExchange() = default;
+  /// `user` as an exchange sending `rows`, if it is one.
+  static RowExchange sending(Operation *user, Value rows) {
+    RowExchange x;
+    if (auto a2a = dyn_cast<AllToAllOp>(user); a2a && a2a.getSend() == rows)
+      x.op = user;
+    else if (isJaxRaggedAllToAll(user) && user->getNumOperands() == 6 &&
+             user->getNumResults() == 1 &&
+             raggedOperand(user, RaggedOperand::operand) == rows)
+      x.op = user;
+    return x;
+  }
+  explicit operator bool() const { return op != nullptr; }
+  Operation *getOperation() const { return op; }
+  AllToAllOp getAllToAll() const { return dyn_cast_if_present<AllToAllOp>(op); }
+  bool isRagged() const { return op && !getAllToAll(); }
+  Value send() const { return op->getOperand(0); }
+  Value sendCounts() const {
+    AllToAllOp a2a = getAllToAll();
+    return a2a ? a2a.getSendCounts()
+               : raggedOperand(op, RaggedOperand::sendSizes);
+  }
+  Value recv() const { return op->getResult(0); }
+  Value recvCounts() const {
+    AllToAllOp a2a = getAllToAll();
+    return a2a ? a2a.getRecvCounts()
+               : raggedOperand(op, RaggedOperand::recvSizes);
+  }
+  /// What the op is called in remarks.
+  std::string name() const {
+    return isRagged() ? "'stablehlo.custom_call' @ragged_all_to_all"
+                      : "'moecomm.all_to_all'";
+  }
+
+private:
+  Operation *op = nullptr;
+};
+
 /// The ops of one recognised per-expert exchange (the form in Passes.td).
-/// `counts`, `sort` and `unsort` are set for the grouped form; `rowWise`
-/// holds the row-wise form's expert ops (none for identity experts).
+/// `counts`, `sort` and `unsort` are set for the grouped form and whenever
+/// an exchange is ragged (its recv_sizes come from the counts matrix);
+/// `rowWise` holds the row-wise form's expert ops (none for identity
+/// experts). `topology` is the exchanges'.
 struct Chain {
   PermuteTokensOp permute;
   tensor::ExpandShapeOp groups;
   linalg::ReduceOp sums;
   tensor::CastOp sumsCast;
-  AllToAllOp forward;
+  RowExchange forward;
   AllToAllOp counts;
   SortChunksOp sort;
   UnsortChunksOp unsort;
   SmallVector<tensor::CastOp> countsCasts;
   SmallVector<Operation *> rowWise;
-  AllToAllOp back;
+  RowExchange back;
   UnpermuteTokensOp unpermute;
+  TopologyAttr topology;
   int64_t ranks = 0;
+  /// What the raise erases: the chain's ops and what computes only their
+  /// operands (the counts, the ragged exchanges' offsets and their
+  /// exchanges), each once it is unused.
+  llvm::SetVector<Operation *> erased;
 };
 
 /// Why a chain is not raised: the op the remark goes to, and the reason
@@ -85,6 +140,17 @@ private:
   template <typename OpT>
   OpT soleUser(Value v, function_ref<Value(OpT)> operand, StringRef what,
                Operation *at, const Twine &missing);
+  /// The exchange sending `v`, which must be its only user (`what`); empty
+  /// after a failure, at `at` saying `missing` when there is none.
+  RowExchange soleExchange(Value v, StringRef what, Operation *at,
+                           const Twine &missing);
+  LogicalResult matchTopology();
+  /// For a ragged exchange: the counts matrix its recv_sizes are the
+  /// per-rank sums of (chain.counts), and the exchanges' topology.
+  LogicalResult matchRaggedCounts();
+  LogicalResult checkContiguous(RowExchange x);
+  /// Fills chain.erased; fails when the permute_tokens would stay.
+  LogicalResult collectErased();
   LogicalResult matchSendCounts();
   LogicalResult matchGrouped(SortChunksOp sort);
   LogicalResult matchRowWise();
@@ -176,6 +242,18 @@ OpT ChainMatcher::soleUser(Value v, function_ref<Value(OpT)> operand,
   return op;
 }
 
+RowExchange ChainMatcher::soleExchange(Value v, StringRef what, Operation *at,
+                                       const Twine &missing) {
+  for (Operation *user : v.getUsers())
+    if (RowExchange x = RowExchange::sending(user, v)) {
+      if (failed(onlyUsedBy(v, what, {user})))
+        return {};
+      return x;
+    }
+  (void)fail(at, missing);
+  return {};
+}
+
 LogicalResult ChainMatcher::match() {
   PermuteTokensOp permute = chain.permute;
   Value rows = permute.getRows(), sizes = permute.getGroupSizes();
@@ -198,25 +276,24 @@ LogicalResult ChainMatcher::match() {
   chain.ranks = grid.getDimSize(0);
 
   // The forward exchange of the rows.
-  chain.forward = soleUser<AllToAllOp>(
-      rows, [](AllToAllOp op) { return op.getSend(); }, "the permuted rows",
-      permute,
-      "the rows of 'moecomm.permute_tokens' are not sent by a "
-      "'moecomm.all_to_all'");
-  if (!chain.forward || failed(checkPlacement()))
+  chain.forward =
+      soleExchange(rows, "the permuted rows", permute,
+                   "the rows of 'moecomm.permute_tokens' are not sent by a "
+                   "'moecomm.all_to_all' or JAX's ragged all-to-all");
+  if (!chain.forward || failed(matchTopology()))
     return failure();
-  if (chain.forward.getTopology().getRanks() != chain.ranks)
-    return fail(chain.forward,
-                "'moecomm.all_to_all' has " +
-                    Twine(chain.forward.getTopology().getRanks()) +
-                    " ranks but the group sizes are reshaped to [" +
-                    Twine(chain.ranks) + ", " + Twine(grid.getDimSize(1)) +
-                    "]");
-  if (failed(matchSendCounts()))
+  if (chain.topology.getRanks() != chain.ranks)
+    return fail(
+        chain.forward.getOperation(),
+        chain.forward.name() + " has " + Twine(chain.topology.getRanks()) +
+            " ranks but the group sizes are reshaped to [" +
+            Twine(chain.ranks) + ", " + Twine(grid.getDimSize(1)) + "]");
+  if (failed(matchSendCounts()) ||
+      (chain.forward.isRagged() && failed(checkContiguous(chain.forward))))
     return failure();
 
   // The expert side: grouped (sort_chunks) or row-wise.
-  Value recv = chain.forward.getRecv();
+  Value recv = chain.forward.recv();
   auto sort =
       userOf<SortChunksOp>(recv, [](SortChunksOp op) { return op.getIn(); });
   if (failed(sort ? matchGrouped(sort) : matchRowWise()) || failed(matchBack()))
@@ -224,9 +301,14 @@ LogicalResult ChainMatcher::match() {
 
   // Everything in one block, so that the dispatch and the combine take the
   // places of the exchanges.
-  SmallVector<Operation *> ops = {chain.groups, chain.sums,     chain.forward,
-                                  chain.counts, chain.sort,     chain.unsort,
-                                  chain.back,   chain.unpermute};
+  SmallVector<Operation *> ops = {chain.groups,
+                                  chain.sums,
+                                  chain.forward.getOperation(),
+                                  chain.counts,
+                                  chain.sort,
+                                  chain.unsort,
+                                  chain.back.getOperation(),
+                                  chain.unpermute};
   llvm::append_range(ops, chain.rowWise);
   for (Operation *op : ops)
     if (op && op->getBlock() != permute->getBlock())
@@ -258,35 +340,177 @@ LogicalResult ChainMatcher::match() {
   // must be known there.
   if (Value weights = chain.unpermute.getTopkWeights();
       weights && !DominanceInfo(permute->getParentOp())
-                      .properlyDominates(weights, chain.forward))
+                      .properlyDominates(weights, chain.forward.getOperation()))
     return fail(chain.unpermute,
                 "the weights of 'moecomm.unpermute_tokens' are not defined "
-                "before the forward 'moecomm.all_to_all', where "
-                "moecomm.dispatch goes");
+                "before the forward " +
+                    chain.forward.name() + ", where moecomm.dispatch goes");
+  return collectErased();
+}
+
+/// Whether the raise may erase `op` once its results are unused: it has no
+/// effects, or it is a moecomm.all_to_all (a collective every rank stops
+/// calling alike).
+bool erasable(Operation *op) {
+  return isa<AllToAllOp>(op) || isMemoryEffectFree(op);
+}
+
+/// Whether `user` is one of `ops` or inside one.
+bool within(Operation *user, const llvm::SetVector<Operation *> &ops) {
+  for (Operation *op = user; op; op = op->getParentOp())
+    if (ops.contains(op))
+      return true;
+  return false;
+}
+
+LogicalResult ChainMatcher::collectErased() {
+  llvm::SetVector<Operation *> &dead = chain.erased;
+  Operation *chainOps[] = {chain.unpermute, chain.back.getOperation(),
+                           chain.unsort, chain.sort,
+                           chain.forward.getOperation()};
+  for (Operation *op : chainOps)
+    if (op)
+      dead.insert(op);
+  // What the dispatch and the combine read (the tokens, the ids, the
+  // weights, the expert outputs), and what computes it up to the chain's
+  // ops, whose results the dispatch replaces: it stays.
+  Value expertRows =
+      chain.unsort ? chain.unsort.getIn() : chain.back.send();
+  SmallVector<Value> kept = {chain.permute.getX(), chain.permute.getTopkIdx(),
+                             expertRows};
+  if (Value weights = chain.unpermute.getTopkWeights())
+    kept.push_back(weights);
+  llvm::SetVector<Operation *> live;
+  auto readsOf = [](Operation *op) {
+    llvm::SetVector<Value> reads(op->operand_begin(), op->operand_end());
+    for (Region &region : op->getRegions())
+      getUsedValuesDefinedAbove(region, reads);
+    return reads;
+  };
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (Operation *def = kept[i].getDefiningOp();
+        def && !dead.contains(def) && live.insert(def))
+      llvm::append_range(kept, readsOf(def));
+  // What the chain's ops read, and what that reads (also inside regions,
+  // as the scans read the sizes), that the raise may erase.
+  llvm::SetVector<Operation *> feeders;
+  SmallVector<Operation *> worklist(dead.begin(), dead.end());
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    for (Value v : readsOf(op))
+      if (Operation *def = v.getDefiningOp();
+          def && !dead.contains(def) && !live.contains(def) &&
+          erasable(def) && feeders.insert(def))
+        worklist.push_back(def);
+  }
+  // Dead once every user is.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (Operation *op : feeders)
+      if (!dead.contains(op) &&
+          llvm::all_of(op->getUsers(),
+                       [&](Operation *user) { return within(user, dead); })) {
+        dead.insert(op);
+        grew = true;
+      }
+  }
+  if (dead.contains(chain.permute))
+    return success();
+  // Name the op that keeps it. What is computed from the permute_tokens'
+  // results, short of the chain's ops, in the order reached:
+  Block *block = chain.permute->getBlock();
+  llvm::SetVector<Operation *> fromSizes;
+  SmallVector<Operation *> reached = {chain.permute};
+  for (size_t i = 0; i < reached.size(); ++i)
+    for (Operation *user : reached[i]->getUsers()) {
+      if (within(user, dead))
+        continue;
+      Operation *top = block->findAncestorOpInBlock(*user);
+      if (!top)
+        return fail(user, nameOf(user) + " uses what the group sizes of "
+                                         "'moecomm.permute_tokens' compute "
+                                         "outside its block");
+      if (fromSizes.insert(top))
+        reached.push_back(top);
+    }
+  // What the dispatch or the combine reads and depends on it, nearest to
+  // what they read; else the first op outside the exchange.
+  for (Operation *op : live)
+    if (fromSizes.contains(op))
+      return fail(op, nameOf(op) +
+                          " depends on what the group sizes of "
+                          "'moecomm.permute_tokens' compute, and the "
+                          "dispatch or the combine would read it");
+  for (Operation *op : fromSizes)
+    if (!feeders.contains(op))
+      return fail(op, nameOf(op) + " uses what the group sizes of "
+                                   "'moecomm.permute_tokens' compute outside "
+                                   "the per-expert exchange");
+  return fail(chain.permute, "'moecomm.permute_tokens' would stay after the "
+                             "raise");
+}
+
+LogicalResult ChainMatcher::matchTopology() {
+  if (AllToAllOp a2a = chain.forward.getAllToAll())
+    chain.topology = a2a.getTopology();
+  else if (failed(matchRaggedCounts()))
+    return failure();
+  if (chain.topology.getPlacement())
+    return fail(chain.forward.getOperation(),
+                "'moecomm.all_to_all' has an expert placement (a per-expert "
+                "exchange has none)");
   return success();
 }
 
-LogicalResult ChainMatcher::checkPlacement() {
-  if (chain.forward.getTopology().getPlacement())
-    return fail(chain.forward, "'moecomm.all_to_all' has an expert placement "
-                               "(a per-expert exchange has none)");
+LogicalResult ChainMatcher::matchRaggedCounts() {
+  Operation *call = chain.forward.getOperation();
+  tensor::CastOp cast;
+  auto sums = skipCast(chain.forward.recvCounts(), cast)
+                  .getDefiningOp<linalg::ReduceOp>();
+  Value matrix = sums && sums.getInputs().size() == 1 && isRowSum(sums)
+                     ? skipCast(sums.getInputs()[0], cast)
+                     : Value();
+  auto counts = matrix ? matrix.getDefiningOp<AllToAllOp>() : AllToAllOp();
+  if (!counts || counts.getRecv() != matrix ||
+      counts.getSend() != chain.groups.getResult())
+    return fail(call, chain.forward.name() +
+                          ": its recv_sizes are not the per-rank sums of the "
+                          "'moecomm.all_to_all' of the [W, L] group sizes "
+                          "(what each peer sends here)");
+  if (!isOnes(counts.getSendCounts(), chain.ranks))
+    return fail(counts, "'moecomm.all_to_all' of the group sizes must send "
+                        "one row to every rank (a constant of " +
+                            Twine(chain.ranks) + " ones as send counts)");
+  chain.counts = counts;
+  chain.topology = counts.getTopology();
+  return success();
+}
+
+LogicalResult ChainMatcher::checkContiguous(RowExchange x) {
+  if (std::optional<std::string> why =
+          whyNotContiguous(x.getOperation(), chain.ranks, chain.topology))
+    return fail(x.getOperation(), x.name() + ": " + *why);
   return success();
 }
 
 LogicalResult ChainMatcher::matchSendCounts() {
-  AllToAllOp forward = chain.forward;
-  Value sendCounts = skipCast(forward.getSendCounts(), chain.sumsCast);
+  RowExchange forward = chain.forward;
+  Value sendCounts = skipCast(forward.sendCounts(), chain.sumsCast);
   auto sums = sendCounts.getDefiningOp<linalg::ReduceOp>();
   if (!sums || sums.getInputs().size() != 1 ||
       sums.getInputs()[0] != chain.groups.getResult() || !isRowSum(sums))
-    return fail(forward,
-                "the send counts of 'moecomm.all_to_all' are not the per-rank "
-                "sums of the group sizes (linalg.reduce of the [W, L] "
-                "tensor.expand_shape over dimension 1 with arith.addi, from "
-                "zeros)");
+    return fail(forward.getOperation(),
+                "the send counts of " + forward.name() +
+                    " are not the per-rank sums of the group sizes "
+                    "(linalg.reduce of the [W, L] tensor.expand_shape over "
+                    "dimension 1 with arith.addi, from zeros)");
   chain.sums = sums;
-  if (chain.sumsCast &&
-      failed(onlyUsedBy(chain.sumsCast, "the send counts", {forward})))
+  // A ragged exchange's sizes also feed its offsets and the exchange back;
+  // that nothing else uses them, collectErased checks.
+  if (forward.isRagged())
+    return success();
+  if (chain.sumsCast && failed(onlyUsedBy(chain.sumsCast, "the send counts",
+                                          {forward.getOperation()})))
     return failure();
   Operation *countsUser =
       chain.sumsCast ? chain.sumsCast.getOperation() : forward.getOperation();
@@ -295,7 +519,7 @@ LogicalResult ChainMatcher::matchSendCounts() {
 
 LogicalResult ChainMatcher::matchGrouped(SortChunksOp sort) {
   chain.sort = sort;
-  Value recv = chain.forward.getRecv();
+  Value recv = chain.forward.recv();
   if (failed(onlyUsedBy(recv, "the received rows", {sort})))
     return failure();
 
@@ -303,15 +527,18 @@ LogicalResult ChainMatcher::matchGrouped(SortChunksOp sort) {
   // every rank.
   tensor::CastOp cast;
   auto counts = skipCast(sort.getCounts(), cast).getDefiningOp<AllToAllOp>();
-  if (!counts || counts.getSend() != chain.groups.getResult())
-    return fail(sort, "the counts of 'moecomm.sort_chunks' are not the "
-                      "'moecomm.all_to_all' of the [W, L] group sizes");
+  if (!counts || counts.getSend() != chain.groups.getResult() ||
+      (chain.counts && counts != chain.counts))
+    return fail(sort,
+                "the counts of 'moecomm.sort_chunks' are not the "
+                "'moecomm.all_to_all' of the [W, L] group sizes" +
+                    Twine(chain.counts ? " that gives the recv_sizes" : ""));
   chain.counts = counts;
   if (!isOnes(counts.getSendCounts(), chain.ranks))
     return fail(counts, "'moecomm.all_to_all' of the group sizes must send "
                         "one row to every rank (a constant of " +
                             Twine(chain.ranks) + " ones as send counts)");
-  if (counts.getTopology() != chain.forward.getTopology())
+  if (counts.getTopology() != chain.topology)
     return fail(counts, "'moecomm.all_to_all' of the group sizes has another "
                         "topology than the forward exchange");
   if (failed(onlyUsedBy(chain.groups.getResult(), "the [W, L] group sizes",
@@ -320,7 +547,8 @@ LogicalResult ChainMatcher::matchGrouped(SortChunksOp sort) {
                         "the receive counts of the counts exchange", {})))
     return failure();
 
-  // Its users: the sort, the unsort, and casts feeding only those.
+  // Its users: the sort, the unsort, and casts feeding only those; with
+  // ragged exchanges, also the per-rank sums that are their sizes.
   Value matrix = counts.getRecv();
   auto takeUser = [&](Operation *user) -> LogicalResult {
     auto unsort = dyn_cast<UnsortChunksOp>(user);
@@ -329,6 +557,9 @@ LogicalResult ChainMatcher::matchGrouped(SortChunksOp sort) {
         chain.unsort = unsort;
       return success();
     }
+    if (auto sums = dyn_cast<linalg::ReduceOp>(user);
+        sums && chain.forward.isRagged() && isRowSum(sums))
+      return success();
     return fail(user, nameOf(user) + " uses the counts matrix outside the "
                                      "per-expert exchange");
   };
@@ -349,28 +580,27 @@ LogicalResult ChainMatcher::matchGrouped(SortChunksOp sort) {
 
   // The unsorted rows go back.
   Value sorted = chain.unsort.getOut();
-  chain.back = soleUser<AllToAllOp>(
-      sorted, [](AllToAllOp op) { return op.getSend(); },
-      "the unsorted expert outputs", chain.unsort,
-      "the rows of 'moecomm.unsort_chunks' are not sent back by a "
-      "'moecomm.all_to_all'");
-  return success(chain.back != nullptr);
+  chain.back = soleExchange(sorted, "the unsorted expert outputs", chain.unsort,
+                            "the rows of 'moecomm.unsort_chunks' are not sent "
+                            "back by a 'moecomm.all_to_all' or JAX's ragged "
+                            "all-to-all");
+  return success(static_cast<bool>(chain.back));
 }
 
 LogicalResult ChainMatcher::matchRowWise() {
   if (failed(onlyUsedBy(chain.groups.getResult(), "the [W, L] group sizes",
-                        {chain.sums})))
+                        {chain.sums, chain.counts})))
     return failure();
   // The received rows and what elementwise ops make of them, up to the one
   // all_to_all that sends them back: each row's result is then the same
   // whatever the rows' order.
-  SmallVector<Value> rows = {chain.forward.getRecv()};
+  SmallVector<Value> rows = {chain.forward.recv()};
   for (size_t i = 0; i < rows.size(); ++i) {
     for (Operation *user : rows[i].getUsers()) {
       if (llvm::is_contained(chain.rowWise, user))
         continue;
-      if (auto back = dyn_cast<AllToAllOp>(user);
-          back && back.getSend() == rows[i] && !chain.back) {
+      if (RowExchange back = RowExchange::sending(user, rows[i]);
+          back && !chain.back) {
         chain.back = back;
         continue;
       }
@@ -390,29 +620,47 @@ LogicalResult ChainMatcher::matchRowWise() {
     }
   }
   if (!chain.back)
-    return fail(chain.forward, "the received rows of 'moecomm.all_to_all' "
-                               "are not sent back by a 'moecomm.all_to_all'");
+    return fail(chain.forward.getOperation(),
+                "the received rows of " + chain.forward.name() +
+                    " are not sent back by a 'moecomm.all_to_all' or JAX's "
+                    "ragged all-to-all");
   return success();
 }
 
 LogicalResult ChainMatcher::matchBack() {
-  AllToAllOp forward = chain.forward, back = chain.back;
-  if (back.getSendCounts() != forward.getRecvCounts())
-    return fail(back, "the exchange back ('moecomm.all_to_all') does not send "
-                      "with the forward exchange's receive counts");
-  if (back.getTopology() != forward.getTopology())
-    return fail(back, "the exchange back ('moecomm.all_to_all') has another "
-                      "topology than the forward exchange");
-  if (failed(
-          onlyUsedBy(forward.getRecvCounts(), "the receive counts", {back})) ||
-      failed(onlyUsedBy(back.getRecvCounts(),
-                        "the receive counts of the exchange back", {})))
-    return failure();
+  RowExchange forward = chain.forward, back = chain.back;
+  Operation *backOp = back.getOperation();
+  if (back.isRagged() != forward.isRagged())
+    return fail(backOp, "the exchange back is a " + back.name() +
+                            ", the forward exchange a " + forward.name() +
+                            ": both must be of one kind");
+  if (back.sendCounts() != forward.recvCounts())
+    return fail(backOp, "the exchange back (" + back.name() +
+                            ") does not send with the forward exchange's "
+                            "receive counts");
+  if (back.isRagged()) {
+    // What comes back is what went out.
+    if (back.recvCounts() != forward.sendCounts())
+      return fail(backOp, "the exchange back (" + back.name() +
+                              ") does not receive the forward exchange's "
+                              "send_sizes");
+    if (failed(checkContiguous(back)))
+      return failure();
+  } else {
+    if (back.getAllToAll().getTopology() != chain.topology)
+      return fail(backOp, "the exchange back ('moecomm.all_to_all') has "
+                          "another topology than the forward exchange");
+    if (failed(
+            onlyUsedBy(forward.recvCounts(), "the receive counts", {backOp})) ||
+        failed(onlyUsedBy(back.recvCounts(),
+                          "the receive counts of the exchange back", {})))
+      return failure();
+  }
 
-  Value home = back.getRecv();
+  Value home = back.recv();
   auto unpermute = soleUser<UnpermuteTokensOp>(
       home, [](UnpermuteTokensOp op) { return op.getRows(); },
-      "the rows of the exchange back", back,
+      "the rows of the exchange back", backOp,
       "the rows of the exchange back are not brought home by a "
       "'moecomm.unpermute_tokens'");
   if (!unpermute)
@@ -427,11 +675,12 @@ LogicalResult ChainMatcher::matchBack() {
 
   // The combine's rows must have the tokens' hidden size.
   int64_t hidden = chain.permute.getX().getType().getDimSize(1);
-  int64_t outHidden = back.getSend().getType().getDimSize(1);
+  int64_t outHidden =
+      cast<RankedTensorType>(back.send().getType()).getDimSize(1);
   if (outHidden != hidden)
-    return fail(back, "the expert outputs have " + Twine(outHidden) +
-                          " columns, the tokens " + Twine(hidden) +
-                          ": moecomm.combine needs the tokens' hidden size");
+    return fail(backOp, "the expert outputs have " + Twine(outHidden) +
+                            " columns, the tokens " + Twine(hidden) +
+                            ": moecomm.combine needs the tokens' hidden size");
   return success();
 }
 
@@ -460,12 +709,14 @@ struct RaiseDispatchChain : OpRewritePattern<PermuteTokensOp> {
     MLIRContext *ctx = getContext();
 
     // The dispatch, where the forward exchange was.
-    rewriter.setInsertionPoint(c.forward);
-    Location loc = FusedLoc::get(ctx, {permute.getLoc(), c.forward.getLoc()});
+    Operation *forward = c.forward.getOperation(),
+              *back = c.back.getOperation();
+    rewriter.setInsertionPoint(forward);
+    Location loc = FusedLoc::get(ctx, {permute.getLoc(), forward->getLoc()});
     Value weights = c.unpermute.getTopkWeights();
     if (!weights)
       weights = onesLike(rewriter, loc, permute.getTopkIdx());
-    TopologyAttr exchange = c.forward.getTopology();
+    TopologyAttr exchange = c.topology;
     auto topology =
         TopologyAttr::get(ctx, exchange.getRanks(), exchange.getRanksPerNode(),
                           permute.getExperts());
@@ -476,27 +727,33 @@ struct RaiseDispatchChain : OpRewritePattern<PermuteTokensOp> {
     // Its rows are sort_chunks' (the same expert-major order), or the
     // row-wise experts read them.
     if (c.sort)
-      rewriter.replaceOp(c.sort, ValueRange{dispatch.getRecv(),
-                                            dispatch.getTokensPerExpert()});
+      rewriter.replaceAllUsesWith(
+          c.sort.getResults(),
+          ValueRange{dispatch.getRecv(), dispatch.getTokensPerExpert()});
     else
-      rewriter.replaceAllUsesWith(c.forward.getRecv(), dispatch.getRecv());
+      rewriter.replaceAllUsesWith(c.forward.recv(), dispatch.getRecv());
 
     // The combine, where the exchange back was.
-    rewriter.setInsertionPoint(c.back);
-    Value expertRows = c.unsort ? c.unsort.getIn() : c.back.getSend();
+    rewriter.setInsertionPoint(back);
+    Value expertRows = c.unsort ? c.unsort.getIn() : c.back.send();
     auto combine = CombineOp::create(
-        rewriter, FusedLoc::get(ctx, {c.back.getLoc(), c.unpermute.getLoc()}),
+        rewriter, FusedLoc::get(ctx, {back->getLoc(), c.unpermute.getLoc()}),
         c.unpermute.getOut().getType(), expertRows, dispatch.getHandle(),
         c.unpermute.getTopkWeights() ? rewriter.getUnitAttr() : UnitAttr());
-    rewriter.replaceOp(c.unpermute, combine.getOut());
+    rewriter.replaceAllUsesWith(c.unpermute.getOut(), combine.getOut());
 
-    // The rest of the chain, users first.
-    SmallVector<Operation *> dead = {c.back, c.unsort};
-    llvm::append_range(dead, c.countsCasts);
-    dead.append({c.counts, c.forward, c.sumsCast, c.sums, c.groups, permute});
-    for (Operation *op : dead)
-      if (op)
-        rewriter.eraseOp(op);
+    // The rest of the chain and what computed only its operands, users
+    // first; what the dispatch reads (the tokens, the weights) stays.
+    SmallVector<Operation *> pending(c.erased.begin(), c.erased.end());
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (Operation *&op : pending)
+        if (op && op->use_empty()) {
+          rewriter.eraseOp(op);
+          op = nullptr;
+          progress = true;
+        }
+    }
     return success();
   }
 };

@@ -39,10 +39,16 @@ def main():
                     return
                 writes.append(message)
 
-        reader = threading.Thread(target=collect)
+        # A daemon, and our end of the child's stderr closed even when the
+        # command cannot start: the reader then sees the end instead of
+        # keeping the interpreter from exiting.
+        reader = threading.Thread(target=collect, daemon=True)
         reader.start()
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=theirs)
-        theirs.close()
+        try:
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                    stderr=theirs)
+        finally:
+            theirs.close()
         out_bytes, _ = proc.communicate(timeout=120)
         reader.join(timeout=120)
         ours.close()

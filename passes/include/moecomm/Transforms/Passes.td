@@ -99,6 +99,53 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
       weights are defined before the forward `all_to_all`, where the
       dispatch goes.
 
+    The two exchanges may instead both be JAX's ragged all-to-all
+    (`stablehlo.custom_call @ragged_all_to_all`, as
+    `moecomm-import-ragged-all-to-all` reads it; MaxText's sparse path); a
+    ragged call out and an `all_to_all` back, or the reverse, is not
+    raised. XLA places each segment where the offsets say, so the
+    raise proves that the offsets are the ones MaxText's
+    `get_all_to_all_params` computes, which make every segment contiguous
+    in rank order on both sides, as `moecomm.all_to_all` moves them:
+
+    ```mlir
+    %cm, %_ = moecomm.all_to_all %gs2, %ones topology<ranks = W, ...>  // W ones
+    %rs = linalg.reduce ins(%cm) ... dimensions = [1]   // per-rank sums, as %sc
+    %io:2 = scf.for %i = 0 to W step 1 iter_args(%s = 0, %t = %init) {
+      %t1 = tensor.insert %s into %t[%i]                 // exclusive scan
+      %s1 = arith.addi %s, (tensor.extract %sc[%i])     // of %sc
+      scf.yield %s1, %t1 }
+    %ro:2 = scf.for ... the same over %rs ...
+    %oo = tensor.collapse_shape (moecomm.all_to_all
+        (tensor.expand_shape %ro#1 to [W, 1]), %ones topology<same>)
+    %buf = tensor.empty(arith.index_cast %ro#0)
+    %recv = "stablehlo.custom_call"(%rows, %buf, %io#1, %sc, %oo', %rs)
+        {call_target_name = "ragged_all_to_all", ...}  // %oo' = tensor.cast of %oo
+    ...
+    %back = "stablehlo.custom_call"(%sm, tensor.empty(%io#0), %ro#1, %rs,
+        <the same exchange of %io#1>, %sc) {...}
+    ```
+
+    The conditions, each with its remark at the call: the call is one the
+    import reads (its refusal is quoted) with a group of W ranks; its
+    input_offsets are the exclusive scan (an `scf.for` over [0, W) step 1
+    of the running sum inserted at the index, then `arith.addi` of the
+    size; the order of the ops and other loop-carried values do not matter)
+    of its send_sizes; its output_offsets are the exclusive scan of its
+    recv_sizes, sent from each receiver to each sender by an `all_to_all` of
+    one `[W, 1]` i64 row per rank on the exchanges' topology (through
+    `tensor.expand_shape`, `tensor.collapse_shape` and an optional
+    `tensor.cast`); its output is a `tensor.empty` of the total of an
+    exclusive scan of its recv_sizes (so every output row is written). The
+    forward call's recv_sizes are the per-rank sums of the `all_to_all` of
+    the `[W, L]` group sizes (what each peer sends here; the grouped form's
+    sort_chunks must take that same counts matrix), whose topology is the
+    exchanges'; the call back sends with the forward call's recv_sizes and
+    receives its send_sizes. What the group sizes compute (the sizes, the
+    offsets, their exchanges and totals) must serve the exchanges only, not
+    the expert computation, the weights or the results: the raise erases it
+    with the permute_tokens, or remarks at the first op using it otherwise.
+
     A function without a permute_tokens is left exactly as it is (no
     folding, no remark).
 
@@ -113,8 +160,8 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
     Source of the idea: the per-expert exchange of Megatron-Core's
     `MoEAlltoAllTokenDispatcher` (`permute`, `all_to_all`,
     `sort_chunks_by_idxs`, grouped GEMM, and back) and MaxText's sparse
-    path (`permute`, `ragged_all_to_all`, `unpermute`); DeepEP's
-    dispatch / combine are what it becomes.
+    path (`permute`, `get_all_to_all_params`, `ragged_all_to_all`,
+    `unpermute`); DeepEP's dispatch / combine are what it becomes.
   }];
   let dependentDialects = ["::mlir::moecomm::MoECommDialect",
                            "::mlir::arith::ArithDialect",
