@@ -68,22 +68,28 @@ bool collective(moecommResult_t result) {
   return false;
 }
 
-/// Called by a collective entry point of a stopped thread. If the other ranks
-/// do not know about its error, `poison` takes part in the collective with
-/// input the runtime rejects (collectively), so every rank stops at the same
-/// call instead of waiting for this one; afterwards no rank runs anything.
-/// Returns true (the caller returns at once).
-template <typename Poison> bool shareError(Poison poison) {
+/// Called by a collective entry point (of the runtime's collective `kind`)
+/// of a stopped thread. If the other ranks do not know about its error, this
+/// thread takes part in that collective's agreement (Comm::agree, the first
+/// thing every collective does) with its first error as its verdict, so
+/// every rank stops at the same call, with that error (the cause, whichever
+/// rank it came from), instead of waiting for this one; afterwards no rank
+/// runs anything. Returns true (the caller returns at once).
+bool shareError(moecomm::OpKind kind) {
   if (!errorShared && boundComm) {
-    poison();
+    collective(moecomm::onComm(boundComm, [kind](moecomm::Comm &comm) {
+      // Whose error it is, said once (compiled code's checks name the rank).
+      std::string message = firstMessage;
+      if (std::string me = "rank " + std::to_string(comm.rank()) + ": ";
+          message.find(me) == std::string::npos)
+        message = me + message;
+      moecomm::Signature sig(kind);
+      sig.setError(moecomm::Status::error(firstError, message));
+      return comm.agree(sig, nullptr);
+    }));
     errorShared = true;
   }
   return true;
-}
-
-/// Rows the runtime rejects (a negative count).
-moecommRows_t rejectedRows() {
-  return moecommRows_t{nullptr, nullptr, -1, 1, moecommBfloat16};
 }
 
 /// Address of element 0 of a descriptor.
@@ -227,18 +233,6 @@ void recordStats(moecommLayout_t layout) {
     }
 }
 
-/// The layout collective with a negative token count, which every rank
-/// rejects.
-void rejectLayout() {
-  moecommLayoutDesc_t desc = {};
-  desc.numTokens = -1;
-  desc.topk = 1;
-  desc.numExperts = 1;
-  desc.idxType = moecommInt32;
-  moecommLayout_t layout = nullptr;
-  collective(moecommLayoutCreate(boundComm, &desc, &layout));
-}
-
 void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
                    moecommDataType_t idxType, int64_t ranks,
                    int64_t ranksPerNode, int64_t experts, int32_t strategy,
@@ -248,7 +242,7 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   if (!commBound())
     return nullptr;
   if (stopped()) {
-    shareError(rejectLayout);
+    shareError(moecomm::OpKind::LayoutCreate);
     return nullptr;
   }
   int size = 0, perNode = 0;
@@ -268,7 +262,7 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   moecommRows_t idxRows, weightRows;
   if (!rowsOf(idx, idxType, nullptr, &idxRows) ||
       !rowsOf(weights, moecommFloat32, nullptr, &weightRows)) {
-    shareError(rejectLayout);
+    shareError(moecomm::OpKind::LayoutCreate);
     return nullptr;
   }
   // The runtime reads [T][K] weights for [T][K] ids, with K as int32.
@@ -276,13 +270,13 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
     fail(moecommInvalidArgument, "compiled code passed topk_weights " +
                                      shapeOf(weights) + " for topk_idx " +
                                      shapeOf(idx));
-    shareError(rejectLayout);
+    shareError(moecomm::OpKind::LayoutCreate);
     return nullptr;
   }
   if (idxRows.hidden > INT32_MAX) {
     fail(moecommInvalidArgument,
          "topk_idx " + shapeOf(idx) + " has more than 2^31 - 1 columns (top-k)");
-    shareError(rejectLayout);
+    shareError(moecomm::OpKind::LayoutCreate);
     return nullptr;
   }
   // The plan is made on the host from the routing the graph's kernels
@@ -291,7 +285,7 @@ void *createLayout(moecommMemRef2D *idx, moecommMemRef2D *weights,
   if (moecomm::CompiledDevice *device = moecomm::boundDevice())
     if (!onDevice(idxRows, "topk_idx") ||
         !onDevice(weightRows, "topk_weights") || !ok(device->synchronize())) {
-      shareError(rejectLayout);
+      shareError(moecomm::OpKind::LayoutCreate);
       return nullptr;
     }
   moecommLayoutDesc_t desc = {};
@@ -388,35 +382,20 @@ moecomm::CollectiveDesc layoutCollective(moecomm::OpKind kind, void *layout) {
                                  nullptr);
 }
 
-/// Takes part in `desc` with rows (and counts) the runtime rejects.
-void rejectCollective(moecomm::CollectiveDesc desc) {
-  moecommRows_t bad = rejectedRows();
-  std::vector<int64_t> badCounts;
-  if (desc.kind == moecomm::OpKind::AllToAll) {
-    int size = 0;
-    moecommCommSize(boundComm, &size);
-    badCounts.assign(size, -1);
-  }
-  desc.in = desc.out = &bad;
-  desc.sendCounts = desc.recvCounts = badCounts.data();
-  collective(moecomm::runCollective(boundComm, desc, nullptr));
-}
-
 /// A collective of compiled code (dispatch, combine, exchange, all_to_all)
 /// on the bound communicator, when `ready`. `viewRows(src, dst, desc)` makes
 /// the rows views (and counts) of its descriptors, recording why it cannot.
-/// A thread that is stopped or cannot make them takes part with input the
-/// runtime rejects (shareError). Returns the request of a started call
-/// (`start`), else nullptr.
+/// A thread that is stopped or cannot make them shares its error instead
+/// (shareError). Returns the request of a started call (`start`), else
+/// nullptr.
 template <typename ViewRows>
 void *runCompiled(bool ready, moecomm::CollectiveDesc desc, bool start,
                   ViewRows viewRows) {
-  auto reject = [&] { rejectCollective(desc); };
-  if (!ready || (stopped() && shareError(reject)))
+  if (!ready || (stopped() && shareError(desc.kind)))
     return nullptr;
   moecommRows_t src, dst;
   if (!viewRows(src, dst, desc)) {
-    shareError(reject);
+    shareError(desc.kind);
     return nullptr;
   }
   desc.in = &src;
@@ -560,22 +539,11 @@ bool a2aTopology(int64_t ranks, int64_t ranksPerNode) {
   return false;
 }
 
-/// The counts collective's agreement with this thread's first error as its
-/// local verdict: every rank stops there with that error, the cause, rather
-/// than with a rejected argument of this call (the other ranks, in
-/// moecommAllToAllCounts, take part in the same agreement).
-void rejectCounts() {
-  collective(moecomm::onComm(boundComm, [](moecomm::Comm &comm) {
-    moecomm::Signature sig(moecomm::OpKind::AllToAllCounts);
-    sig.setError(moecomm::Status::error(firstError, firstMessage));
-    return comm.agree(sig, nullptr);
-  }));
-}
-
 int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
                        moecommMemRef1D *sendCounts, moecommDataType_t type,
                        moecommMemRef1D *recvCounts) {
-  if (!commBound() || (stopped() && shareError(rejectCounts))) {
+  if (!commBound() ||
+      (stopped() && shareError(moecomm::OpKind::AllToAllCounts))) {
     zeroCounts(recvCounts);
     return 0;
   }
@@ -583,7 +551,7 @@ int64_t allToAllCounts(int64_t ranks, int64_t ranksPerNode,
   if (!a2aTopology(ranks, ranksPerNode) ||
       !countsOf(sendCounts, type, ranks, send) ||
       !contiguous1D(recvCounts, "all_to_all recv counts")) {
-    shareError(rejectCounts);
+    shareError(moecomm::OpKind::AllToAllCounts);
     zeroCounts(recvCounts);
     return 0;
   }

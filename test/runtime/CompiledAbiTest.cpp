@@ -260,7 +260,8 @@ TEST(CompiledAbi, MalformedRoutingDescriptors) {
     int64_t idx[2] = {0, 1};
     float w[1] = {1};
     moecommMemRef2D idxRef = ref2(idx, 1, 2), wRef = ref2(w, 1, 1);
-    // Rank 1's weights do not match its ids; rank 0 is told at the same call.
+    // Rank 1's weights do not match its ids; rank 0 is told, at the same
+    // call, rank 1's error.
     if (r == 0)
       wRef = ref2(idx, 1, 2);
     EXPECT_EQ(_mlir_ciface_moecomm_rt_layout_i64(&idxRef, &wRef, 2, 1, 2, 0, 0,
@@ -273,7 +274,8 @@ TEST(CompiledAbi, MalformedRoutingDescriptors) {
                            "topk_idx [1][2]");
     } else {
       EXPECT_EQ(s.status, moecommInvalidArgument);
-      EXPECT_NE(s.message.find("rank 1"), std::string::npos) << s.message;
+      EXPECT_EQ(s.message, "rank 1: compiled code passed topk_weights [1][1] "
+                           "for topk_idx [1][2]");
     }
   });
   runOnThreads(1, 1, [&](moecommComm_t comm, int) {
@@ -334,11 +336,33 @@ TEST(CompiledAbi, CheckRecordsItsMessageAndStopsThePeers) {
     EXPECT_EQ(_mlir_ciface_moecomm_rt_all_to_all_counts_i64(2, 1, &sendRef,
                                                             &recvRef),
               0);
-    EXPECT_NE(seen().status, moecommSuccess);
-    if (r == 1)
-      EXPECT_EQ(seen().message.rfind("op at f.mlir:1:2: rank 1: ", 0), 0u)
-          << seen().message;
+    // Both ranks stop with rank 1's check, the cause.
+    EXPECT_EQ(seen().status, moecommInvalidArgument);
+    EXPECT_EQ(seen().message.rfind("op at f.mlir:1:2: rank 1: x[j]", 0), 0u)
+        << seen().message;
   });
+  // Likewise when the stopped rank's next call is a layout or an exchange
+  // of rows (each shares its error in that collective's agreement).
+  for (bool layout : {true, false})
+    runOnThreads(2, 1, [&](moecommComm_t comm, int r) {
+      ASSERT_EQ(moecommCompiledBind(comm), moecommSuccess);
+      if (r == 1)
+        moecomm_rt_check(0, "op at f.mlir:5:6", "bad {}", 9, 0, 0, 0);
+      if (layout) {
+        OneToken t(0);
+        EXPECT_EQ(t.layout(2, 2), nullptr);
+      } else {
+        float rows[2] = {1, 2}, got[2] = {0, 0};
+        int64_t send[2] = {1, 0}, recv[2] = {1, 0};
+        moecommMemRef2D sendRef = ref2(rows, 1, 2), recvRef = ref2(got, 1, 2);
+        moecommMemRef1D countsRef = ref1(send, 2), recvCounts = ref1(recv, 2);
+        _mlir_ciface_moecomm_rt_all_to_all_f32_i64(2, 1, &sendRef, &countsRef,
+                                                   &recvRef, &recvCounts);
+      }
+      EXPECT_EQ(seen().status, moecommInvalidArgument);
+      EXPECT_EQ(seen().message, "op at f.mlir:5:6: rank 1: bad 9")
+          << (layout ? "layout" : "all_to_all");
+    });
   // Without a bound communicator (a fresh thread): no rank in the message;
   // a "{}" beyond the four values stays.
   std::thread([] {

@@ -34,9 +34,9 @@
  * topk_idx's shape, top-k beyond 2^31 - 1) are moecommInvalidArgument. Collective failures (bad routing, count
  * mismatches) are agreed by all ranks, so all ranks stop at the same call. A
  * local failure (e.g. malformed rows) is shared at the next collective call:
- * the stopped rank takes part with input the runtime rejects, so the other
- * ranks stop there too (their message then names the stopped rank's rejected
- * input) instead of waiting for it.
+ * the stopped rank takes part in that call's agreement with its error, so
+ * the other ranks stop there too, with that error ("rank R: " before it
+ * unless it names its rank already), instead of waiting for it.
  * A layout returned by a compiled function belongs to the caller:
  * release it with moecomm_rt_layout_release or moecommLayoutDestroy.
  *===----------------------------------------------------------------------===*/
