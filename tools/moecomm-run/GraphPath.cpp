@@ -430,32 +430,31 @@ Error applyGraphRouting(ArrayRef<mlir::func::FuncOp> functions,
       return true;
     };
     func.walk([&](mlir::Operation *op) {
+      // Whether `experts`, which `op` `does` over, is not the routing's
+      // (then `error` says so).
+      auto otherExperts = [&](int64_t experts, StringRef does) {
+        if (experts == p.numExperts)
+          return false;
+        error =
+            inputError(formatv("{0}{1} in @{2} {3} over {4} experts but "
+                               "the routing has {5}",
+                               where(op), op->getName().getStringRef(),
+                               func.getSymName(), does, experts, p.numExperts));
+        return true;
+      };
       for (mlir::NamedAttribute attr : op->getAttrs()) {
         auto topology =
             llvm::dyn_cast<mlir::moecomm::TopologyAttr>(attr.getValue());
         // experts = 0: a plain all_to_all, which has none.
         if (topology && topology.getExperts() != 0 &&
-            topology.getExperts() != p.numExperts) {
-          error = inputError(formatv("{0}{1} in @{2} routes over {3} experts "
-                                     "but the routing has {4}",
-                                     where(op), op->getName().getStringRef(),
-                                     func.getSymName(), topology.getExperts(),
-                                     p.numExperts));
+            otherExperts(topology.getExperts(), "routes"))
           return mlir::WalkResult::interrupt();
-        }
       }
       // A framework's per-expert layer sorts its rows over its own expert
       // count, which must be the routing's as well.
       if (auto permute = llvm::dyn_cast<mlir::moecomm::PermuteTokensOp>(op);
-          permute && static_cast<int64_t>(permute.getExperts()) !=
-                         p.numExperts) {
-        error = inputError(formatv("{0}{1} in @{2} sorts over {3} experts "
-                                   "but the routing has {4}",
-                                   where(op), op->getName().getStringRef(),
-                                   func.getSymName(), permute.getExperts(),
-                                   p.numExperts));
+          permute && otherExperts(permute.getExperts(), "sorts"))
         return mlir::WalkResult::interrupt();
-      }
       // A staged graph declares its capacity on the layout.
       if (auto layout = llvm::dyn_cast<mlir::moecomm::LayoutOp>(op))
         if (std::optional<uint64_t> c = layout.getCapacity())

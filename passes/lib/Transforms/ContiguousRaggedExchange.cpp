@@ -60,6 +60,14 @@ std::optional<ExclusiveScan> scanAt(scf::ForOp loop, unsigned k) {
 
 } // namespace
 
+bool mlir::moecomm::sendsOneRowPerRank(AllToAllOp exchange) {
+  DenseIntElementsAttr counts;
+  return matchPattern(exchange.getSendCounts(), m_Constant(&counts)) &&
+         counts.getNumElements() == exchange.getTopology().getRanks() &&
+         llvm::all_of(counts.getValues<APInt>(),
+                      [](const APInt &one) { return one.isOne(); });
+}
+
 std::optional<ExclusiveScan> mlir::moecomm::exclusiveScanOf(Value v) {
   auto result = dyn_cast<OpResult>(v);
   auto loop = result ? dyn_cast<scf::ForOp>(result.getOwner()) : nullptr;
@@ -84,13 +92,9 @@ Value mlir::moecomm::peerExchangeOf(Value v, AllToAllOp &exchange) {
     return {};
   auto expand = exchange.getSend().getDefiningOp<tensor::ExpandShapeOp>();
   int64_t ranks = exchange.getTopology().getRanks();
-  DenseIntElementsAttr counts;
   if (!expand || expand.getSrcType().getRank() != 1 ||
       expand.getResultType().getShape() != ArrayRef<int64_t>{ranks, 1} ||
-      !matchPattern(exchange.getSendCounts(), m_Constant(&counts)) ||
-      counts.getNumElements() != ranks ||
-      !llvm::all_of(counts.getValues<APInt>(),
-                    [](const APInt &one) { return one.isOne(); }))
+      !sendsOneRowPerRank(exchange))
     return {};
   return expand.getSrc();
 }

@@ -1,5 +1,4 @@
-//===- ContiguousRaggedExchange.h - ragged calls that are all_to_alls -*- C++
-//-*-===//
+//===- ContiguousRaggedExchange.h - ragged calls as all_to_all --*- C++ -*-===//
 //
 // XLA's RaggedAllToAll puts each sender's rows where the offsets say. The
 // per-expert exchange of MaxText's sparse path computes them so that every
@@ -23,6 +22,11 @@
 #include <string>
 
 namespace mlir::moecomm {
+
+/// Whether `exchange` sends one row to every one of its W ranks: its send
+/// counts are a constant of W ones (an exchange of per-rank metadata, such
+/// as group sizes or offsets).
+bool sendsOneRowPerRank(AllToAllOp exchange);
 
 /// An exclusive prefix sum over the W entries of `sizes` (tensor<W x iN>),
 /// as a cumulative sum lowers to loops:

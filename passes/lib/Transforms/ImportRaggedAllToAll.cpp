@@ -246,9 +246,12 @@ public:
         checks(b, op, kTarget, texts) {}
 
   void run() {
-    Value operand = op->getOperand(0), output = op->getOperand(1);
-    Value inputOffsets = op->getOperand(2), sendSizes = op->getOperand(3);
-    Value outputOffsets = op->getOperand(4), recvSizes = op->getOperand(5);
+    Value operand = raggedOperand(op, RaggedOperand::operand);
+    Value output = raggedOperand(op, RaggedOperand::output);
+    Value inputOffsets = raggedOperand(op, RaggedOperand::inputOffsets);
+    Value sendSizes = raggedOperand(op, RaggedOperand::sendSizes);
+    Value outputOffsets = raggedOperand(op, RaggedOperand::outputOffsets);
+    Value recvSizes = raggedOperand(op, RaggedOperand::recvSizes);
     auto rowsType = cast<RankedTensorType>(operand.getType());
     int64_t h = rowsType.getDimSize(1);
     Value c0 = index(0), c1 = index(1);

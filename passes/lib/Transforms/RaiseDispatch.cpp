@@ -92,12 +92,10 @@ struct Chain {
   PermuteTokensOp permute;
   tensor::ExpandShapeOp groups;
   linalg::ReduceOp sums;
-  tensor::CastOp sumsCast;
   RowExchange forward;
   AllToAllOp counts;
   SortChunksOp sort;
   UnsortChunksOp unsort;
-  SmallVector<tensor::CastOp> countsCasts;
   SmallVector<Operation *> rowWise;
   RowExchange back;
   UnpermuteTokensOp unpermute;
@@ -155,7 +153,9 @@ private:
   LogicalResult matchGrouped(SortChunksOp sort);
   LogicalResult matchRowWise();
   LogicalResult matchBack();
-  LogicalResult checkPlacement();
+  /// Takes `counts` as the chain's counts exchange (the all_to_all of the
+  /// [W, L] group sizes), which must send one row to every rank.
+  LogicalResult takeCounts(AllToAllOp counts);
 
   Chain chain;
   Mismatch mismatch;
@@ -188,15 +188,6 @@ bool isZeros(Value v) {
     return true;
   auto fill = v.getDefiningOp<linalg::FillOp>();
   return fill && matchPattern(fill.value(), m_Zero());
-}
-
-/// Whether `v` is a constant tensor of `n` ones.
-bool isOnes(Value v, int64_t n) {
-  DenseIntElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != n)
-    return false;
-  return llvm::all_of(attr.getValues<APInt>(),
-                      [](const APInt &one) { return one.isOne(); });
 }
 
 /// Whether `reduce` sums its one input over dimension 1 with arith.addi,
@@ -477,12 +468,19 @@ LogicalResult ChainMatcher::matchRaggedCounts() {
                           ": its recv_sizes are not the per-rank sums of the "
                           "'moecomm.all_to_all' of the [W, L] group sizes "
                           "(what each peer sends here)");
-  if (!isOnes(counts.getSendCounts(), chain.ranks))
+  if (failed(takeCounts(counts)))
+    return failure();
+  chain.topology = counts.getTopology();
+  return success();
+}
+
+LogicalResult ChainMatcher::takeCounts(AllToAllOp counts) {
+  if (counts.getTopology().getRanks() != chain.ranks ||
+      !sendsOneRowPerRank(counts))
     return fail(counts, "'moecomm.all_to_all' of the group sizes must send "
                         "one row to every rank (a constant of " +
                             Twine(chain.ranks) + " ones as send counts)");
   chain.counts = counts;
-  chain.topology = counts.getTopology();
   return success();
 }
 
@@ -495,7 +493,8 @@ LogicalResult ChainMatcher::checkContiguous(RowExchange x) {
 
 LogicalResult ChainMatcher::matchSendCounts() {
   RowExchange forward = chain.forward;
-  Value sendCounts = skipCast(forward.sendCounts(), chain.sumsCast);
+  tensor::CastOp cast;
+  Value sendCounts = skipCast(forward.sendCounts(), cast);
   auto sums = sendCounts.getDefiningOp<linalg::ReduceOp>();
   if (!sums || sums.getInputs().size() != 1 ||
       sums.getInputs()[0] != chain.groups.getResult() || !isRowSum(sums))
@@ -509,11 +508,10 @@ LogicalResult ChainMatcher::matchSendCounts() {
   // that nothing else uses them, collectErased checks.
   if (forward.isRagged())
     return success();
-  if (chain.sumsCast && failed(onlyUsedBy(chain.sumsCast, "the send counts",
-                                          {forward.getOperation()})))
+  if (cast &&
+      failed(onlyUsedBy(cast, "the send counts", {forward.getOperation()})))
     return failure();
-  Operation *countsUser =
-      chain.sumsCast ? chain.sumsCast.getOperation() : forward.getOperation();
+  Operation *countsUser = cast ? cast.getOperation() : forward.getOperation();
   return onlyUsedBy(sums.getResult(0), "the send counts", {countsUser});
 }
 
@@ -533,11 +531,8 @@ LogicalResult ChainMatcher::matchGrouped(SortChunksOp sort) {
                 "the counts of 'moecomm.sort_chunks' are not the "
                 "'moecomm.all_to_all' of the [W, L] group sizes" +
                     Twine(chain.counts ? " that gives the recv_sizes" : ""));
-  chain.counts = counts;
-  if (!isOnes(counts.getSendCounts(), chain.ranks))
-    return fail(counts, "'moecomm.all_to_all' of the group sizes must send "
-                        "one row to every rank (a constant of " +
-                            Twine(chain.ranks) + " ones as send counts)");
+  if (failed(takeCounts(counts)))
+    return failure();
   if (counts.getTopology() != chain.topology)
     return fail(counts, "'moecomm.all_to_all' of the group sizes has another "
                         "topology than the forward exchange");
@@ -565,7 +560,6 @@ LogicalResult ChainMatcher::matchGrouped(SortChunksOp sort) {
   };
   for (Operation *user : matrix.getUsers()) {
     if (auto c = dyn_cast<tensor::CastOp>(user)) {
-      chain.countsCasts.push_back(c);
       for (Operation *castUser : c->getUsers())
         if (failed(takeUser(castUser)))
           return failure();
@@ -768,8 +762,8 @@ struct RaiseDispatchPass
     RewritePatternSet patterns(&getContext());
     populateRaiseDispatchPatterns(patterns);
     // Only the raise: the driver starts from the permute_tokens and neither
-    // folds nor simplifies the rest of the function; what a raise leaves
-    // unused (the constants of the counts) goes.
+    // folds nor simplifies the rest of the function (the pattern erases
+    // what only the chain used).
     GreedyRewriteConfig config;
     config.enableFolding(false)
         .enableConstantCSE(false)
