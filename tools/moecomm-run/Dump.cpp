@@ -64,7 +64,7 @@ Error dumpRank(StringRef dir, const LayerResult &res) {
   const size_t H = static_cast<size_t>(res.hidden);
   const size_t T = static_cast<size_t>(res.numTokens);
   const std::string prefix = ("rank" + Twine(res.rank)).str();
-  if (!res.gradX.empty())
+  if (res.training)
     if (Error e = writeNpy(dir, prefix + ".grad_x.npy", res.gradX.data(),
                            res.gradX.size(), {T, H}))
       return e;

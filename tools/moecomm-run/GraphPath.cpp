@@ -1072,6 +1072,7 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
     rows.toFloat(values);
   };
   rowsOf(results.out, out.combine);
+  out.training = sig.training;
   if (sig.training)
     rowsOf(results.gradX, out.gradX);
   out.dispatchObserved = sig.observesDispatch;

@@ -68,6 +68,9 @@ struct LayerResult {
   int64_t numTokens = 0;
   /// [T][H] weighted combine of the identity experts' outputs (y = recv).
   std::vector<float> combine;
+  /// Whether the path ran a training step (gradX holds its T rows, none on
+  /// a rank without tokens).
+  bool training = false;
   /// [T][H] a training step's input gradient for grad_out = x (identity
   /// experts: equal to `combine` up to rounding); empty for forward-only
   /// paths.

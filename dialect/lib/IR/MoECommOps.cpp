@@ -582,6 +582,23 @@ static RankedTensorType rowsOf(Value rows, int64_t n) {
                                getElementTypeOrSelf(rows.getType()));
 }
 
+/// The routing weights of permute_tokens / unpermute_tokens: [T, K] like
+/// `slots` (topk_idx or slot_rows, named `slotsName`), T compared where both
+/// are static.
+static LogicalResult verifyTopkWeights(Operation *op, Value weights,
+                                       RankedTensorType slots,
+                                       StringRef slotsName) {
+  auto w = cast<RankedTensorType>(weights.getType());
+  bool sameT =
+      w.getRank() == 2 && (w.isDynamicDim(0) || slots.isDynamicDim(0) ||
+                           w.getDimSize(0) == slots.getDimSize(0));
+  if (!sameT || w.getDimSize(1) != slots.getDimSize(1))
+    return op->emitOpError()
+           << "weights must be [T, K] like " << slotsName << " "
+           << shapeStr(slots) << ", got " << shapeStr(w);
+  return success();
+}
+
 LogicalResult
 PermuteTokensOp::inferReturnTypes(MLIRContext *ctx,
                                   std::optional<Location> loc,
@@ -623,6 +640,8 @@ LogicalResult PermuteTokensOp::verify() {
       x.getDimSize(0) != idx.getDimSize(0))
     return emitOpError() << "x has " << x.getDimSize(0)
                          << " tokens but topk_idx has " << idx.getDimSize(0);
+  if (Value weights = getTopkWeights())
+    return verifyTopkWeights(*this, weights, idx, "topk_idx");
   return success();
 }
 
@@ -644,15 +663,8 @@ LogicalResult UnpermuteTokensOp::verify() {
     return emitOpError() << "slot_rows must be 2-D [T, K] with a static K "
                             ">= 1, got "
                          << shapeStr(slots);
-  if (Value weights = getTopkWeights()) {
-    auto w = cast<RankedTensorType>(weights.getType());
-    bool sameT = w.getRank() == 2 &&
-                 (w.isDynamicDim(0) || slots.isDynamicDim(0) ||
-                  w.getDimSize(0) == slots.getDimSize(0));
-    if (!sameT || w.getDimSize(1) != slots.getDimSize(1))
-      return emitOpError() << "weights must be [T, K] like slot_rows "
-                           << shapeStr(slots) << ", got " << shapeStr(w);
-  }
+  if (Value weights = getTopkWeights())
+    return verifyTopkWeights(*this, weights, slots, "slot_rows");
   return success();
 }
 

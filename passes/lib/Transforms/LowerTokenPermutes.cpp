@@ -12,6 +12,7 @@
 
 #include "Transforms/RuntimeChecks.h"
 #include "Transforms/TensorLoopBuilder.h"
+#include "Transforms/WeightedRows.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -122,6 +123,17 @@ struct LowerPermuteTokens : LoweringPattern<PermuteTokensOp> {
                      "x and topk_idx must have the same tokens ({} and {})",
                      {l.i64(l.dim(x, 0)), l.i64(tokens)});
     }
+    // Likewise the weights, when they scale the rows.
+    Value weights = op.getTopkWeights();
+    if (weights && (cast<RankedTensorType>(weights.getType()).isDynamicDim(0) ||
+                    idxType.isDynamicDim(0))) {
+      Value sameWeights = l.cmp(CmpIPredicate::eq, l.dim(weights, 0), tokens);
+      l.checks.check(sameWeights,
+                     "weights and topk_idx must have the same tokens ({} and "
+                     "{})",
+                     {l.i64(l.dim(weights, 0)), l.i64(tokens)});
+      sameTokens = l.andAll({sameTokens, sameWeights});
+    }
 
     // 1. Check every id and count the rows of each expert; a slot's kept
     // expert (or -1) goes into slot_rows, which step 3 overwrites with its
@@ -208,8 +220,15 @@ struct LowerPermuteTokens : LoweringPattern<PermuteTokensOp> {
                        Value row = l.element(iter[0], at);
                        Value next =
                            insertElement(b, l.add(row, one), iter[0], at);
-                       Value rows = l.insert(l.slice(x, t, c1, h), iter[1],
-                                             l.indexOf(row), c1, h);
+                       Value copy = l.slice(x, t, c1, h);
+                       if (weights)
+                         copy = scaleRowsByWeights(
+                             b, b.getLoc(), copy,
+                             tensor::FromElementsOp::create(
+                                 b, ValueRange{tensor::ExtractOp::create(
+                                        b, weights, ValueRange{t, slot})}));
+                       Value rows =
+                           l.insert(copy, iter[1], l.indexOf(row), c1, h);
                        return {next, rows,
                                insertElement(b, row, iter[2], {t, slot})};
                      },

@@ -4,15 +4,18 @@
 // writes (Megatron-Core's MoEAlltoAllTokenDispatcher, MaxText's sparse path:
 // permute_tokens, ragged all_to_all, expert computation, all_to_all back,
 // unpermute_tokens) becomes moecomm.dispatch / moecomm.combine, which the
-// rest of the pipeline splits hierarchically. One rewrite pattern anchored on
-// moecomm.permute_tokens; the chain it needs is matched from the IR alone,
-// and a chain that does not qualify is left as it is with a remark saying
-// which condition failed.
+// rest of the pipeline splits hierarchically; its backward (the weights
+// applied at permute_tokens) becomes moecomm.cached_dispatch along the
+// forward's layout and an unweighted combine. One rewrite pattern anchored
+// on moecomm.permute_tokens; the chain it needs is matched from the IR
+// alone, and a chain that does not qualify is left as it is with a remark
+// saying which condition failed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/ContiguousRaggedExchange.h"
 #include "Transforms/JaxRaggedAllToAll.h"
+#include "Transforms/WeightedRows.h"
 #include "moecomm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -87,7 +90,11 @@ private:
 /// `counts`, `sort` and `unsort` are set for the grouped form and whenever
 /// an exchange is ragged (its recv_sizes come from the counts matrix);
 /// `rowWise` holds the row-wise form's expert ops (none for identity
-/// experts). `topology` is the exchanges'.
+/// experts). `topology` is the exchanges'. `weights` are the routing
+/// weights: unpermute_tokens' in a forward exchange, permute_tokens' in a
+/// backward one (`backward`), none in an unweighted forward. `layout` is, in
+/// a backward exchange, the dispatch of the same routing whose layout it
+/// reuses (the forward's), if there is one.
 struct Chain {
   PermuteTokensOp permute;
   tensor::ExpandShapeOp groups;
@@ -101,6 +108,9 @@ struct Chain {
   UnpermuteTokensOp unpermute;
   TopologyAttr topology;
   int64_t ranks = 0;
+  Value weights;
+  bool backward = false;
+  DispatchOp layout;
   /// What the raise erases: the chain's ops and what computes only their
   /// operands (the counts, the ragged exchanges' offsets and their
   /// exchanges), each once it is unused.
@@ -153,6 +163,11 @@ private:
   LogicalResult matchGrouped(SortChunksOp sort);
   LogicalResult matchRowWise();
   LogicalResult matchBack();
+  /// Sets chain.weights and chain.backward from the ends of the chain.
+  LogicalResult matchWeights();
+  /// For a backward exchange: sets chain.layout to a dispatch whose layout
+  /// it may reuse, if there is one.
+  void findLayout();
   /// Takes `counts` as the chain's counts exchange (the all_to_all of the
   /// [W, L] group sizes), which must send one row to every rank.
   LogicalResult takeCounts(AllToAllOp counts);
@@ -287,7 +302,8 @@ LogicalResult ChainMatcher::match() {
   Value recv = chain.forward.recv();
   auto sort =
       userOf<SortChunksOp>(recv, [](SortChunksOp op) { return op.getIn(); });
-  if (failed(sort ? matchGrouped(sort) : matchRowWise()) || failed(matchBack()))
+  if (failed(sort ? matchGrouped(sort) : matchRowWise()) ||
+      failed(matchBack()) || failed(matchWeights()))
     return failure();
 
   // Everything in one block, so that the dispatch and the combine take the
@@ -309,7 +325,9 @@ LogicalResult ChainMatcher::match() {
   // moecomm.dispatch's verifier wants one static token count in x, the ids
   // and the weights; the per-expert ops check a difference only at run
   // time when one side is dynamic.
-  if (Value weights = chain.unpermute.getTopkWeights()) {
+  Operation *weighing = chain.backward ? chain.permute.getOperation()
+                                       : chain.unpermute.getOperation();
+  if (Value weights = chain.weights) {
     int64_t tokens = ShapedType::kDynamic;
     Value tokenTensors[] = {permute.getX(), permute.getTopkIdx(), weights};
     for (Value v : tokenTensors) {
@@ -317,26 +335,70 @@ LogicalResult ChainMatcher::match() {
       if (ShapedType::isDynamic(t))
         continue;
       if (!ShapedType::isDynamic(tokens) && t != tokens)
-        return fail(chain.unpermute,
-                    "the tokens of 'moecomm.permute_tokens' and the weights "
-                    "of 'moecomm.unpermute_tokens' have different static "
-                    "counts (" +
-                        Twine(tokens) + " and " + Twine(t) +
-                        "): moecomm.dispatch needs one");
+        return fail(weighing, "the tokens of 'moecomm.permute_tokens' and "
+                              "the weights of " +
+                                  nameOf(weighing) +
+                                  " have different static counts (" +
+                                  Twine(tokens) + " and " + Twine(t) +
+                                  "): moecomm.dispatch needs one");
       tokens = t;
     }
   }
 
   // The dispatch goes where the forward exchange is: the routing weights
   // must be known there.
-  if (Value weights = chain.unpermute.getTopkWeights();
-      weights && !DominanceInfo(permute->getParentOp())
-                      .properlyDominates(weights, chain.forward.getOperation()))
-    return fail(chain.unpermute,
-                "the weights of 'moecomm.unpermute_tokens' are not defined "
-                "before the forward " +
-                    chain.forward.name() + ", where moecomm.dispatch goes");
+  if (chain.weights &&
+      !DominanceInfo(permute->getParentOp())
+           .properlyDominates(chain.weights, chain.forward.getOperation()))
+    return fail(weighing, "the weights of " + nameOf(weighing) +
+                              " are not defined before the forward " +
+                              chain.forward.name() +
+                              ", where moecomm.dispatch goes");
+  if (chain.backward)
+    findLayout();
   return collectErased();
+}
+
+LogicalResult ChainMatcher::matchWeights() {
+  Value before = chain.permute.getTopkWeights(),
+        after = chain.unpermute.getTopkWeights();
+  if (before && after)
+    return fail(chain.unpermute,
+                "both 'moecomm.permute_tokens' and 'moecomm.unpermute_tokens' "
+                "take weights: a forward exchange weighs the rows that come "
+                "home, a backward one those it sends");
+  chain.weights = before ? before : after;
+  chain.backward = static_cast<bool>(before);
+  return success();
+}
+
+void ChainMatcher::findLayout() {
+  // The forward's dispatch (raised before the backward, see the pass): same
+  // ids, weights and ranks, no expert placement, no capacity (it would drop
+  // rows the per-expert exchange sends) and no align (padding rows are not
+  // in sort_chunks' order); it sends rows of the same hidden size and is
+  // computed before the exchange it replaces.
+  PermuteTokensOp permute = chain.permute;
+  DominanceInfo dominance(permute->getParentOp());
+  for (Operation *user : permute.getTopkIdx().getUsers()) {
+    auto dispatch = dyn_cast<DispatchOp>(user);
+    if (!dispatch || dispatch.getTopkIdx() != permute.getTopkIdx() ||
+        dispatch.getTopkWeights() != chain.weights)
+      continue;
+    TopologyAttr topology = dispatch.getTopology();
+    if (topology.getRanks() != chain.topology.getRanks() ||
+        topology.getRanksPerNode() != chain.topology.getRanksPerNode() ||
+        topology.getExperts() != int64_t(permute.getExperts()) ||
+        topology.getPlacement() || dispatch.getCapacity() ||
+        dispatch.getAlign() ||
+        dispatch.getX().getType().getDimSize(1) !=
+            permute.getX().getType().getDimSize(1) ||
+        !dominance.properlyDominates(dispatch.getOperation(),
+                                     chain.forward.getOperation()))
+      continue;
+    chain.layout = dispatch;
+    return;
+  }
 }
 
 /// Whether the raise may erase `op` once its results are unused: it has no
@@ -369,8 +431,8 @@ LogicalResult ChainMatcher::collectErased() {
       chain.unsort ? chain.unsort.getIn() : chain.back.send();
   SmallVector<Value> kept = {chain.permute.getX(), chain.permute.getTopkIdx(),
                              expertRows};
-  if (Value weights = chain.unpermute.getTopkWeights())
-    kept.push_back(weights);
+  if (chain.weights)
+    kept.push_back(chain.weights);
   llvm::SetVector<Operation *> live;
   auto readsOf = [](Operation *op) {
     llvm::SetVector<Value> reads(op->operand_begin(), op->operand_end());
@@ -691,7 +753,9 @@ Value onesLike(PatternRewriter &rewriter, Location loc, Value topkIdx) {
       .getResult(0);
 }
 
-/// permute_tokens ... unpermute_tokens  ==>  dispatch ... combine.
+/// permute_tokens ... unpermute_tokens  ==>  dispatch ... combine; a
+/// backward exchange (weights at permute_tokens)  ==>  cached_dispatch (or
+/// a dispatch of its own) ... unweighted combine.
 struct RaiseDispatchChain : OpRewritePattern<PermuteTokensOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PermuteTokensOp permute,
@@ -702,37 +766,51 @@ struct RaiseDispatchChain : OpRewritePattern<PermuteTokensOp> {
     Chain c = matcher.getChain();
     MLIRContext *ctx = getContext();
 
-    // The dispatch, where the forward exchange was.
+    // The dispatch (or cached_dispatch), where the forward exchange was.
     Operation *forward = c.forward.getOperation(),
               *back = c.back.getOperation();
     rewriter.setInsertionPoint(forward);
     Location loc = FusedLoc::get(ctx, {permute.getLoc(), forward->getLoc()});
-    Value weights = c.unpermute.getTopkWeights();
-    if (!weights)
-      weights = onesLike(rewriter, loc, permute.getTopkIdx());
-    TopologyAttr exchange = c.topology;
-    auto topology =
-        TopologyAttr::get(ctx, exchange.getRanks(), exchange.getRanksPerNode(),
-                          permute.getExperts());
-    auto dispatch = DispatchOp::create(
-        rewriter, loc, permute.getX(), permute.getTopkIdx(), weights, topology,
-        WireDtypeAttr(), StrategyAttr(), IntegerAttr(), IntegerAttr());
+    DispatchOp layout = c.layout;
+    Value rows;
+    if (layout) {
+      rows = CachedDispatchOp::create(rewriter, loc, permute.getX(),
+                                      layout.getHandle(), WireDtypeAttr())
+                 .getRecv();
+    } else {
+      Value weights = c.weights;
+      if (!weights)
+        weights = onesLike(rewriter, loc, permute.getTopkIdx());
+      TopologyAttr exchange = c.topology;
+      auto topology =
+          TopologyAttr::get(ctx, exchange.getRanks(),
+                            exchange.getRanksPerNode(), permute.getExperts());
+      layout = DispatchOp::create(rewriter, loc, permute.getX(),
+                                  permute.getTopkIdx(), weights, topology,
+                                  WireDtypeAttr(), StrategyAttr(),
+                                  IntegerAttr(), IntegerAttr());
+      rows = layout.getRecv();
+    }
+    // A backward exchange sent each row times its weight; the layout's
+    // received weights are those rows' (DeepEP's cached dispatch scales
+    // likewise, after the exchange).
+    if (c.backward)
+      rows = scaleRowsByWeights(rewriter, loc, rows, layout.getRecvWeights());
 
     // Its rows are sort_chunks' (the same expert-major order), or the
     // row-wise experts read them.
     if (c.sort)
       rewriter.replaceAllUsesWith(
-          c.sort.getResults(),
-          ValueRange{dispatch.getRecv(), dispatch.getTokensPerExpert()});
+          c.sort.getResults(), ValueRange{rows, layout.getTokensPerExpert()});
     else
-      rewriter.replaceAllUsesWith(c.forward.recv(), dispatch.getRecv());
+      rewriter.replaceAllUsesWith(c.forward.recv(), rows);
 
     // The combine, where the exchange back was.
     rewriter.setInsertionPoint(back);
     Value expertRows = c.unsort ? c.unsort.getIn() : c.back.send();
     auto combine = CombineOp::create(
         rewriter, FusedLoc::get(ctx, {back->getLoc(), c.unpermute.getLoc()}),
-        c.unpermute.getOut().getType(), expertRows, dispatch.getHandle(),
+        c.unpermute.getOut().getType(), expertRows, layout.getHandle(),
         c.unpermute.getTopkWeights() ? rewriter.getUnitAttr() : UnitAttr());
     rewriter.replaceAllUsesWith(c.unpermute.getOut(), combine.getOut());
 
@@ -755,12 +833,19 @@ struct RaiseDispatchChain : OpRewritePattern<PermuteTokensOp> {
 struct RaiseDispatchPass
     : public mlir::moecomm::impl::MoECommRaiseDispatchBase<RaiseDispatchPass> {
   void runOnOperation() override {
-    SmallVector<Operation *> permutes;
-    getOperation().walk([&](PermuteTokensOp op) { permutes.push_back(op); });
-    if (permutes.empty())
+    // Forward exchanges first, so that a backward one finds the dispatch
+    // whose layout it reuses.
+    SmallVector<Operation *> forwards, backwards;
+    getOperation().walk([&](PermuteTokensOp op) {
+      (op.getTopkWeights() ? backwards : forwards).push_back(op);
+    });
+    if (forwards.empty() && backwards.empty())
       return;
-    RewritePatternSet patterns(&getContext());
-    populateRaiseDispatchPatterns(patterns);
+    FrozenRewritePatternSet patterns = [&] {
+      RewritePatternSet set(&getContext());
+      populateRaiseDispatchPatterns(set);
+      return FrozenRewritePatternSet(std::move(set));
+    }();
     // Only the raise: the driver starts from the permute_tokens and neither
     // folds nor simplifies the rest of the function (the pattern erases
     // what only the chain used).
@@ -768,8 +853,10 @@ struct RaiseDispatchPass
     config.enableFolding(false)
         .enableConstantCSE(false)
         .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyOpPatternsGreedily(permutes, std::move(patterns), config)))
-      return signalPassFailure();
+    for (SmallVector<Operation *> *permutes : {&forwards, &backwards})
+      if (!permutes->empty() &&
+          failed(applyOpPatternsGreedily(*permutes, patterns, config)))
+        return signalPassFailure();
     // One remark per chain left, once the pattern has done all it can (the
     // driver may try a chain more than once).
     getOperation().walk([](PermuteTokensOp permute) {

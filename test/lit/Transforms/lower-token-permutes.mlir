@@ -182,3 +182,36 @@ func.func @unpermute_plain(%r: tensor<?x8xf32>, %s: tensor<3x2xi64>) -> tensor<3
   %o = moecomm.unpermute_tokens %r, %s : tensor<?x8xf32>, tensor<3x2xi64>
   return %o : tensor<3x8xf32>
 }
+
+// -----
+
+// With weights (a backward exchange's rows): their tokens checked against
+// topk_idx's and part of "kept"; each copy is the row times its slot's
+// weight, in f32, rounded once.
+// CHECK-DAG: llvm.mlir.global internal constant @[[PW_T:moecomm.permute_tokens_check_[0-9]+]]("weights and topk_idx must have the same tokens ({} and {})\00")
+// CHECK-LABEL: func.func @permute_weighted
+// CHECK-SAME: (%[[X:.*]]: tensor<?x16xbf16>, %[[IDX:.*]]: tensor<?x4xi32>, %[[W:.*]]: tensor<?x4xf32>)
+// CHECK-DAG: %[[PW_A:.*]] = llvm.mlir.addressof @[[PW_T]]
+// CHECK: %[[T:.*]] = tensor.dim %[[IDX]], %{{.*}} : tensor<?x4xi32>
+// CHECK: %[[XSAME:.*]] = arith.cmpi eq, %{{.*}}, %[[T]] : index
+// CHECK: %[[WT:.*]] = tensor.dim %[[W]], %{{.*}} : tensor<?x4xf32>
+// CHECK: %[[WSAME:.*]] = arith.cmpi eq, %[[WT]], %[[T]] : index
+// CHECK: call @moecomm_rt_check(%{{.*}}, %{{.*}}, %[[PW_A]],
+// CHECK: %[[BOTH:.*]] = arith.andi %[[XSAME]], %[[WSAME]] : i1
+// CHECK: scf.for
+// CHECK:     arith.andi %{{.*}}, %[[BOTH]] : i1
+// CHECK: scf.for %[[T3:[a-z0-9_]+]] = %{{.*}} to %[[T]] step
+// CHECK:   scf.for %[[K3:[a-z0-9_]+]] =
+// CHECK:     scf.if %{{.*}} -> (tensor<8xi64>, tensor<?x16xbf16>, tensor<?x4xi64>)
+// CHECK:       %[[ROW:.*]] = tensor.extract_slice %[[X]][%[[T3]], 0] [%{{.*}}, 16] [1, 1]
+// CHECK:       %[[WK:.*]] = tensor.extract %[[W]][%[[T3]], %[[K3]]] : tensor<?x4xf32>
+// CHECK:       %[[WV:.*]] = tensor.from_elements %[[WK]] : tensor<1xf32>
+// CHECK:       %[[SCALED:.*]] = linalg.generic {{.*}} ins(%[[ROW]], %[[WV]] : tensor<?x16xbf16>, tensor<1xf32>)
+// CHECK:         arith.extf %{{.*}} : bf16 to f32
+// CHECK:         arith.mulf
+// CHECK:         arith.truncf %{{.*}} : f32 to bf16
+// CHECK:       tensor.insert_slice %[[SCALED]] into
+func.func @permute_weighted(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>) -> (tensor<?x16xbf16>, tensor<8xi64>, tensor<?x4xi64>) {
+  %rows, %gs, %slots = moecomm.permute_tokens %x, %idx weights(%w : tensor<?x4xf32>) experts(8) : tensor<?x16xbf16>, tensor<?x4xi32>
+  return %rows, %gs, %slots : tensor<?x16xbf16>, tensor<8xi64>, tensor<?x4xi64>
+}

@@ -548,3 +548,48 @@ func.func @tokens_differ(%x: tensor<8x16xf32>, %idx: tensor<?x2xi64>, %w: tensor
   %out = moecomm.unpermute_tokens %back, %slots weights(%w : tensor<4x2xf32>) : tensor<?x16xf32>, tensor<?x2xi64>
   return %out : tensor<?x16xf32>
 }
+
+// -----
+
+// Weights at both ends: neither a forward nor a backward exchange
+// (raise-dispatch-backward.mlir).
+func.func @weights_at_both_ends(%x: tensor<?x16xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x16xf32> {
+  %zeros = arith.constant dense<0> : tensor<4xi64>
+  %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx weights(%w : tensor<?x2xf32>) experts(8) : tensor<?x16xf32>, tensor<?x2xi64>
+  %groups = tensor.expand_shape %sizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
+  %send_counts = linalg.reduce ins(%groups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]
+    (%a: i64, %acc: i64) {
+      %s = arith.addi %a, %acc : i64
+      linalg.yield %s : i64
+    }
+  %recv, %recv_counts = moecomm.all_to_all %rows, %send_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %back, %back_counts = moecomm.all_to_all %recv, %recv_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  // expected-remark @below {{moecomm-raise-dispatch: not raised: both 'moecomm.permute_tokens' and 'moecomm.unpermute_tokens' take weights: a forward exchange weighs the rows that come home, a backward one those it sends}}
+  %out = moecomm.unpermute_tokens %back, %slots weights(%w : tensor<?x2xf32>) : tensor<?x16xf32>, tensor<?x2xi64>
+  return %out : tensor<?x16xf32>
+}
+
+// -----
+
+// A backward exchange whose gradient rows (8 tokens) and weights (4) differ
+// in their static counts (the ids' count is dynamic): the remark is at the
+// permute_tokens, which takes the weights.
+func.func @backward_tokens_differ(%g: tensor<8x16xf32>, %idx: tensor<?x2xi64>, %w: tensor<4x2xf32>) -> tensor<?x16xf32> {
+  %zeros = arith.constant dense<0> : tensor<4xi64>
+  // expected-remark @below {{moecomm-raise-dispatch: not raised: the tokens of 'moecomm.permute_tokens' and the weights of 'moecomm.permute_tokens' have different static counts (8 and 4): moecomm.dispatch needs one}}
+  %rows, %sizes, %slots = moecomm.permute_tokens %g, %idx weights(%w : tensor<4x2xf32>) experts(8) : tensor<8x16xf32>, tensor<?x2xi64>
+  %groups = tensor.expand_shape %sizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
+  %send_counts = linalg.reduce ins(%groups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]
+    (%a: i64, %acc: i64) {
+      %s = arith.addi %a, %acc : i64
+      linalg.yield %s : i64
+    }
+  %recv, %recv_counts = moecomm.all_to_all %rows, %send_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %back, %back_counts = moecomm.all_to_all %recv, %recv_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %out = moecomm.unpermute_tokens %back, %slots : tensor<?x16xf32>, tensor<?x2xi64>
+  return %out : tensor<?x16xf32>
+}

@@ -69,6 +69,34 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
     rows first: last-bit differences within docs/runtime.md's bound). The
     per-expert strategy keeps the original's traffic and its bits.
 
+    **Backward.** The backward pass of that exchange (what autodiff makes
+    of it, with the routing weights recomputed or saved) sends each
+    (token, expert) row of the output gradient scaled by its weight to the
+    experts, runs the experts' backward and brings the input gradients home
+    unweighted: the same chain with `weights(%w)` on `permute_tokens`
+    (rows `w[t, k] * grad_out[t]`, rounded once) and none on
+    `unpermute_tokens`. It becomes
+
+    ```mlir
+    %g = moecomm.cached_dispatch %grad_out, %h    // %h: the forward's handle
+    %gw = linalg.generic ... %g[r] * %rw[r] ...   // f32 product, rounded once
+    %y = ... the same computation of %gw and %tpe2 ...
+    %grad_x = moecomm.combine %y, %h              // unweighted
+    ```
+
+    the gradient of a weighted combine and of a dispatch (docs/runtime.md),
+    along the layout of a `moecomm.dispatch` of the same `%idx` and `%w`
+    values on the same ranks and experts, without placement, `capacity` or
+    `align`, computed before the backward's forward exchange: the forward's,
+    raised first (the pass raises every forward chain before any backward
+    one). `%rw` and `%tpe2` are that dispatch's `recv_weights` and
+    `tokens_per_expert`: the rows arrive in its order, and each weight is
+    the one the original multiplied its row by, so every expert input has
+    the original's bits. Without such a dispatch (a backward function of its
+    own) the backward gets a `moecomm.dispatch` of `%grad_out` with `%w`
+    instead, whose rows are scaled by its own `recv_weights`. A chain with
+    weights at both ends is not raised.
+
     Legality, all from the IR; a chain that starts with a
     `moecomm.permute_tokens` and fails one is left as it is, with a remark
     "moecomm-raise-dispatch: not raised: <why>" at the op concerned, naming
@@ -94,10 +122,12 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
     - no value of the chain (the permuted rows, group sizes, `[W, L]`, send
       counts, received rows and counts, counts matrix, unsorted rows, rows
       back, slot rows) is used outside it: e.g. a backward pass reading the
-      same slot rows keeps the chain as it is;
+      forward's slot rows instead of permuting its own keeps the forward
+      chain as it is;
     - all these ops are in the permute_tokens' block, and the routing
-      weights are defined before the forward `all_to_all`, where the
-      dispatch goes.
+      weights (of unpermute_tokens, or of permute_tokens in a backward
+      chain; not both) are defined before the forward `all_to_all`, where
+      the dispatch goes.
 
     The two exchanges may instead both be JAX's ragged all-to-all
     (`stablehlo.custom_call @ragged_all_to_all`, as
@@ -278,7 +308,9 @@ def MoECommLowerTokenPermutes : Pass<"moecomm-lower-token-permutes", "::mlir::Mo
       expert's first row; (3) token by token, slot by slot, row t of `x` is
       copied to its expert's next row and `slot_rows[t, k]` set to it (-1
       for a masked slot). Rows are thus by expert, then token: the order of
-      a stable argsort of the flattened ids.
+      a stable argsort of the flattened ids. With weights, the copy is a
+      linalg.generic: each element extended to f32, times `w[t, k]`, rounded
+      once (arith.truncf) to x's dtype.
     * `unpermute_tokens`: per token t and column h, the sum over the slots
       k = 0, 1, ... with `slot_rows[t, k] >= 0` of `w[t, k] * rows[slot_rows[t,
       k], h]` (of the row alone without weights), accumulated in f32 from
@@ -295,9 +327,9 @@ def MoECommLowerTokenPermutes : Pass<"moecomm-lower-token-permutes", "::mlir::Mo
     rank, "moecomm.<op> at FILE:LINE:COL: rank R: <the check> (<values>)",
     read by the host with moecommCompiledStatus / moecommCompiledLastError,
     and the rank's next collective call stops its peers there):
-    permute_tokens: an id outside [-1, E), an id twice in a row, x and
-    topk_idx with different token counts (shapes the verifier cannot
-    compare when one is dynamic); unpermute_tokens: a slot row outside
+    permute_tokens: an id outside [-1, E), an id twice in a row, x or the
+    weights and topk_idx with different token counts (shapes the verifier
+    cannot compare when one is dynamic); unpermute_tokens: a slot row outside
     [-1, R), weights with other token counts than slot_rows; sort_chunks /
     unsort_chunks: a negative count, counts summing to more or less than
     the rows of `in`. After a failed check no row is read or written out of

@@ -66,6 +66,22 @@ func.func @f(%rows: tensor<?x16xf32>, %slots: tensor<?x?xi64>) {
 
 // -----
 
+func.func @f(%x: tensor<3x16xbf16>, %idx: tensor<3x2xi32>, %w: tensor<3x4xf32>) {
+  // expected-error @+1 {{'moecomm.permute_tokens' op weights must be [T, K] like topk_idx [3,2], got [3,4]}}
+  %r:3 = moecomm.permute_tokens %x, %idx weights(%w : tensor<3x4xf32>) experts(8) : tensor<3x16xbf16>, tensor<3x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moecomm.permute_tokens' op weights must be [T, K] like topk_idx [?,2], got [?]}}
+  %r:3 = moecomm.permute_tokens %x, %idx weights(%w : tensor<?xf32>) experts(8) : tensor<?x16xbf16>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
 func.func @f(%rows: tensor<?x16xf32>, %slots: tensor<3x2xi64>, %w: tensor<4x2xf32>) {
   // expected-error @+1 {{'moecomm.unpermute_tokens' op weights must be [T, K] like slot_rows [3,2], got [4,2]}}
   %o = moecomm.unpermute_tokens %rows, %slots weights(%w : tensor<4x2xf32>) : tensor<?x16xf32>, tensor<3x2xi64>

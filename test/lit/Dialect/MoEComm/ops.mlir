@@ -167,6 +167,7 @@ func.func @largest_topk(%x: tensor<?x8xf32>, %idx: tensor<?x4096xi32>, %w: tenso
 // CHECK-LABEL: func.func @framework
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = moecomm.permute_tokens %{{.*}}, %{{.*}} experts(8) : tensor<?x16xbf16>, tensor<?x4xi32>
 // CHECK: moecomm.permute_tokens %{{.*}}, %{{.*}} experts(2) : tensor<3x8xf32>, tensor<3x2xi64>
+// CHECK: moecomm.permute_tokens %{{.*}}, %{{.*}} weights(%{{.*}} : tensor<?x4xf32>) experts(8) : tensor<?x16xbf16>, tensor<?x4xi32>
 // CHECK: moecomm.sort_chunks %{{.*}}, %{{.*}} : tensor<?x16xbf16>, tensor<?x2xi64>
 // CHECK: moecomm.unsort_chunks %{{.*}}, %{{.*}} : tensor<?x16xbf16>, tensor<4x2xi64>
 // CHECK: moecomm.unpermute_tokens %{{.*}}, %{{.*}} weights(%{{.*}} : tensor<?x4xf32>) : tensor<?x16xbf16>, tensor<?x4xi64>
@@ -174,6 +175,7 @@ func.func @largest_topk(%x: tensor<?x8xf32>, %idx: tensor<?x4096xi32>, %w: tenso
 func.func @framework(%x: tensor<?x16xbf16>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>, %c: tensor<?x2xi64>, %c4: tensor<4x2xi64>, %x2: tensor<3x8xf32>, %idx2: tensor<3x2xi64>) -> (tensor<?x16xbf16>, tensor<2xi64>, tensor<3x8xf32>) {
   %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8) : tensor<?x16xbf16>, tensor<?x4xi32>
   %rows2, %sizes2, %slots2 = moecomm.permute_tokens %x2, %idx2 experts(2) : tensor<3x8xf32>, tensor<3x2xi64>
+  %wrows, %wsizes, %wslots = moecomm.permute_tokens %x, %idx weights(%w : tensor<?x4xf32>) experts(8) : tensor<?x16xbf16>, tensor<?x4xi32>
   %em, %tpe = moecomm.sort_chunks %rows, %c : tensor<?x16xbf16>, tensor<?x2xi64>
   %sm = moecomm.unsort_chunks %em, %c4 : tensor<?x16xbf16>, tensor<4x2xi64>
   %out = moecomm.unpermute_tokens %sm, %slots weights(%w : tensor<?x4xf32>) : tensor<?x16xbf16>, tensor<?x4xi64>

@@ -260,7 +260,12 @@ def MoEComm_PermuteTokensOp : MoEComm_Op<"permute_tokens", [
       slot (t, k), ordered by expert id, then by token: the order of a
       stable argsort of the flattened ids (Megatron-Core's `permute` with a
       routing map, MaxText's `permute`: `take(x, argsort(ids) // K)`).
-      Masked slots have no row.
+      Masked slots have no row. With `weights(w)` (`tensor<T x K x f32>`)
+      the copy for slot (t, k) is `w[t, k] * x[t]`, multiplied in f32 and
+      rounded once to x's dtype: the adjoint of `moecomm.unpermute_tokens`
+      with weights, i.e. what the backward pass of a per-expert exchange
+      sends to the experts (the gradient of Megatron-Core's `unpermute` with
+      probs, scattered to the permuted rows).
     * `group_sizes`: `tensor<E x i64>`, the rows of each expert (the
       histogram of the ids; Megatron's `tokens_per_expert`, MaxText's
       `group_sizes`).
@@ -268,24 +273,29 @@ def MoEComm_PermuteTokensOp : MoEComm_Op<"permute_tokens", [
       became, -1 for a masked slot: what `moecomm.unpermute_tokens` needs to
       bring rows home (Megatron's `sorted_indices`).
 
+    Verifier errors: weights not [T, K] like topk_idx.
     Runtime errors (the compiled graph's check, `moecomm_rt_check`): an id
     outside [-1, E), an id twice in a row (the slot is then skipped as
-    masked), x and topk_idx with different token counts (when one is
-    dynamic; then no slot is kept).
+    masked), x or the weights and topk_idx with different token counts
+    (when one is dynamic; then no slot is kept).
 
     ```mlir
     %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8)
         : tensor<?x16xbf16>, tensor<?x4xi32>
+    %grad_rows, %gsizes, %gslots = moecomm.permute_tokens %grad_out, %idx
+        weights(%w : tensor<?x4xf32>) experts(8)
+        : tensor<?x16xbf16>, tensor<?x4xi32>
     ```
   }];
   let arguments = (ins MoEComm_FloatRows:$x, RankedTensorOf<[I32, I64]>:$topk_idx,
+                       Optional<RankedTensorOf<[F32]>>:$topk_weights,
                        I64Attr:$experts);
   let results = (outs MoEComm_FloatRows:$rows,
                       RankedTensorOf<[I64]>:$group_sizes,
                       RankedTensorOf<[I64]>:$slot_rows);
   let assemblyFormat = [{
-    $x `,` $topk_idx `experts` `(` $experts `)` attr-dict
-    `:` type($x) `,` type($topk_idx)
+    $x `,` $topk_idx (`weights` `(` $topk_weights^ `:` type($topk_weights) `)`)?
+    `experts` `(` $experts `)` attr-dict `:` type($x) `,` type($topk_idx)
   }];
   let hasVerifier = 1;
 }

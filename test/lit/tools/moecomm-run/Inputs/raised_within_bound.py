@@ -10,8 +10,13 @@ two-stage hierarchical strategy (L = 3, the loosest),
 (u and eta of the dtype), the original being the reference (its unpermute
 sums in f32 in slot order and rounds once, as the oracle does).
 
-usage: raised_within_bound.py ROUTING.json ORIGINAL_DIR RAISED_DIR
-Prints "within bound: ..." and exits 0, or says where it is not and exits 1.
+With OUTPUT grad_x (a training step's dump, grad_out = x), the rows summed
+are w_k x rounded once to the dtype before the exchange, in both programs
+alike: the same bound over those rows, A taken as (1 + u) A.
+
+usage: raised_within_bound.py ROUTING.json ORIGINAL_DIR RAISED_DIR [OUTPUT]
+(OUTPUT: combine, the default, or grad_x). Prints "within bound: ..." and
+exits 0, or says where it is not and exits 1.
 """
 import json
 import os
@@ -28,12 +33,15 @@ ROUNDINGS = 3
 
 def main():
     routing_path, original, raised = sys.argv[1:4]
+    output = sys.argv[4] if len(sys.argv) > 4 else "combine"
+    if output not in ("combine", "grad_x"):
+        sys.exit(f"OUTPUT must be combine or grad_x, got {output}")
     r = json.load(open(routing_path))
     W, K, H = r["ranks"], r["topk"], r["hidden"]
     u, eta = ROUNDING[r.get("dtype") or "bf16"]
     worst = 0.0
     for rank in range(W):
-        name = f"rank{rank}.combine.npy"
+        name = f"rank{rank}.{output}.npy"
         a = np.load(os.path.join(original, name))
         b = np.load(os.path.join(raised, name))
         idx = np.array(r["topk_idx"][rank], dtype=np.int64).reshape(-1, K)
@@ -42,6 +50,8 @@ def main():
             sys.exit(f"{name}: shapes {a.shape} and {b.shape}, want {(len(idx), H)}")
         x = np.abs(payload(rank, len(idx), H))
         A = (np.abs(w) * (idx >= 0)).sum(axis=1)[:, None] * x
+        if output == "grad_x":
+            A = (1 + u) * A
         bound = ((ROUNDINGS + 1) * u + 3 * K * 2.0 ** -24) * A + \
             (ROUNDINGS + 1 + 3 * K) * eta
         err = np.abs(b.astype(np.float64) - a.astype(np.float64))
@@ -50,7 +60,7 @@ def main():
             sys.exit(f"{name}: token {t} column {h}: {b[t, h]} vs {a[t, h]}, "
                      f"bound {bound[t, h]}")
         worst = max(worst, float(np.max(err / bound)) if err.size else 0.0)
-    print(f"within bound: {W} ranks, worst error {worst:.3f} of the bound")
+    print(f"{output} within bound: {W} ranks, worst error {worst:.3f} of the bound")
 
 
 main()
