@@ -673,7 +673,11 @@ void moecomm_rt_layout_release(void *layout) {
 
 int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
                         int32_t recv) {
-  if (stopped() || !layout)
+  // A layout made before the rank stopped keeps its counts: the graph may
+  // have read its tokens_per_expert already, and sizes the buffers its
+  // expert loops slice by those counts with these rows (the pipeline may
+  // create a later layout, the one that fails, before them).
+  if (!layout)
     return 0;
   if (step < 0) {
     moecommLayoutInfo_t info;

@@ -165,6 +165,33 @@ TEST(CompiledAbi, CollectiveErrorKeepsItsMessage) {
   });
 }
 
+// A rank that stops (here a later layout fails) still sizes the rows of a
+// layout it made before with that layout's counts, which its
+// tokens_per_expert gave: expert loops slicing rows by them stay in bounds.
+TEST(CompiledAbi, RowsOfAnEarlierLayoutAfterAStop) {
+  runOnThreads(1, 1, [&](moecommComm_t comm, int) {
+    ASSERT_EQ(moecommCompiledBind(comm), moecommSuccess);
+    OneToken t(1);
+    void *layout = t.layout(1, 2);
+    ASSERT_NE(layout, nullptr) << moecommCompiledLastError();
+    int64_t tpe[2] = {-1, -1};
+    moecommMemRef1D tpeRef = ref1(tpe, 2);
+    _mlir_ciface_moecomm_rt_tokens_per_expert(layout, &tpeRef);
+    EXPECT_EQ(std::vector<int64_t>(tpe, tpe + 2), (std::vector<int64_t>{0, 1}));
+    OneToken bad(5);
+    EXPECT_EQ(bad.layout(1, 2), nullptr);
+    EXPECT_EQ(seen().status, moecommInvalidArgument);
+    EXPECT_EQ(moecomm_rt_rows(layout, moecommDirectionDispatch, -1, 0), 1);
+    EXPECT_EQ(moecomm_rt_rows(layout, moecommDirectionCombine, -1, 0), 1);
+    EXPECT_EQ(moecomm_rt_rows(nullptr, moecommDirectionDispatch, -1, 0), 0);
+    // The first error stays the one the host reads.
+    EXPECT_NE(seen().message.find("expert id 5 out of range"),
+              std::string::npos)
+        << seen().message;
+    moecomm_rt_layout_release(layout);
+  });
+}
+
 // The layout's align reaches the runtime: expert segments padded to it, the
 // offsets as the runtime gives them, the align in the stats; a bad align is
 // the runtime's error.

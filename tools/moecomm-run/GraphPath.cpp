@@ -693,13 +693,50 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   graph->weightSeed = options.weightSeed;
   if (Error e = applyGraphRouting(reachable, options, problem))
     return std::move(e);
+  int dispatchOps = 0, allToAlls = 0;
+  mlir::Operation *otherRows = nullptr;
+  mlir::Type xType = func.getArgumentTypes()[0];
   for (mlir::func::FuncOp f : reachable)
     f.walk([&](mlir::Operation *op) {
+      if (auto cached = llvm::dyn_cast<mlir::moecomm::CachedDispatchOp>(op);
+          cached && !otherRows &&
+          cached.getX().getType().getElementType() !=
+              mlir::getElementTypeOrSelf(xType))
+        otherRows = op;
       if (llvm::isa<mlir::moecomm::DispatchOp, mlir::moecomm::LayoutOp>(op))
         ++graph->dispatches;
       if (llvm::isa<mlir::moecomm::LayoutOp>(op))
         graph->staged = true;
+      dispatchOps += llvm::isa<mlir::moecomm::DispatchOp>(op);
+      allToAlls += llvm::isa<mlir::moecomm::AllToAllOp>(op);
     });
+  // The oracle's model of a graph (docs/moecomm-run.md, "Graphs"): its
+  // rows move either by layouts or by all_to_alls, whose traffic and row
+  // counts it checks differently; and a training step runs its backward on
+  // the forward's layout, so its bounds count one layout twice.
+  if (graph->dispatches > 0 && allToAlls > 0)
+    return inputError(formatv(
+        "{0}: @{1} exchanges rows by moecomm.dispatch and by "
+        "moecomm.all_to_all; moecomm-run checks a graph of one kind (raise "
+        "the rest with --moecomm-raise-dispatch, or import it)",
+        graph->label, options.entry));
+  // Its byte bounds count the backward's rows in x's dtype.
+  if (otherRows)
+    return inputError(formatv(
+        "{0}: @{1}'s tokens are {2} but {3}moecomm.cached_dispatch moves {4} "
+        "rows; moecomm-run counts a backward's rows in the tokens' dtype",
+        graph->label, options.entry, mlir::getElementTypeOrSelf(xType),
+        where(otherRows),
+        llvm::cast<mlir::moecomm::CachedDispatchOp>(otherRows)
+            .getX()
+            .getType()
+            .getElementType()));
+  if (graph->signature.training && dispatchOps > 1)
+    return inputError(formatv(
+        "{0}: the training step @{1} has {2} moecomm.dispatch ops; "
+        "moecomm-run checks one layout per step, which the backward moves "
+        "its rows along (moecomm.cached_dispatch on the forward's handle)",
+        graph->label, options.entry, dispatchOps));
   std::string symbol = "_mlir_ciface_" + options.entry;
 
   if (!options.aotLibrary.empty()) {

@@ -376,9 +376,13 @@ void ChainMatcher::findLayout() {
   // The forward's dispatch (raised before the backward, see the pass): same
   // ids, weights and ranks, no expert placement, no capacity (it would drop
   // rows the per-expert exchange sends) and no align (padding rows are not
-  // in sort_chunks' order); it sends rows of the same hidden size and is
-  // computed before the exchange it replaces.
+  // in sort_chunks' order); its rows have the same hidden size and no other
+  // static token count (cached_dispatch's verifier), and it is computed
+  // before the exchange it replaces.
   PermuteTokensOp permute = chain.permute;
+  auto sameTokens = [](int64_t a, int64_t b) {
+    return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+  };
   DominanceInfo dominance(permute->getParentOp());
   for (Operation *user : permute.getTopkIdx().getUsers()) {
     auto dispatch = dyn_cast<DispatchOp>(user);
@@ -393,6 +397,8 @@ void ChainMatcher::findLayout() {
         dispatch.getAlign() ||
         dispatch.getX().getType().getDimSize(1) !=
             permute.getX().getType().getDimSize(1) ||
+        !sameTokens(dispatch.getX().getType().getDimSize(0),
+                    permute.getX().getType().getDimSize(0)) ||
         !dominance.properlyDominates(dispatch.getOperation(),
                                      chain.forward.getOperation()))
       continue;
@@ -861,10 +867,18 @@ struct RaiseDispatchPass
     // driver may try a chain more than once).
     getOperation().walk([](PermuteTokensOp permute) {
       ChainMatcher matcher(permute);
-      if (failed(matcher.match()))
-        matcher.getMismatch().at->emitRemark()
-            << "moecomm-raise-dispatch: not raised: "
-            << matcher.getMismatch().why;
+      if (failed(matcher.match())) {
+        const Mismatch &m = matcher.getMismatch();
+        InFlightDiagnostic remark = m.at->emitRemark()
+                                    << "moecomm-raise-dispatch: not raised: "
+                                    << m.why;
+        // An op may stop two chains (a backward reading the forward's
+        // counts): say whose remark this is.
+        auto at = dyn_cast<FileLineColLoc>(permute.getLoc());
+        if (m.at != permute && at)
+          remark << " (the exchange from the 'moecomm.permute_tokens' at "
+                 << at.getLine() << ":" << at.getColumn() << ")";
+      }
     });
   }
 };

@@ -184,7 +184,9 @@ moecommRtLayout_t _mlir_ciface_moecomm_rt_layout_i32,
     _mlir_ciface_moecomm_rt_layout_i64;
 void moecomm_rt_layout_release(void *layout);
 /** Rows of `step` of `direction` (send side, or receive side when `recv`);
- *  step -1: the output (dispatch: R, combine: T). */
+ *  step -1: the output (dispatch: R, combine: T). The layout's counts also
+ *  on a stopped rank (0 without a layout), consistent with the
+ *  tokens_per_expert it gave before the stop. */
 int64_t moecomm_rt_rows(void *layout, int32_t direction, int64_t step,
                         int32_t recv);
 /** recv_weights [R] f32, tokens_per_expert [E/W] i64 and the expert

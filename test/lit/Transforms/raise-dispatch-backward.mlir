@@ -161,3 +161,31 @@ func.func @no_reusable_layout(%x: tensor<?x16xf32>, %idx: tensor<?x2xi64>, %w: t
       : tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>
   return %r1, %r2, %grad_x, %r3 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// A forward dispatch of 8 static tokens and a backward of 6 (the ids'
+// count is dynamic): cached_dispatch would be invalid, so the backward gets
+// a dispatch of its own.
+// CHECK-LABEL: func.func @static_tokens_differ(
+// CHECK: moecomm.dispatch %{{.*}} : tensor<8x16xf32>
+// CHECK: moecomm.dispatch %{{.*}} : tensor<6x16xf32>
+// CHECK-NOT: moecomm.cached_dispatch
+func.func @static_tokens_differ(%x: tensor<8x16xf32>, %g: tensor<6x16xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>)
+    -> (tensor<?x16xf32>, tensor<6x16xf32>) {
+  %zeros = arith.constant dense<0> : tensor<4xi64>
+  %r, %rw, %t, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8>
+      : tensor<8x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>
+  %grows, %gsizes, %gslots = moecomm.permute_tokens %g, %idx weights(%w : tensor<?x2xf32>) experts(8) : tensor<6x16xf32>, tensor<?x2xi64>
+  %ggroups = tensor.expand_shape %gsizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
+  %gsend_counts = linalg.reduce ins(%ggroups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]
+    (%a: i64, %acc: i64) {
+      %s = arith.addi %a, %acc : i64
+      linalg.yield %s : i64
+    }
+  %grecv, %grecv_counts = moecomm.all_to_all %grows, %gsend_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %gback, %gback_counts = moecomm.all_to_all %grecv, %grecv_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %grad_x = moecomm.unpermute_tokens %gback, %gslots : tensor<?x16xf32>, tensor<?x2xi64>
+  %gx = tensor.cast %grad_x : tensor<?x16xf32> to tensor<6x16xf32>
+  return %r, %gx : tensor<?x16xf32>, tensor<6x16xf32>
+}

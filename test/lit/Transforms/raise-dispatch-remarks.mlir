@@ -593,3 +593,46 @@ func.func @backward_tokens_differ(%g: tensor<8x16xf32>, %idx: tensor<?x2xi64>, %
   %out = moecomm.unpermute_tokens %back, %slots : tensor<?x16xf32>, tensor<?x2xi64>
   return %out : tensor<?x16xf32>
 }
+
+// -----
+
+// A backward that regroups its rows with the forward's counts matrix (as
+// Megatron's autograd backward does) keeps both chains; the two remarks at
+// its sort_chunks say whose each is.
+func.func @backward_reads_forward_counts(%x: tensor<?x16xf32>, %idx: tensor<?x2xi64>, %w: tensor<?x2xf32>, %g: tensor<?x16xf32>)
+    -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %zeros = arith.constant dense<0> : tensor<4xi64>
+  %ones = arith.constant dense<1> : tensor<4xi64>
+  %rows, %sizes, %slots = moecomm.permute_tokens %x, %idx experts(8) : tensor<?x16xf32>, tensor<?x2xi64>
+  %groups = tensor.expand_shape %sizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
+  %send_counts = linalg.reduce ins(%groups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]
+    (%a: i64, %acc: i64) {
+      %s = arith.addi %a, %acc : i64
+      linalg.yield %s : i64
+    }
+  %matrix, %unused = moecomm.all_to_all %groups, %ones topology<ranks = 4, ranks_per_node = 2> : tensor<4x2xi64>, tensor<4xi64>
+  %recv, %recv_counts = moecomm.all_to_all %rows, %send_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %sorted, %tpe = moecomm.sort_chunks %recv, %matrix : tensor<?x16xf32>, tensor<?x2xi64>
+  %unsorted = moecomm.unsort_chunks %sorted, %matrix : tensor<?x16xf32>, tensor<?x2xi64>
+  %back, %back_counts = moecomm.all_to_all %unsorted, %recv_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %out = moecomm.unpermute_tokens %back, %slots weights(%w : tensor<?x2xf32>) : tensor<?x16xf32>, tensor<?x2xi64>
+  %grows, %gsizes, %gslots = moecomm.permute_tokens %g, %idx weights(%w : tensor<?x2xf32>) experts(8) : tensor<?x16xf32>, tensor<?x2xi64>
+  %ggroups = tensor.expand_shape %gsizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
+  %gsend_counts = linalg.reduce ins(%ggroups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]
+    (%a: i64, %acc: i64) {
+      %s = arith.addi %a, %acc : i64
+      linalg.yield %s : i64
+    }
+  %grecv, %grecv_counts = moecomm.all_to_all %grows, %gsend_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  // expected-remark @below {{moecomm-raise-dispatch: not raised: 'moecomm.sort_chunks' uses the counts matrix outside the per-expert exchange (the exchange from the 'moecomm.permute_tokens' at}}
+  // expected-remark @below {{moecomm-raise-dispatch: not raised: the counts of 'moecomm.sort_chunks' are not the 'moecomm.all_to_all' of the [W, L] group sizes (the exchange from the 'moecomm.permute_tokens' at}}
+  %gsorted, %gtpe = moecomm.sort_chunks %grecv, %matrix : tensor<?x16xf32>, tensor<?x2xi64>
+  %gunsorted = moecomm.unsort_chunks %gsorted, %matrix : tensor<?x16xf32>, tensor<?x2xi64>
+  %gback, %gback_counts = moecomm.all_to_all %gunsorted, %grecv_counts topology<ranks = 4, ranks_per_node = 2>
+      : tensor<?x16xf32>, tensor<4xi64>
+  %grad_x = moecomm.unpermute_tokens %gback, %gslots : tensor<?x16xf32>, tensor<?x2xi64>
+  return %out, %grad_x : tensor<?x16xf32>, tensor<?x16xf32>
+}

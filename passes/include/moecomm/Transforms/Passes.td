@@ -86,8 +86,10 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
 
     the gradient of a weighted combine and of a dispatch (docs/runtime.md),
     along the layout of a `moecomm.dispatch` of the same `%idx` and `%w`
-    values on the same ranks and experts, without placement, `capacity` or
-    `align`, computed before the backward's forward exchange: the forward's,
+    values on the same ranks, ranks per node and experts, without
+    placement, `capacity` or `align`, whose rows have `%grad_out`'s hidden
+    size and no other static token count, computed before the backward's
+    forward exchange: the forward's,
     raised first (the pass raises every forward chain before any backward
     one). `%rw` and `%tpe2` are that dispatch's `recv_weights` and
     `tokens_per_expert`: the rows arrive in its order, and each weight is
@@ -100,7 +102,10 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
     Legality, all from the IR; a chain that starts with a
     `moecomm.permute_tokens` and fails one is left as it is, with a remark
     "moecomm-raise-dispatch: not raised: <why>" at the op concerned, naming
-    it:
+    it, followed by "(the exchange from the 'moecomm.permute_tokens' at
+    LINE:COL)" when that op is not the chain's permute_tokens (one op may
+    stop two chains, e.g. a backward regrouping its rows with the forward's
+    counts matrix):
     - the group sizes are reshaped by a `tensor.expand_shape` to a static
       `[W, L]` (E = W * L then holds by its verifier);
     - the rows are sent by a `moecomm.all_to_all` whose topology has W ranks

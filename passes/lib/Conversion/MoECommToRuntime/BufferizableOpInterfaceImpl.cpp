@@ -411,30 +411,38 @@ FailureOr<SmallVector<Value>> layoutOutputs(RuntimeLowering &l, Value layout,
 }
 
 /// The row width and wire dtype of a staged layout, read off the rows its
-/// handle's dispatch exchanges send (or, with a single rank, the rows the
-/// dispatch output is unpacked from) in this function; the runtime reports
-/// them to drivers (moecommCompiledGetStats). Without such an op: unknown
-/// width, bf16.
+/// handle's first dispatch exchange sends (or, with a single rank, the rows
+/// the first dispatch output is unpacked from) in this function; the
+/// runtime reports them to drivers (moecommCompiledGetStats). First in
+/// program order: that is the dispatch's, a cached_dispatch along the same
+/// handle (a backward) may send rows of another dtype. Without such an op:
+/// unknown width, bf16.
 std::pair<int64_t, WireDtype> stagedRowFormat(LayoutOp op) {
   Value wireRows, wireScales;
+  Operation *from = nullptr;
+  bool fromExchange = false;
+  auto take = [&](Operation *user, Value rows, Value scales, bool exchange) {
+    // An exchange beats an unpack; among the same kind, the earlier op.
+    bool earlier = from && from->getBlock() == user->getBlock() &&
+                   user->isBeforeInBlock(from);
+    if (from &&
+        (fromExchange > exchange || (fromExchange == exchange && !earlier)))
+      return;
+    from = user;
+    fromExchange = exchange;
+    wireRows = rows;
+    wireScales = scales;
+  };
   for (Operation *user : op.getHandle().getUsers()) {
     if (auto exchange = dyn_cast<ExchangeOp>(user);
-        exchange && exchange.getDirection() == Direction::dispatch) {
-      wireRows = exchange.getSend();
-      wireScales = exchange.getScales();
-      break;
-    }
-    if (auto start = dyn_cast<ExchangeStartOp>(user);
-        start && start.getDirection() == Direction::dispatch) {
-      wireRows = start.getSend();
-      wireScales = start.getScales();
-      break;
-    }
-    if (auto unpack = dyn_cast<UnpackOp>(user);
-        unpack && unpack.getDirection() == Direction::dispatch) {
-      wireRows = unpack.getIn();
-      wireScales = unpack.getScales();
-    }
+        exchange && exchange.getDirection() == Direction::dispatch)
+      take(user, exchange.getSend(), exchange.getScales(), true);
+    else if (auto start = dyn_cast<ExchangeStartOp>(user);
+             start && start.getDirection() == Direction::dispatch)
+      take(user, start.getSend(), start.getScales(), true);
+    else if (auto unpack = dyn_cast<UnpackOp>(user);
+             unpack && unpack.getDirection() == Direction::dispatch)
+      take(user, unpack.getIn(), unpack.getScales(), false);
   }
   if (!wireRows)
     return {0, WireDtype::bf16};

@@ -73,3 +73,22 @@ func.func @ffn_huge(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2
   %out = moecomm.combine %recv, %h weighted : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
   return %out : tensor<?x16xbf16>
 }
+// A training step whose backward computes a layout of its own: the oracle
+// counts one layout per step.
+func.func @training_two_layouts(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>, %g: tensor<?x16xbf16>)
+    -> (tensor<?x16xbf16>, tensor<?x16xbf16>) {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
+  %grecv, %grw, %gtpe, %gh = moecomm.dispatch %g, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %gx = moecomm.combine %grecv, %gh : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
+  return %out, %gx : tensor<?x16xbf16>, tensor<?x16xbf16>
+}
+// Rows moved by a dispatch and by an all_to_all (e.g. a per-expert chain
+// left unraised next to a raised one).
+func.func @dispatch_and_all_to_all(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x16xbf16> {
+  %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
+  %out = moecomm.combine %recv, %h weighted : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
+  %none = arith.constant dense<0> : tensor<2xi64>
+  %r, %rc = moecomm.all_to_all %out, %none topology<ranks = 2, ranks_per_node = 1> : tensor<?x16xbf16>, tensor<2xi64>
+  return %out : tensor<?x16xbf16>
+}
