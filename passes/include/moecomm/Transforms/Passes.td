@@ -69,13 +69,13 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
     rows first: last-bit differences within docs/runtime.md's bound). The
     per-expert strategy keeps the original's traffic and its bits.
 
-    **Backward.** The backward pass of that exchange (what autodiff makes
-    of it, with the routing weights recomputed or saved) sends each
-    (token, expert) row of the output gradient scaled by its weight to the
-    experts, runs the experts' backward and brings the input gradients home
-    unweighted: the same chain with `weights(%w)` on `permute_tokens`
-    (rows `w[t, k] * grad_out[t]`, rounded once) and none on
-    `unpermute_tokens`. It becomes
+    **Backward.** The backward pass of that exchange sends each (token,
+    expert) row of the output gradient scaled by its weight to the experts,
+    runs the experts' backward and brings the input gradients home
+    unweighted. Written with its own permutation (as when the backward
+    recomputes it, e.g. Megatron-Core's MoE recomputation), it is the same
+    chain with `weights(%w)` on `permute_tokens` (rows `w[t, k] *
+    grad_out[t]`, rounded once) and none on `unpermute_tokens`. It becomes
 
     ```mlir
     %g = moecomm.cached_dispatch %grad_out, %h    // %h: the forward's handle
