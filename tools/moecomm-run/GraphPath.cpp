@@ -717,8 +717,9 @@ compileGraph(const GraphOptions &options, RoutingProblem &problem) {
   if (graph->dispatches > 0 && allToAlls > 0)
     return inputError(formatv(
         "{0}: @{1} exchanges rows by moecomm.dispatch and by "
-        "moecomm.all_to_all; moecomm-run checks a graph of one kind (raise "
-        "the rest with --moecomm-raise-dispatch, or import it)",
+        "moecomm.all_to_all; moecomm-run checks a graph of one kind (the "
+        "remarks of --moecomm-raise-dispatch say why a per-expert chain "
+        "stayed)",
         graph->label, options.entry));
   // Its byte bounds count the backward's rows in x's dtype.
   if (otherRows)

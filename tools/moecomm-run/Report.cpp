@@ -387,16 +387,14 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
   os << formatv("verified                {0}", r.verified ? "yes" : "NO");
   if (r.verified)
     os << formatv(
-        " ({0} iteration{1} x {2} ranks: {3})\n", info.iterations,
-        info.iterations == 1 ? "" : "s", p.ranks,
-        info.observesDispatch
-            ? "dispatch bitwise, sources, weights, tokens_per_expert, "
-              "drops, combine, lower bound"
-        : recvRowsObserved(info)
-            ? "received row counts, drops, combine, lower bound; "
-              "the graph returns no dispatch rows"
-            : "drops, combine, lower bound; the graph returns no "
-              "dispatch rows");
+        " ({0} iteration{1} x {2} ranks: {3}drops, {4}, lower bound{5})\n",
+        info.iterations, info.iterations == 1 ? "" : "s", p.ranks,
+        info.observesDispatch    ? "dispatch bitwise, sources, weights, "
+                                   "tokens_per_expert, "
+        : recvRowsObserved(info) ? "received row counts, "
+                                 : "",
+        info.experts.training ? "combine, grad_x" : "combine",
+        info.observesDispatch ? "" : "; the graph returns no dispatch rows");
   else
     os << "\n";
   for (const std::string &f : r.failures)

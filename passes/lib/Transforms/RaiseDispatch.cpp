@@ -111,6 +111,8 @@ struct Chain {
   Value weights;
   bool backward = false;
   DispatchOp layout;
+  /// Without a layout: why a dispatch of the same ids was not taken.
+  std::string noLayout;
   /// What the raise erases: the chain's ops and what computes only their
   /// operands (the counts, the ragged exchanges' offsets and their
   /// exchanges), each once it is unused.
@@ -178,6 +180,13 @@ private:
 
 std::string nameOf(Operation *op) {
   return ("'" + op->getName().getStringRef() + "'").str();
+}
+
+/// "LINE:COL" of a file location, "?" otherwise (remarks point at ops of
+/// the same file).
+std::string lineColOf(Location loc) {
+  auto at = dyn_cast<FileLineColLoc>(loc);
+  return at ? (Twine(at.getLine()) + ":" + Twine(at.getColumn())).str() : "?";
 }
 
 /// `v` itself, or the source of the tensor.cast defining it (`cast` is then
@@ -378,32 +387,49 @@ void ChainMatcher::findLayout() {
   // rows the per-expert exchange sends) and no align (padding rows are not
   // in sort_chunks' order); its rows have the same hidden size and no other
   // static token count (cached_dispatch's verifier), and it is computed
-  // before the exchange it replaces.
+  // before the exchange it replaces. Why the first dispatch of the same ids
+  // in program order does not qualify goes into chain.noLayout.
   PermuteTokensOp permute = chain.permute;
   auto sameTokens = [](int64_t a, int64_t b) {
     return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
   };
   DominanceInfo dominance(permute->getParentOp());
+  Operation *firstRejected = nullptr;
   for (Operation *user : permute.getTopkIdx().getUsers()) {
     auto dispatch = dyn_cast<DispatchOp>(user);
-    if (!dispatch || dispatch.getTopkIdx() != permute.getTopkIdx() ||
-        dispatch.getTopkWeights() != chain.weights)
+    if (!dispatch || dispatch.getTopkIdx() != permute.getTopkIdx())
       continue;
     TopologyAttr topology = dispatch.getTopology();
-    if (topology.getRanks() != chain.topology.getRanks() ||
-        topology.getRanksPerNode() != chain.topology.getRanksPerNode() ||
-        topology.getExperts() != int64_t(permute.getExperts()) ||
-        topology.getPlacement() || dispatch.getCapacity() ||
-        dispatch.getAlign() ||
-        dispatch.getX().getType().getDimSize(1) !=
-            permute.getX().getType().getDimSize(1) ||
-        !sameTokens(dispatch.getX().getType().getDimSize(0),
-                    permute.getX().getType().getDimSize(0)) ||
-        !dominance.properlyDominates(dispatch.getOperation(),
-                                     chain.forward.getOperation()))
-      continue;
-    chain.layout = dispatch;
-    return;
+    const char *why =
+        dispatch.getTopkWeights() != chain.weights ? "takes other weights"
+        : topology.getRanks() != chain.topology.getRanks() ||
+                topology.getRanksPerNode() !=
+                    chain.topology.getRanksPerNode() ||
+                topology.getExperts() != int64_t(permute.getExperts())
+            ? "has another topology"
+        : topology.getPlacement() ? "has an expert placement"
+        : dispatch.getCapacity()  ? "has a capacity"
+        : dispatch.getAlign()     ? "has an align"
+        : dispatch.getX().getType().getDimSize(1) !=
+                permute.getX().getType().getDimSize(1)
+            ? "has another hidden size"
+        : !sameTokens(dispatch.getX().getType().getDimSize(0),
+                      permute.getX().getType().getDimSize(0))
+            ? "has another static token count"
+        : !dominance.properlyDominates(dispatch.getOperation(),
+                                       chain.forward.getOperation())
+            ? "does not come before the exchange"
+            : nullptr;
+    if (!why) {
+      chain.layout = dispatch;
+      return;
+    }
+    if (!firstRejected || (user->getBlock() == firstRejected->getBlock() &&
+                           user->isBeforeInBlock(firstRejected))) {
+      firstRejected = user;
+      chain.noLayout = std::string("the 'moecomm.dispatch' of its ids at ") +
+                       lineColOf(user->getLoc()) + " " + why;
+    }
   }
 }
 
@@ -797,6 +823,12 @@ struct RaiseDispatchChain : OpRewritePattern<PermuteTokensOp> {
                                   IntegerAttr(), IntegerAttr());
       rows = layout.getRecv();
     }
+    // A forward in the function whose layout could not be reused: say why
+    // (the backward then computes a second one).
+    if (c.backward && !c.layout && !c.noLayout.empty())
+      permute.emitRemark() << "moecomm-raise-dispatch: the backward gets a "
+                              "layout of its own: "
+                           << c.noLayout;
     // A backward exchange sent each row times its weight; the layout's
     // received weights are those rows' (DeepEP's cached dispatch scales
     // likewise, after the exchange).
@@ -874,10 +906,9 @@ struct RaiseDispatchPass
                                     << m.why;
         // An op may stop two chains (a backward reading the forward's
         // counts): say whose remark this is.
-        auto at = dyn_cast<FileLineColLoc>(permute.getLoc());
-        if (m.at != permute && at)
+        if (m.at != permute)
           remark << " (the exchange from the 'moecomm.permute_tokens' at "
-                 << at.getLine() << ":" << at.getColumn() << ")";
+                 << lineColOf(permute.getLoc()) << ")";
       }
     });
   }

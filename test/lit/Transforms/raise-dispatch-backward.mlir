@@ -128,7 +128,8 @@ func.func @backward_only(%g: tensor<?x16xf32>, %idx: tensor<?x2xi64>, %w: tensor
 
 // Dispatches whose layout the backward may not reuse: with capacity (it
 // would drop rows the exchange sends), with other weights, and one computed
-// after the backward's exchange. It gets a dispatch of its own.
+// after the backward's exchange. It gets a dispatch of its own, and a remark
+// says why the first of them was not taken.
 // CHECK-LABEL: func.func @no_reusable_layout(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<?x16xf32>, %[[IDX:[^:]*]]: tensor<?x2xi64>, %[[W:[^:]*]]: tensor<?x2xf32>, %[[W2:[^:]*]]: tensor<?x2xf32>)
 // CHECK: moecomm.dispatch %[[X]], %[[IDX]], %[[W]] {{.*}} capacity(64)
@@ -145,6 +146,7 @@ func.func @no_reusable_layout(%x: tensor<?x16xf32>, %idx: tensor<?x2xi64>, %w: t
       : tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>
   %r2, %rw2, %t2, %h2 = moecomm.dispatch %x, %idx, %w2 topology<ranks = 4, ranks_per_node = 2, experts = 8>
       : tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>
+  // expected-remark @below {{moecomm-raise-dispatch: the backward gets a layout of its own: the 'moecomm.dispatch' of its ids at 145:25 has a capacity}}
   %grows, %gsizes, %gslots = moecomm.permute_tokens %x, %idx weights(%w : tensor<?x2xf32>) experts(8) : tensor<?x16xf32>, tensor<?x2xi64>
   %ggroups = tensor.expand_shape %gsizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
   %gsend_counts = linalg.reduce ins(%ggroups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]
@@ -164,7 +166,7 @@ func.func @no_reusable_layout(%x: tensor<?x16xf32>, %idx: tensor<?x2xi64>, %w: t
 
 // A forward dispatch of 8 static tokens and a backward of 6 (the ids'
 // count is dynamic): cached_dispatch would be invalid, so the backward gets
-// a dispatch of its own.
+// a dispatch of its own (with a remark).
 // CHECK-LABEL: func.func @static_tokens_differ(
 // CHECK: moecomm.dispatch %{{.*}} : tensor<8x16xf32>
 // CHECK: moecomm.dispatch %{{.*}} : tensor<6x16xf32>
@@ -174,6 +176,7 @@ func.func @static_tokens_differ(%x: tensor<8x16xf32>, %g: tensor<6x16xf32>, %idx
   %zeros = arith.constant dense<0> : tensor<4xi64>
   %r, %rw, %t, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 4, ranks_per_node = 2, experts = 8>
       : tensor<8x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>
+  // expected-remark @below {{moecomm-raise-dispatch: the backward gets a layout of its own: the 'moecomm.dispatch' of its ids at 177:21 has another static token count}}
   %grows, %gsizes, %gslots = moecomm.permute_tokens %g, %idx weights(%w : tensor<?x2xf32>) experts(8) : tensor<6x16xf32>, tensor<?x2xi64>
   %ggroups = tensor.expand_shape %gsizes [[0, 1]] output_shape [4, 2] : tensor<8xi64> into tensor<4x2xi64>
   %gsend_counts = linalg.reduce ins(%ggroups : tensor<4x2xi64>) outs(%zeros : tensor<4xi64>) dimensions = [1]

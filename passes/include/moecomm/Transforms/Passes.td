@@ -96,7 +96,11 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
     the one the original multiplied its row by, so every expert input has
     the original's bits. Without such a dispatch (a backward function of its
     own) the backward gets a `moecomm.dispatch` of `%grad_out` with `%w`
-    instead, whose rows are scaled by its own `recv_weights`. A chain with
+    instead, whose rows are scaled by its own `recv_weights`; when the
+    function has a dispatch of the same ids that does not qualify, a remark
+    at the permute_tokens says which ("moecomm-raise-dispatch: the backward
+    gets a layout of its own: the 'moecomm.dispatch' of its ids at LINE:COL
+    takes other weights", "... has a capacity", ...). A chain with
     weights at both ends is not raised.
 
     Legality, all from the IR; a chain that starts with a
