@@ -122,8 +122,10 @@ def MoECommRaiseDispatch : Pass<"moecomm-raise-dispatch", "::mlir::func::FuncOp"
       ones as send counts, on the forward exchange's topology; the unsorted
       rows are sent back by an `all_to_all`;
     - row-wise form: every op reading the received rows (or rows computed
-      from them) is the `all_to_all` back or an elementwise op whose
-      operands are all such rows;
+      from them) is the `all_to_all` back or an op with MLIR's
+      `Elementwise` trait on tensors (e.g. `arith.mulf`, `math.exp`; not a
+      `linalg.generic`, whose body the raise does not inspect) whose
+      operands are all such rows (no constants or weights);
     - the exchange back has the forward exchange's topology and sends with
       its `recv_counts`; its rows go to a `moecomm.unpermute_tokens` that
       takes the same permute_tokens' `slot_rows`; the rows sent back have
