@@ -274,11 +274,14 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
          {moecommScopeGlobal, moecommScopeInterNode, moecommScopeIntraNode}) {
       std::string stageList;
       int64_t rows = 0;
+      // A training step moves its rows along each layout twice (dispatch
+      // and cached_dispatch, two combines), as the byte counters count.
+      const int passes = info.experts.training ? 2 : 1;
       for (const StageInfo &st : r.stages)
         if (st.direction == d && st.scope == s) {
           stageList +=
               (stageList.empty() ? "" : ",") + std::to_string(st.stage);
-          rows += st.sendRows;
+          rows += passes * st.sendRows;
         }
       const uint64_t *b = r.traffic.bytes[d][s];
       const uint64_t *m = r.traffic.messages[d][s];
