@@ -108,6 +108,7 @@ RunReport analyzeRun(const RoutingProblem &p, const ReferenceResult &ref,
                      const RunSummary &run, int passes, bool layouts) {
   RunReport r;
   r.verified = true;
+  r.passes = passes;
   r.dispatchLowerBound = passes * ref.dispatchLowerBound;
   r.combineLowerBound = passes * ref.combineLowerBound;
   r.dispatchRowBytes = ref.dispatchRowBytes;
@@ -274,14 +275,12 @@ void printReport(raw_ostream &os, const RoutingProblem &p, const RunInfo &info,
          {moecommScopeGlobal, moecommScopeInterNode, moecommScopeIntraNode}) {
       std::string stageList;
       int64_t rows = 0;
-      // A training step moves its rows along each layout twice (dispatch
-      // and cached_dispatch, two combines), as the byte counters count.
-      const int passes = info.experts.training ? 2 : 1;
       for (const StageInfo &st : r.stages)
         if (st.direction == d && st.scope == s) {
           stageList +=
               (stageList.empty() ? "" : ",") + std::to_string(st.stage);
-          rows += passes * st.sendRows;
+          // Every pass along the layout, as the byte counters count.
+          rows += r.passes * st.sendRows;
         }
       const uint64_t *b = r.traffic.bytes[d][s];
       const uint64_t *m = r.traffic.messages[d][s];

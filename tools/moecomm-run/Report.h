@@ -50,6 +50,9 @@ struct RunReport {
   moecommStrategy_t strategy = moecommFlat; ///< in effect (auto resolved)
   moecommTraffic_t traffic{};               ///< sum over ranks, last iteration
   std::vector<StageInfo> stages;            ///< rows summed over ranks
+  /// Times each layout's rows move per iteration (2 for a training step:
+  /// dispatch and cached_dispatch, two combines; ExecutionPath::passes).
+  int passes = 1;
   int64_t dispatchLowerBound = 0;
   int64_t combineLowerBound = 0;
   /// With a placement (problem.slotExperts): the placement's own dispatch

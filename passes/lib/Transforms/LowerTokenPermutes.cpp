@@ -72,6 +72,23 @@ public:
   Value select(Value cond, Value lhs, Value rhs) {
     return arith::SelectOp::create(b, cond, lhs, rhs);
   }
+  /// Whether tensors `a` and `b` (named `aName`, `bName` in the check's
+  /// text; `bTokens` is b's first dimension) have the same token count:
+  /// checked at run time where the verifier could not compare them (one is
+  /// dynamic), true otherwise.
+  Value sameTokens(Value a, StringRef aName, Value b, StringRef bName,
+                   Value bTokens) {
+    if (!cast<RankedTensorType>(a.getType()).isDynamicDim(0) &&
+        !cast<RankedTensorType>(b.getType()).isDynamicDim(0))
+      return boolean(true);
+    Value same = cmp(CmpIPredicate::eq, dim(a, 0), bTokens);
+    checks.check(
+        same,
+        (aName + " and " + bName + " must have the same tokens ({} and {})")
+            .str(),
+        {i64(dim(a, 0)), i64(bTokens)});
+    return same;
+  }
 
   RuntimeChecks checks;
 };
@@ -113,27 +130,14 @@ struct LowerPermuteTokens : LoweringPattern<PermuteTokensOp> {
     Value minus1 = l.i64Constant(-1), zero = l.i64Constant(0);
     Value cE = l.i64Constant(experts), one = l.i64Constant(1);
 
-    // x's rows are read for idx's tokens: shapes the verifier could not
-    // compare must match, or no slot is kept.
-    Value sameTokens = l.boolean(true);
-    if (cast<RankedTensorType>(x.getType()).isDynamicDim(0) ||
-        idxType.isDynamicDim(0)) {
-      sameTokens = l.cmp(CmpIPredicate::eq, l.dim(x, 0), tokens);
-      l.checks.check(sameTokens,
-                     "x and topk_idx must have the same tokens ({} and {})",
-                     {l.i64(l.dim(x, 0)), l.i64(tokens)});
-    }
-    // Likewise the weights, when they scale the rows.
+    // x's rows (and the weights, when they scale them) are read for idx's
+    // tokens: shapes the verifier could not compare must match, or no slot
+    // is kept.
+    Value sameTokens = l.sameTokens(x, "x", idx, "topk_idx", tokens);
     Value weights = op.getTopkWeights();
-    if (weights && (cast<RankedTensorType>(weights.getType()).isDynamicDim(0) ||
-                    idxType.isDynamicDim(0))) {
-      Value sameWeights = l.cmp(CmpIPredicate::eq, l.dim(weights, 0), tokens);
-      l.checks.check(sameWeights,
-                     "weights and topk_idx must have the same tokens ({} and "
-                     "{})",
-                     {l.i64(l.dim(weights, 0)), l.i64(tokens)});
-      sameTokens = l.andAll({sameTokens, sameWeights});
-    }
+    if (weights)
+      sameTokens = l.andAll({sameTokens, l.sameTokens(weights, "weights", idx,
+                                                      "topk_idx", tokens)});
 
     // 1. Check every id and count the rows of each expert; a slot's kept
     // expert (or -1) goes into slot_rows, which step 3 overwrites with its
@@ -257,15 +261,9 @@ struct LowerUnpermuteTokens : LoweringPattern<UnpermuteTokensOp> {
     Value zero = l.i64Constant(0), n = l.i64(l.dim(rows, 0));
 
     // Weights are read for slot_rows' tokens.
-    Value sameTokens = l.boolean(true);
-    if (weights && (cast<RankedTensorType>(weights.getType()).isDynamicDim(0) ||
-                    cast<RankedTensorType>(slots.getType()).isDynamicDim(0))) {
-      sameTokens = l.cmp(CmpIPredicate::eq, l.dim(weights, 0), tokens);
-      l.checks.check(sameTokens,
-                     "weights and slot_rows must have the same tokens ({} "
-                     "and {})",
-                     {l.i64(l.dim(weights, 0)), l.i64(tokens)});
-    }
+    Value sameTokens =
+        weights ? l.sameTokens(weights, "weights", slots, "slot_rows", tokens)
+                : l.boolean(true);
     Value sum0 = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0));
     Value out0 = l.empty(outType, l.dynamicSizes(outType, {tokens, cH}));
     scf::ForOp perToken =

@@ -168,8 +168,8 @@ private:
   /// Sets chain.weights and chain.backward from the ends of the chain.
   LogicalResult matchWeights();
   /// For a backward exchange: sets chain.layout to a dispatch whose layout
-  /// it may reuse, if there is one.
-  void findLayout();
+  /// it may reuse, if there is one (`dominance`: of the chain's function).
+  void findLayout(DominanceInfo &dominance);
   /// Takes `counts` as the chain's counts exchange (the all_to_all of the
   /// [W, L] group sizes), which must send one row to every rank.
   LogicalResult takeCounts(AllToAllOp counts);
@@ -356,15 +356,15 @@ LogicalResult ChainMatcher::match() {
 
   // The dispatch goes where the forward exchange is: the routing weights
   // must be known there.
+  DominanceInfo dominance(permute->getParentOp());
   if (chain.weights &&
-      !DominanceInfo(permute->getParentOp())
-           .properlyDominates(chain.weights, chain.forward.getOperation()))
+      !dominance.properlyDominates(chain.weights, chain.forward.getOperation()))
     return fail(weighing, "the weights of " + nameOf(weighing) +
                               " are not defined before the forward " +
                               chain.forward.name() +
                               ", where moecomm.dispatch goes");
   if (chain.backward)
-    findLayout();
+    findLayout(dominance);
   return collectErased();
 }
 
@@ -381,7 +381,7 @@ LogicalResult ChainMatcher::matchWeights() {
   return success();
 }
 
-void ChainMatcher::findLayout() {
+void ChainMatcher::findLayout(DominanceInfo &dominance) {
   // The forward's dispatch (raised before the backward, see the pass): same
   // ids, weights and ranks, no expert placement, no capacity (it would drop
   // rows the per-expert exchange sends) and no align (padding rows are not
@@ -393,7 +393,6 @@ void ChainMatcher::findLayout() {
   auto sameTokens = [](int64_t a, int64_t b) {
     return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
   };
-  DominanceInfo dominance(permute->getParentOp());
   Operation *firstRejected = nullptr;
   for (Operation *user : permute.getTopkIdx().getUsers()) {
     auto dispatch = dyn_cast<DispatchOp>(user);
