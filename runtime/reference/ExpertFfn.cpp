@@ -26,6 +26,7 @@
 #include "moecomm/Reference/ExpertFfn.h"
 #include "moecomm/Reference/ExpertWeights.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace moecomm {
@@ -52,25 +53,37 @@ OutputRounding outputRounding(moecommDataType_t type) {
   return {0x1p-8, 0x1p-133};
 }
 
+/// Rows a weight pass serves: each weight row is read once per block of
+/// rows instead of once per row (the weights, 3 H I f32, do not fit in cache;
+/// the rows' accumulators, ~10 (H + I) doubles each, do).
+constexpr int64_t kBlockRows = 8;
+
 /// g = x W_gate and u = x W_up with their |term| sums, for one row x [H].
 struct GateUp {
   std::vector<double> g, ag, u, au;
 };
 
-GateUp gateUp(const ExpertWeights &w, const float *x) {
+/// gateUp of each row x[b] [H] of a block (each row's sums in the same order
+/// as one row alone: h outer, j inner).
+std::vector<GateUp> gateUp(const ExpertWeights &w,
+                           const std::vector<const float *> &x) {
   const int64_t H = w.hidden, I = w.intermediate;
-  GateUp r{std::vector<double>(I), std::vector<double>(I),
-           std::vector<double>(I), std::vector<double>(I)};
+  std::vector<GateUp> r(x.size(),
+                        GateUp{std::vector<double>(I), std::vector<double>(I),
+                               std::vector<double>(I), std::vector<double>(I)});
   for (int64_t h = 0; h < H; ++h) {
-    const double xh = x[h];
     const float *wg = &w.gate[h * I];
     const float *wu = &w.up[h * I];
-    for (int64_t j = 0; j < I; ++j) {
-      const double tg = xh * wg[j], tu = xh * wu[j];
-      r.g[j] += tg;
-      r.ag[j] += std::fabs(tg);
-      r.u[j] += tu;
-      r.au[j] += std::fabs(tu);
+    for (size_t b = 0; b < x.size(); ++b) {
+      const double xh = x[b][h];
+      GateUp &rb = r[b];
+      for (int64_t j = 0; j < I; ++j) {
+        const double tg = xh * wg[j], tu = xh * wu[j];
+        rb.g[j] += tg;
+        rb.ag[j] += std::fabs(tg);
+        rb.u[j] += tu;
+        rb.au[j] += std::fabs(tu);
+      }
     }
   }
   return r;
@@ -91,9 +104,19 @@ void finishRow(const std::vector<double> &v, const std::vector<double> &dv,
   }
 }
 
-/// Runs fn(weights, rank, row, v, dv) for every received row of every rank,
-/// with the weights of the row's global expert (generated once per expert
-/// with rows), and collects the rows' values v [H] and bounds dv [H].
+/// One block of a rank's received rows, all of one expert: rows
+/// [begin, begin + v.size()) of rank `rank`.
+struct RowBlock {
+  int rank;
+  int64_t begin;
+  /// Per row: the values [H] and their bounds [H], zero on entry.
+  std::vector<std::vector<double>> &v, &dv;
+};
+
+/// Runs fn(weights, block) for every block of up to kBlockRows received rows
+/// of one expert on every rank, with the weights of the rows' global expert
+/// (generated once per expert with rows), and collects the rows' values v [H]
+/// and bounds dv [H].
 template <typename Fn>
 ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
                          uint64_t seed, int64_t intermediate, Fn fn) {
@@ -101,7 +124,7 @@ ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
   ExpertRows out;
   out.rows.resize(p.ranks);
   out.error.resize(p.ranks);
-  std::vector<double> v(H), dv(H);
+  std::vector<std::vector<double>> v, dv;
   for (int d = 0; d < p.ranks; ++d) {
     out.rows[d].assign(l[d].rows.size() * H, 0.0f);
     out.error[d].assign(l[d].rows.size() * H, 0.0f);
@@ -113,14 +136,27 @@ ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
       if (row == end)
         continue;
       const ExpertWeights w = expertWeights(seed, d * L + e, H, intermediate);
-      for (; row < end; ++row) {
-        fn(w, d, row, v, dv);
-        finishRow(v, dv, p.dataType, &out.rows[d][row * H],
-                  &out.error[d][row * H]);
+      for (; row < end; row += kBlockRows) {
+        const size_t n = static_cast<size_t>(std::min(kBlockRows, end - row));
+        v.assign(n, std::vector<double>(H));
+        dv.assign(n, std::vector<double>(H));
+        fn(w, RowBlock{d, row, v, dv});
+        for (size_t b = 0; b < n; ++b)
+          finishRow(v[b], dv[b], p.dataType, &out.rows[d][(row + b) * H],
+                    &out.error[d][(row + b) * H]);
       }
     }
   }
   return out;
+}
+
+/// Pointers to a block's rows in `rows` [R_r * H].
+std::vector<const float *> blockRows(const std::vector<float> &rows,
+                                     const RowBlock &blk, int64_t H) {
+  std::vector<const float *> x(blk.v.size());
+  for (size_t b = 0; b < x.size(); ++b)
+    x[b] = &rows[(blk.begin + b) * H];
+  return x;
 }
 
 } // namespace
@@ -129,34 +165,43 @@ ExpertRows swigluForward(const Problem &p, const std::vector<RankLayout> &l,
                          const std::vector<std::vector<float>> &recv,
                          uint64_t seed, int64_t intermediate) {
   const int64_t H = p.hidden, I = intermediate;
-  std::vector<double> h(I), dh(I), ad(H);
+  const double gammaH = gamma(H), gammaI = gamma(I);
+  std::vector<std::vector<double>> h, dh, ad;
   return mapExpertRows(
-      p, l, seed, I,
-      [&](const ExpertWeights &w, int rank, int64_t row, std::vector<double> &d,
-          std::vector<double> &dd) {
-        const GateUp gu = gateUp(w, &recv[rank][row * H]);
-        for (int64_t j = 0; j < I; ++j) {
-          const double g = gu.g[j], sig = sigmoid(g), s = g * sig;
-          const double ds = sig * (1 + g * (1 - sig));
-          h[j] = s * gu.u[j];
-          dh[j] = std::fabs(gu.u[j] * ds) * gamma(H) * gu.ag[j] +
-                  std::fabs(s) * gamma(H) * gu.au[j] + 8 * kU * std::fabs(h[j]);
-        }
-        // dd collects sum_j dh_j |W_down[j][k]| first, then the f32 product's.
-        std::fill(d.begin(), d.end(), 0.0);
-        std::fill(dd.begin(), dd.end(), 0.0);
-        std::fill(ad.begin(), ad.end(), 0.0);
+      p, l, seed, I, [&](const ExpertWeights &w, const RowBlock &blk) {
+        const size_t n = blk.v.size();
+        const std::vector<GateUp> gu =
+            gateUp(w, blockRows(recv[blk.rank], blk, H));
+        h.assign(n, std::vector<double>(I));
+        dh.assign(n, std::vector<double>(I));
+        ad.assign(n, std::vector<double>(H));
+        for (size_t b = 0; b < n; ++b)
+          for (int64_t j = 0; j < I; ++j) {
+            const double g = gu[b].g[j], sig = sigmoid(g), s = g * sig;
+            const double ds = sig * (1 + g * (1 - sig));
+            h[b][j] = s * gu[b].u[j];
+            dh[b][j] = std::fabs(gu[b].u[j] * ds) * gammaH * gu[b].ag[j] +
+                       std::fabs(s) * gammaH * gu[b].au[j] +
+                       8 * kU * std::fabs(h[b][j]);
+          }
+        // dv collects sum_j dh_j |W_down[j][k]| first, then the f32 product's.
         for (int64_t j = 0; j < I; ++j) {
           const float *wd = &w.down[j * H];
-          for (int64_t k = 0; k < H; ++k) {
-            const double t = h[j] * wd[k];
-            d[k] += t;
-            ad[k] += std::fabs(t);
-            dd[k] += dh[j] * std::fabs(static_cast<double>(wd[k]));
+          for (size_t b = 0; b < n; ++b) {
+            const double hj = h[b][j], dhj = dh[b][j];
+            double *d = blk.v[b].data(), *dd = blk.dv[b].data(),
+                   *adb = ad[b].data();
+            for (int64_t k = 0; k < H; ++k) {
+              const double t = hj * wd[k];
+              d[k] += t;
+              adb[k] += std::fabs(t);
+              dd[k] += dhj * std::fabs(static_cast<double>(wd[k]));
+            }
           }
         }
-        for (int64_t k = 0; k < H; ++k)
-          dd[k] += gamma(I) * ad[k];
+        for (size_t b = 0; b < n; ++b)
+          for (int64_t k = 0; k < H; ++k)
+            blk.dv[b][k] += gammaI * ad[b][k];
       });
 }
 
@@ -165,50 +210,64 @@ ExpertRows swigluInputGrad(const Problem &p, const std::vector<RankLayout> &l,
                            const std::vector<std::vector<float>> &gradRecv,
                            uint64_t seed, int64_t intermediate) {
   const int64_t H = p.hidden, I = intermediate;
-  std::vector<double> gy(H), gg(I), gu(I), dgg(I), dgu(I);
+  const double gammaH = gamma(H), gamma2I = gamma(2 * I);
+  std::vector<std::vector<double>> gy, gg, gu, dgg, dgu;
   return mapExpertRows(
-      p, l, seed, I,
-      [&](const ExpertWeights &w, int rank, int64_t row,
-          std::vector<double> &in, std::vector<double> &din) {
+      p, l, seed, I, [&](const ExpertWeights &w, const RowBlock &blk) {
+        const size_t n = blk.v.size();
         // grad_y: the row's routing weight times grad_out, rounded on the
         // expert's rank exactly as the graph does (f32 product, then dtype).
-        const float weight = l[rank].rows[row].weight;
-        for (int64_t k = 0; k < H; ++k)
-          gy[k] = roundTo(gradRecv[rank][row * H + k] * weight, p.dataType);
-        const GateUp fu = gateUp(w, &recv[rank][row * H]);
+        gy.assign(n, std::vector<double>(H));
+        for (size_t b = 0; b < n; ++b) {
+          const int64_t row = blk.begin + static_cast<int64_t>(b);
+          const float weight = l[blk.rank].rows[row].weight;
+          for (int64_t k = 0; k < H; ++k)
+            gy[b][k] =
+                roundTo(gradRecv[blk.rank][row * H + k] * weight, p.dataType);
+        }
+        const std::vector<GateUp> fu =
+            gateUp(w, blockRows(recv[blk.rank], blk, H));
+        for (auto *vec : {&gg, &gu, &dgg, &dgu})
+          vec->assign(n, std::vector<double>(I));
         for (int64_t j = 0; j < I; ++j) {
           const float *wd = &w.down[j * H];
-          double gh = 0, agh = 0;
-          for (int64_t k = 0; k < H; ++k) {
-            const double t = gy[k] * wd[k];
-            gh += t;
-            agh += std::fabs(t);
+          for (size_t b = 0; b < n; ++b) {
+            double gh = 0, agh = 0;
+            for (int64_t k = 0; k < H; ++k) {
+              const double t = gy[b][k] * wd[k];
+              gh += t;
+              agh += std::fabs(t);
+            }
+            const double g = fu[b].g[j], u = fu[b].u[j], sig = sigmoid(g),
+                         s = g * sig;
+            const double ds = sig * (1 + g * (1 - sig));
+            const double dds = sig * (1 - sig) * (2 + g * (1 - 2 * sig));
+            const double dg = gammaH * fu[b].ag[j], du = gammaH * fu[b].au[j];
+            const double dgh = gammaH * agh;
+            gg[b][j] = gh * u * ds;
+            gu[b][j] = gh * s;
+            dgg[b][j] = std::fabs(u * ds) * dgh + std::fabs(gh * ds) * du +
+                        std::fabs(gh * u * dds) * dg +
+                        16 * kU * std::fabs(gg[b][j]);
+            dgu[b][j] = std::fabs(s) * dgh + std::fabs(gh * ds) * dg +
+                        16 * kU * std::fabs(gu[b][j]);
           }
-          const double g = fu.g[j], u = fu.u[j], sig = sigmoid(g), s = g * sig;
-          const double ds = sig * (1 + g * (1 - sig));
-          const double dds = sig * (1 - sig) * (2 + g * (1 - 2 * sig));
-          const double dg = gamma(H) * fu.ag[j], du = gamma(H) * fu.au[j];
-          const double dgh = gamma(H) * agh;
-          gg[j] = gh * u * ds;
-          gu[j] = gh * s;
-          dgg[j] = std::fabs(u * ds) * dgh + std::fabs(gh * ds) * du +
-                   std::fabs(gh * u * dds) * dg + 16 * kU * std::fabs(gg[j]);
-          dgu[j] = std::fabs(s) * dgh + std::fabs(gh * ds) * dg +
-                   16 * kU * std::fabs(gu[j]);
         }
         for (int64_t k = 0; k < H; ++k) {
           const float *wg = &w.gate[k * I];
           const float *wu = &w.up[k * I];
-          double v = 0, a = 0, prop = 0;
-          for (int64_t j = 0; j < I; ++j) {
-            const double tg = gg[j] * wg[j], tu = gu[j] * wu[j];
-            v += tg + tu;
-            a += std::fabs(tg) + std::fabs(tu);
-            prop += dgg[j] * std::fabs(static_cast<double>(wg[j])) +
-                    dgu[j] * std::fabs(static_cast<double>(wu[j]));
+          for (size_t b = 0; b < n; ++b) {
+            double v = 0, a = 0, prop = 0;
+            for (int64_t j = 0; j < I; ++j) {
+              const double tg = gg[b][j] * wg[j], tu = gu[b][j] * wu[j];
+              v += tg + tu;
+              a += std::fabs(tg) + std::fabs(tu);
+              prop += dgg[b][j] * std::fabs(static_cast<double>(wg[j])) +
+                      dgu[b][j] * std::fabs(static_cast<double>(wu[j]));
+            }
+            blk.v[b][k] = v;
+            blk.dv[b][k] = gamma2I * a + prop;
           }
-          in[k] = v;
-          din[k] = gamma(2 * I) * a + prop;
         }
       });
 }
