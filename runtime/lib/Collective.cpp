@@ -1,6 +1,7 @@
 //===- Collective.cpp - The one checked path of the collectives -----------===//
 #include "Collective.h"
 
+#include "AgreedOp.h"
 #include "AllToAll.h"
 #include "ApiBoundary.h"
 #include "DeviceEngine.h"
@@ -216,7 +217,7 @@ Status checkStream(Comm &comm, moecommStream_t stream) {
 }
 
 Status startCollective(Comm &comm, const CollectiveDesc &desc,
-                       std::unique_ptr<Operation> &op) {
+                       bool deferAgreement, std::unique_ptr<Operation> &op) {
   // The whole dispatch / combine span starts here, agreement included.
   const double calledSec = comm.trace().on() ? traceNow() : -1;
   Signature sig(desc.kind);
@@ -230,7 +231,29 @@ Status startCollective(Comm &comm, const CollectiveDesc &desc,
   if (local.ok() && dev)
     local = prepareDevice(*dev, comm, desc, res, devOp);
   sig.setError(onRank(comm.rank(), local));
-  if (Status st = comm.agree(sig, fields); !st.ok())
+  auto makeHost = [&](uint64_t seq0) -> std::unique_ptr<HostOperation> {
+    if (res.staged)
+      return makeStaged(comm, *desc.layout, res.direction, *desc.in,
+                        *desc.out, res.stageType, res.weighted, calledSec,
+                        seq0);
+    return makeRowExchange(comm, res.direction, desc.stage, res.scope,
+                           *desc.in, res.sendCounts, *desc.out,
+                           res.recvCounts, seq0);
+  };
+  // A started host collective with good local arguments does not wait for
+  // its agreement (AgreedOp.h). The others agree now: a blocking call, a
+  // device operation (prepared already), a rank with a local error (it
+  // returns that error at once, so it takes part now), and all_to_all,
+  // whose count check is a second collective.
+  if (deferAgreement && local.ok() && !dev &&
+      desc.kind != OpKind::AllToAll) {
+    auto agreed = std::make_unique<AgreedOp>(comm, sig, fields);
+    agreed->setOperation(makeHost(agreed->opSeq0()));
+    op = std::move(agreed);
+    return Status::success();
+  }
+  uint64_t seq0 = 0;
+  if (Status st = comm.agree(sig, fields, &seq0); !st.ok())
     return st;
   if (desc.kind == OpKind::AllToAll)
     if (Status st =
@@ -239,12 +262,9 @@ Status startCollective(Comm &comm, const CollectiveDesc &desc,
       return st;
   if (dev)
     return postDevice(std::move(devOp), op);
-  if (res.staged)
-    op = startStaged(comm, *desc.layout, res.direction, *desc.in, *desc.out,
-                     res.stageType, res.weighted, calledSec);
-  else
-    op = startRowExchange(comm, res.direction, desc.stage, res.scope, *desc.in,
-                          res.sendCounts, *desc.out, res.recvCounts);
+  std::unique_ptr<HostOperation> host = makeHost(seq0);
+  host->begin();
+  op = std::move(host);
   return Status::success();
 }
 
@@ -254,7 +274,8 @@ moecommResult_t runCollective(moecommComm_t comm, const CollectiveDesc &desc,
     *request = nullptr;
   return onComm(comm, [&](Comm &c) -> Status {
     std::unique_ptr<Operation> op;
-    if (Status st = startCollective(c, desc, op); !st.ok())
+    if (Status st = startCollective(c, desc, request != nullptr, op);
+        !st.ok())
       return st;
     return finishOrHandOut(c, std::move(op), request);
   });

@@ -68,9 +68,12 @@ Status checkStream(Comm &comm, moecommStream_t stream);
 /// code: InvalidArgument (a rank's bad argument, message prefixed with that
 /// rank), Mismatch (ranks disagree on the collective or a parameter, or the
 /// all_to_all counts are not each other's transpose), SystemError /
-/// InternalError (a transport or allocation failure).
+/// InternalError (a transport or allocation failure). With
+/// `deferAgreement` (a start call) a host dispatch, combine or exchange
+/// whose local arguments are good returns at once and agrees in flight
+/// (AgreedOp.h): then the agreement's error comes from `op`'s finish().
 Status startCollective(Comm &comm, const CollectiveDesc &desc,
-                       std::unique_ptr<Operation> &op);
+                       bool deferAgreement, std::unique_ptr<Operation> &op);
 
 /// The C boundary of startCollective (ApiBoundary.h's onComm): the
 /// operation is finished at once when `request` is NULL, else handed out as

@@ -109,10 +109,31 @@ Status Comm::allGather(const void *mine, int64_t bytes, void *all) {
   return st;
 }
 
-Status Comm::agree(const Signature &mine, const char *const *fieldNames) {
-  std::vector<Signature> all(size(), Signature(OpKind::Barrier));
-  if (Status st = allGather(&mine, sizeof(Signature), all.data()); !st.ok())
+std::unique_ptr<PendingGather>
+Comm::startAgreement(const Signature &mine, Signature *all, uint64_t &opSeq0) {
+  const uint64_t seq = reserveSeqs(kSeqsPerCollective);
+  opSeq0 = seq + 1;
+  return transport_->allGatherStart(seq, &mine, sizeof(Signature), all);
+}
+
+Status Comm::agree(const Signature &mine, const char *const *fieldNames,
+                   uint64_t *opSeq0) {
+  if (Status st = usable(); !st.ok())
     return st;
+  std::vector<Signature> all(size(), Signature(OpKind::Barrier));
+  // Started and waited for: every agreement, blocking here or left in
+  // flight by a start call (AgreedOp.h), must be the same collective of the
+  // transport (MPI_Iallgather; MPI does not match a blocking collective with
+  // a nonblocking one), so that ranks calling different collectives meet in
+  // one agreement and get Mismatch instead of a hang.
+  uint64_t seq0 = 0;
+  std::unique_ptr<PendingGather> pending = startAgreement(mine, all.data(), seq0);
+  if (opSeq0)
+    *opSeq0 = seq0;
+  if (Status st = transport_->waitGather(*pending); !st.ok()) {
+    finish(st);
+    return st;
+  }
   return decideAgreement(all, fieldNames);
 }
 

@@ -50,6 +50,18 @@ enum class OpKind : int32_t {
 };
 const char *opName(OpKind op);
 
+/// Messages a host operation sends per stage at most (PipelinedOp's chunks
+/// of a block; one sequence number each).
+constexpr uint64_t kMaxChunksPerStage = 32;
+/// Sequence numbers one collective takes: its agreement's, then its
+/// operation's (at most 2 stages, numStages in StageRule.h, of
+/// kMaxChunksPerStage each). Every agreement reserves all of them whatever
+/// it decides and whichever collective each rank called, so that the ranks'
+/// numbers stay in step after a disagreement or a rank's local error, also
+/// when the operation was created before its agreement completed
+/// (AgreedOp.h).
+constexpr uint64_t kSeqsPerCollective = 1 + 2 * kMaxChunksPerStage;
+
 /// The fixed-size block every rank contributes when a collective starts: the
 /// operation, this rank's local verdict on its arguments and the parameters
 /// that must be equal on every rank.
@@ -137,8 +149,19 @@ public:
   /// Agreement: allGathers `mine` and returns, identically on every rank,
   /// Mismatch if ranks run different collectives, else the lowest failing
   /// rank's local error, else Mismatch naming the first parameter
-  /// (fieldNames[i]) that differs from rank 0's.
-  Status agree(const Signature &mine, const char *const *fieldNames);
+  /// (fieldNames[i]) that differs from rank 0's. Reserves the collective's
+  /// kSeqsPerCollective sequence numbers; `opSeq0`, when given, receives
+  /// the first of those its operation may use.
+  Status agree(const Signature &mine, const char *const *fieldNames,
+               uint64_t *opSeq0 = nullptr);
+  /// The agreement's all-gather of `mine` into `all` ([W] signatures),
+  /// started now with the collective's sequence numbers reserved (the first
+  /// its operation may use in `opSeq0`) and completed by the transport's
+  /// testGather / waitGather: agree() waits for it, AgreedOp.h leaves it in
+  /// flight. Then decideAgreement decides.
+  std::unique_ptr<PendingGather> startAgreement(const Signature &mine,
+                                                Signature *all,
+                                                uint64_t &opSeq0);
   /// allGather of a fixed-size block (all = [W][bytes]).
   Status allGather(const void *mine, int64_t bytes, void *all);
 

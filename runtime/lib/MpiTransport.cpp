@@ -2,10 +2,10 @@
 //
 // Exchanges are MPI_Isend/MPI_Irecv of bytes on the scope's communicator,
 // tagged by the sequence number, in chunks below 2^31 bytes; the copy to self
-// is a memcpy. allGather is MPI_Allgather. MPI must provide
-// MPI_THREAD_MULTIPLE: the communicator's progress thread tests its requests
-// (under the communicator's lock) while other threads of the application may
-// call MPI themselves.
+// is a memcpy. allGather is MPI_Allgather, a started one (the agreements)
+// MPI_Iallgather. MPI must provide MPI_THREAD_MULTIPLE: the communicator's
+// progress thread tests its requests (under the communicator's lock) while
+// other threads of the application may call MPI themselves.
 //
 //===----------------------------------------------------------------------===//
 #include "MpiTransport.h"
@@ -18,9 +18,9 @@ namespace moecomm {
 namespace {
 
 constexpr int64_t kChunk = int64_t(1) << 30;
-// Tags repeat every kTagSpace sequence numbers: a pipelined dispatch or
-// combine (PipelinedOp.cpp) takes 32 per stage, so some 500 collectives may
-// be outstanding before a tag could match an older message.
+// Tags repeat every kTagSpace sequence numbers: every collective takes
+// kSeqsPerCollective (65, Comm.h), so some 490 collectives may be
+// outstanding before a tag could match an older message.
 constexpr uint64_t kTagSpace = 32000; // MPI_TAG_UB >= 32767
 
 std::string mpiError(int err) {
@@ -42,6 +42,12 @@ Status check(int err, const char *what) {
     return Status::success();
   return systemError(cat(what, " failed: ", mpiError(err)));
 }
+
+/// A started MPI_Iallgather (an agreement in flight, AgreedOp.h).
+class MpiGather : public PendingGather {
+public:
+  MPI_Request req = MPI_REQUEST_NULL;
+};
 
 class MpiPending : public PendingExchange {
 public:
@@ -79,6 +85,41 @@ public:
     return check(MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes,
                                MPI_BYTE, world_),
                  "MPI_Allgather");
+  }
+
+  std::unique_ptr<PendingGather> allGatherStart(uint64_t, const void *mine,
+                                               int64_t bytes,
+                                               void *all) override {
+    auto p = std::make_unique<MpiGather>();
+    if (bytes > kChunk) {
+      p->done = true;
+      p->status = internalError("allGather block too large");
+      return p;
+    }
+    p->status = check(MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all,
+                                     (int)bytes, MPI_BYTE, world_, &p->req),
+                      "MPI_Iallgather");
+    p->done = !p->status.ok();
+    return p;
+  }
+
+  bool testGather(PendingGather &pending) override {
+    auto &p = static_cast<MpiGather &>(pending);
+    if (p.done)
+      return true;
+    int flag = 0;
+    p.status = check(MPI_Test(&p.req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    p.done = flag || !p.status.ok();
+    return p.done;
+  }
+
+  Status waitGather(PendingGather &pending) override {
+    auto &p = static_cast<MpiGather &>(pending);
+    if (!p.done) {
+      p.status = check(MPI_Wait(&p.req, MPI_STATUS_IGNORE), "MPI_Wait");
+      p.done = true;
+    }
+    return p.status;
   }
 
   Status startExchange(Exchange ex,

@@ -32,11 +32,28 @@ public:
   virtual Status finish() = 0;
   /// Takes every step that needs no wait for another rank (test, never
   /// block) and says how far it got; errors are kept for finish(). Called
-  /// with the communicator's lock held, by its progress thread. The default
+  /// with the communicator's lock held, by its progress thread, in start
+  /// order; `earlierComplete`: every collective started on the
+  /// communicator before this one has completed (AgreedOp begins only
+  /// then). The default
   /// is for operations with nothing for the host to drive (the device
   /// operations: their completion is ordered on the device's streams, and a
   /// device backend runs no progress thread): they complete in finish().
-  virtual Advance advance() { return Advance::Blocked; }
+  virtual Advance advance(bool /*earlierComplete*/) {
+    return Advance::Blocked;
+  }
+};
+
+/// A host operation made in two steps: created with its sequence numbers
+/// reserved (in call order, the same on every rank, Comm::reserveSeqs),
+/// then begun: begin() posts its first messages. A started collective
+/// begins once every rank has agreed to it (AgreedOp.h), which on MPI may be
+/// after the start call returned. advance() and finish() are called only
+/// after begin(); an operation never begun (its agreement failed) is only
+/// destroyed.
+class HostOperation : public Operation {
+public:
+  virtual void begin() = 0;
 };
 
 } // namespace moecomm

@@ -49,7 +49,7 @@ namespace {
 /// emulated cluster (4 x 2, 1 Gbit/s, DeepSeek-V3 shapes) per_expert ran at
 /// 1.64x its link-limited time with up to 32 chunks per block, 1.10x with 32
 /// per stage, hierarchical 1.35x either way.
-constexpr int kMaxChunks = 32;
+constexpr int kMaxChunks = static_cast<int>(kMaxChunksPerStage);
 /// Receives posted ahead per member. Open MPI shares a link among all the
 /// matched messages to a peer, so with every chunk's receive posted the
 /// chunks would all finish together at the end; with a few, chunk c arrives
@@ -100,12 +100,15 @@ public:
         rowBytes_(wireRowBytes(stageType, in.hidden)),
         chunkBytes_(comm.pipelineChunkBytes) {}
 
+  /// Takes the stages' sequence numbers, kMaxChunks each, from `seq0`
+  /// (HostOperation; Comm.h's kSeqsPerCollective holds them).
+  void reserve(uint64_t seq0) { seq0_ = seq0; }
+
   /// Posts the first receives of every stage (so that the first messages
   /// find their receives posted), then packs and sends stage 0 (which reads
   /// only the caller's rows, so it never waits).
-  void start() {
+  void begin() override {
     const size_t S = plan_.stages.size();
-    seq0_ = comm_.reserveSeqs(S * kMaxChunks);
     stages_.resize(S);
     for (size_t s = 0; s < S; ++s)
       prepare(s);
@@ -124,7 +127,7 @@ public:
     return err_;
   }
 
-  Advance advance() override {
+  Advance advance(bool) override {
     moved_ = false;
     while (phase_ <= plan_.stages.size() + 1)
       if (!runPhase(/*block=*/false))
@@ -536,14 +539,14 @@ private:
 
 } // namespace
 
-std::unique_ptr<Operation>
-startPipelined(Comm &comm, const moecommLayout &layout,
+std::unique_ptr<HostOperation>
+makePipelined(Comm &comm, const moecommLayout &layout,
                moecommDirection_t direction, const moecommRows_t &in,
                const moecommRows_t &out, moecommDataType_t stageType,
-               bool weighted, double calledSec) {
+               bool weighted, double calledSec, uint64_t seq0) {
   auto op = std::make_unique<PipelinedOp>(comm, layout, direction, in, out,
                                           stageType, weighted, calledSec);
-  op->start();
+  op->reserve(seq0);
   return op;
 }
 

@@ -19,20 +19,20 @@ namespace moecomm {
 
 class Comm;
 
-/// startStaged's contract (StagedOp.h) for a layout whose `direction` has at
+/// makeStaged's contract (StagedOp.h) for a layout whose `direction` has at
 /// least one stage, on a transport without shared memory between ranks.
-/// The first receives of every stage are posted and stage 0 is packed and
-/// sent now; advance() (the progress thread's, never blocking) and finish()
+/// begin() posts the first receives of every stage and packs and sends
+/// stage 0; advance() (the progress thread's, never blocking) and finish()
 /// (blocking) post the other receives as chunks arrive and run the later
 /// stages and the unpack as their inputs arrive. Traced like
-/// startStaged, with one span per packed chunk and per unpacked piece, and
+/// makeStaged, with one span per packed chunk and per unpacked piece, and
 /// each stage's exchange from the start of its sends until its last chunk
 /// was received.
-std::unique_ptr<Operation>
-startPipelined(Comm &comm, const moecommLayout &layout,
+std::unique_ptr<HostOperation>
+makePipelined(Comm &comm, const moecommLayout &layout,
                moecommDirection_t direction, const moecommRows_t &in,
                const moecommRows_t &out, moecommDataType_t stageType,
-               bool weighted, double calledSec);
+               bool weighted, double calledSec, uint64_t seq0);
 
 } // namespace moecomm
 

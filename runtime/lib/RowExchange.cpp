@@ -49,60 +49,69 @@ void countRowPayload(Comm &comm, moecommDirection_t direction,
 
 namespace {
 
-/// A single posted exchange of host rows.
-class ExchangeOp : public Operation {
+/// A single exchange of host rows, posted by begin().
+class ExchangeOp : public HostOperation {
 public:
-  explicit ExchangeOp(Comm &comm) : comm_(comm) {}
+  ExchangeOp(Comm &comm, moecommDirection_t direction, int stage,
+             const moecommRows_t &send, std::vector<int64_t> sendCounts,
+             Exchange ex)
+      : comm_(comm), direction_(direction), stage_(stage), scope_(ex.scope),
+        send_(send), sendCounts_(std::move(sendCounts)), ex_(std::move(ex)) {}
+
+  void begin() override {
+    if (comm_.trace().on())
+      posted_ = traceNow();
+    countRowPayload(comm_, direction_, scope_, comm_.transport().group(scope_),
+                    sendCounts_,
+                    send_.type, send_.hidden);
+    err_ = comm_.transport().startExchange(std::move(ex_), pending_);
+  }
   Status finish() override {
     Status st = err_;
     if (pending_)
       mergeStatus(st,
                   comm_.transport().waitExchange(std::move(pending_), false));
-    if (posted_ >= 0)
-      comm_.trace().span(kind_, direction_, stage_, scope_, posted_, bytes_);
+    if (posted_ >= 0) {
+      const bool allToAll = direction_ == moecommDirectionAllToAll;
+      comm_.trace().span(
+          allToAll ? moecommTraceKindAllToAll : moecommTraceKindExchange,
+          traceDirection(direction_), allToAll ? -1 : stage_, scope_,
+          posted_, traceBytes(send_));
+    }
     return st;
   }
-  Advance advance() override {
+  Advance advance(bool) override {
     return !pending_ || comm_.transport().testExchange(*pending_, false)
                ? Advance::Complete
                : Advance::Blocked;
   }
 
+private:
   Comm &comm_;
+  moecommDirection_t direction_;
+  int stage_;
+  moecommScope_t scope_;
+  moecommRows_t send_;
+  std::vector<int64_t> sendCounts_;
+  /// Posted by begin(); its sequence number is reserved at creation.
+  Exchange ex_;
   /// The trace span: posted_ < 0 when the trace was off at the post.
   double posted_ = -1;
-  moecommTraceKind_t kind_ = moecommTraceKindExchange;
-  moecommTraceDirection_t direction_ = moecommTraceDirNone;
-  int32_t stage_ = -1;
-  moecommScope_t scope_ = moecommScopeGlobal;
-  int64_t bytes_ = 0;
   std::unique_ptr<PendingExchange> pending_;
   Status err_;
 };
 
 } // namespace
 
-std::unique_ptr<Operation> startRowExchange(
+std::unique_ptr<HostOperation> makeRowExchange(
     Comm &comm, moecommDirection_t direction, int stage, moecommScope_t scope,
     const moecommRows_t &send, const std::vector<int64_t> &sendCounts,
-    const moecommRows_t &recv, const std::vector<int64_t> &recvCounts) {
-  auto op = std::make_unique<ExchangeOp>(comm);
-  if (comm.trace().on()) {
-    op->posted_ = traceNow();
-    op->kind_ = direction == moecommDirectionAllToAll
-                    ? moecommTraceKindAllToAll
-                    : moecommTraceKindExchange;
-    op->direction_ = traceDirection(direction);
-    op->stage_ = direction == moecommDirectionAllToAll ? -1 : stage;
-    op->scope_ = scope;
-    op->bytes_ = traceBytes(send);
-  }
+    const moecommRows_t &recv, const std::vector<int64_t> &recvCounts,
+    uint64_t seq) {
   Exchange ex = rowExchange(scope, send, nullptr, sendCounts, recv, recvCounts);
-  ex.seq = comm.reserveSeqs(1);
-  countRowPayload(comm, direction, scope, comm.transport().group(scope),
-                  sendCounts, send.type, send.hidden);
-  op->err_ = comm.transport().startExchange(std::move(ex), op->pending_);
-  return op;
+  ex.seq = seq;
+  return std::make_unique<ExchangeOp>(comm, direction, stage, send,
+                                      sendCounts, std::move(ex));
 }
 
 } // namespace moecomm

@@ -48,17 +48,18 @@ void countRowPayload(Comm &comm, moecommDirection_t direction,
                      const std::vector<int64_t> &sendCounts,
                      moecommDataType_t type, int64_t hidden);
 
-/// Host backends: posts one exchange of host rows (rowExchange with the
-/// next sequence number of `comm`), counts its payload and returns the
-/// operation whose finish() waits for it; traced (Trace.h) as an all_to_all
-/// (direction all_to_all) or as stage `stage`'s exchange, from post to the
-/// end of finish(). A posting failure is reported by
+/// Host backends: one exchange of host rows (rowExchange with sequence
+/// number `seq`, reserved by its agreement) as a HostOperation: begin()
+/// counts its payload and posts it, finish() waits for it; traced (Trace.h)
+/// as an all_to_all (direction all_to_all) or as stage `stage`'s exchange,
+/// from post to the end of finish(). A posting failure is reported by
 /// finish(): every rank has agreed to the exchange, so every rank gets an
 /// operation to wait on.
-std::unique_ptr<Operation> startRowExchange(
+std::unique_ptr<HostOperation> makeRowExchange(
     Comm &comm, moecommDirection_t direction, int stage, moecommScope_t scope,
     const moecommRows_t &send, const std::vector<int64_t> &sendCounts,
-    const moecommRows_t &recv, const std::vector<int64_t> &recvCounts);
+    const moecommRows_t &recv, const std::vector<int64_t> &recvCounts,
+    uint64_t seq);
 
 } // namespace moecomm
 

@@ -19,9 +19,9 @@
 
 namespace moecomm {
 
-class StagedCall : public Operation {
+class StagedCall : public HostOperation {
 protected:
-  /// startStaged's arguments (StagedOp.h); `calledSec` is when the
+  /// makeStaged's arguments (StagedOp.h); `calledSec` is when the
   /// collective was called on the trace clock, < 0 when the trace was off.
   StagedCall(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
              const moecommRows_t &in, const moecommRows_t &out,

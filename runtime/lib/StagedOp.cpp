@@ -28,13 +28,17 @@ public:
       : StagedCall(comm, layout, dir, in, out, stageType, weighted,
                    calledSec) {}
 
-  void start() {
+  /// Takes the stages' sequence numbers from `seq0` (HostOperation).
+  void reserve(uint64_t seq0) {
     const size_t S = plan_.stages.size();
-    seq0_ = comm_.reserveSeqs(S);
+    seq0_ = seq0;
     send_.resize(S);
     recv_.resize(S);
     posted_.assign(S, -1);
-    if (S > 0)
+  }
+
+  void begin() override {
+    if (!plan_.stages.empty())
       mergeStatus(err_, post(0, RowSource::of(in_)));
   }
 
@@ -49,7 +53,7 @@ public:
     return err_;
   }
 
-  Advance advance() override {
+  Advance advance(bool) override {
     bool moved = false;
     while (next_ < plan_.stages.size()) {
       if (!stepStage(/*block=*/false))
@@ -253,19 +257,18 @@ private:
 
 } // namespace
 
-std::unique_ptr<Operation> startStaged(Comm &comm, const moecommLayout &layout,
-                                       moecommDirection_t direction,
-                                       const moecommRows_t &in,
-                                       const moecommRows_t &out,
-                                       moecommDataType_t stageType,
-                                       bool weighted, double calledSec) {
+std::unique_ptr<HostOperation>
+makeStaged(Comm &comm, const moecommLayout &layout,
+           moecommDirection_t direction, const moecommRows_t &in,
+           const moecommRows_t &out, moecommDataType_t stageType,
+           bool weighted, double calledSec, uint64_t seq0) {
   if (!comm.transport().supportsDirect() &&
       !directionPlan(layout, direction).stages.empty())
-    return startPipelined(comm, layout, direction, in, out, stageType,
-                          weighted, calledSec);
+    return makePipelined(comm, layout, direction, in, out, stageType,
+                         weighted, calledSec, seq0);
   auto op = std::make_unique<StagedOp>(comm, layout, direction, in, out,
                                        stageType, weighted, calledSec);
-  op->start();
+  op->reserve(seq0);
   return op;
 }
 

@@ -12,6 +12,22 @@ std::vector<int> Transport::group(moecommScope_t scope) const {
   return scopeGroup(topo, scope, rank_);
 }
 
+std::unique_ptr<PendingGather> Transport::allGatherStart(uint64_t seq,
+                                                         const void *mine,
+                                                         int64_t bytes,
+                                                         void *all) {
+  auto pending = std::make_unique<PendingGather>();
+  pending->status = allGather(seq, mine, bytes, all);
+  pending->done = true;
+  return pending;
+}
+
+bool Transport::testGather(PendingGather &pending) { return pending.done; }
+
+Status Transport::waitGather(PendingGather &pending) {
+  return pending.status;
+}
+
 int Transport::memberIndex(moecommScope_t scope) const {
   switch (scope) {
   case moecommScopeIntraNode:

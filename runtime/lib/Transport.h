@@ -4,7 +4,8 @@
 // A transport moves bytes between the W ranks of a communicator. It knows the
 // topology (W ranks, G per node) and offers two operations:
 //  - allGather: every rank contributes a block of the same size and receives
-//    all W blocks (blocking, collective over all ranks);
+//    all W blocks (collective over all ranks; blocking, or started and
+//    completed later);
 //  - a ragged byte exchange inside a scope group (start/wait): block i of the
 //    send buffer goes to group member i, one block is received from each
 //    member; both sides know every size in advance (from the layout), and a
@@ -72,6 +73,15 @@ public:
   virtual ~PendingExchange() = default;
 };
 
+/// A started allGather (Transport::allGatherStart); `done` with `status`
+/// once complete.
+class PendingGather {
+public:
+  virtual ~PendingGather() = default;
+  bool done = false;
+  Status status;
+};
+
 class Transport {
 public:
   Transport(int rank, int size, int ranksPerNode)
@@ -95,6 +105,19 @@ public:
   /// rank r's block. Blocking.
   virtual Status allGather(uint64_t seq, const void *mine, int64_t bytes,
                            void *all) = 0;
+  /// allGather started in call order and completed by testGather /
+  /// waitGather; `mine` and `all` stay valid until it completes. This
+  /// default runs the blocking allGather now (in-memory transports, where
+  /// it costs little); MPI posts MPI_Iallgather, so that a start call does
+  /// not wait for its agreement's bytes (queued behind earlier payload on a
+  /// slow link).
+  virtual std::unique_ptr<PendingGather>
+  allGatherStart(uint64_t seq, const void *mine, int64_t bytes, void *all);
+  /// Whether the gather completed (never blocks); its status is then kept
+  /// for waitGather.
+  virtual bool testGather(PendingGather &pending);
+  /// Completes the gather (blocking) and returns its status.
+  virtual Status waitGather(PendingGather &pending);
 
   /// Posts `ex`; buffers must stay valid until waitExchange returns.
   virtual Status startExchange(Exchange ex,

@@ -290,6 +290,30 @@ TEST(Mpi, FaultsAreAgreedAndRecoverable) {
               moecommMismatch);
     EXPECT_EQ(lastError(), "ranks disagree on the pipeline chunk bytes: "
                            "rank 0 has 262144, rank 1 has 4096");
+    // Started, the same disagreement is decided in flight (AgreedOp.h): the
+    // start returns at once, the wait reports it, and no payload moved.
+    std::vector<float> before = recvRows.values();
+    moecommRequest_t q = nullptr;
+    EXPECT_EQ(moecommDispatchStart(comm, good0, x.view(), p.wireType,
+                                   recvRows.view(), nullptr, &q),
+              moecommSuccess);
+    EXPECT_EQ(moecommWait(q), moecommMismatch);
+    EXPECT_EQ(lastError(), "ranks disagree on the pipeline chunk bytes: "
+                           "rank 0 has 262144, rank 1 has 4096");
+    EXPECT_TRUE(sameBits(recvRows.values(), before));
+    EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, 1 << 18), moecommSuccess);
+    // A blocking collective on rank 0 meets the others' started one in the
+    // same agreement: Mismatch everywhere, no hang.
+    if (r == 0) {
+      EXPECT_EQ(moecommBarrier(comm), moecommMismatch);
+    } else {
+      EXPECT_EQ(moecommDispatchStart(comm, good0, x.view(), p.wireType,
+                                     recvRows.view(), nullptr, &q),
+                moecommSuccess);
+      EXPECT_EQ(moecommWait(q), moecommMismatch);
+    }
+    EXPECT_EQ(lastError(), "ranks disagree on the collective: rank 0 calls "
+                           "moecommBarrier, rank 1 calls moecommDispatch");
     EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, 0), moecommInvalidArgument);
     EXPECT_EQ(lastError(), "pipeline chunk bytes must be in [1, 2^40], got 0");
     EXPECT_EQ(moecommCommSetPipelineChunkBytes(
