@@ -1,7 +1,7 @@
 //===- MpiTransport.cpp - One process per rank over Open MPI --------------===//
 //
 // Exchanges are MPI_Isend/MPI_Irecv of bytes on the scope's communicator,
-// tagged by the sequence number, in chunks below 2^31 bytes; the copy to self
+// tagged by the sequence number, in messages of at most 1 MiB; the copy to self
 // is a memcpy. allGather is MPI_Allgather, a started one (the agreements)
 // MPI_Iallgather. MPI must provide MPI_THREAD_MULTIPLE: the communicator's
 // progress thread tests its requests (under the communicator's lock) while
@@ -17,7 +17,17 @@ namespace moecomm {
 
 namespace {
 
+/// The largest allGather block (MPI counts are int).
 constexpr int64_t kChunk = int64_t(1) << 30;
+/// An exchange's block travels as messages of at most this many bytes (the
+/// pieces of one block share its tag and match in order). So every message
+/// can be sent eagerly with a transport eager limit of 1 MiB or more: a
+/// rendezvous message waits for the receiver's acknowledgement, which over
+/// TCP queues behind the receiver's own bulk to the sender, so the two
+/// directions of a large exchange moved one after the other (2 x 1, 25
+/// Mbit/s, 1024 tokens per rank: the compiled identity layer's 7.5 and 14.7
+/// MB blocks took 2x their link time; docs/BENCHMARKS.md, "Overlap").
+constexpr int64_t kMessageBytes = int64_t(1) << 20;
 // Tags repeat every kTagSpace sequence numbers: every collective takes
 // kSeqsPerCollective (65, Comm.h), so some 490 collectives may be
 // outstanding before a tag could match an older message.
@@ -135,8 +145,8 @@ public:
       if (part.sendRowIndex)
         status = internalError("the mpi transport needs packed sends");
     auto post = [&](bool recv, uint8_t *buf, int64_t bytes, int peer) {
-      for (int64_t off = 0; off < bytes && status.ok(); off += kChunk) {
-        int count = (int)std::min(kChunk, bytes - off);
+      for (int64_t off = 0; off < bytes && status.ok(); off += kMessageBytes) {
+        int count = (int)std::min(kMessageBytes, bytes - off);
         MPI_Request req;
         int err =
             recv ? MPI_Irecv(buf + off, count, MPI_BYTE, peer, tag, comm, &req)
