@@ -7,8 +7,8 @@ namespace moecomm {
 
 AgreedOp::AgreedOp(Comm &comm, const Signature &mine,
                    const char *const *fieldNames)
-    : comm_(comm), mine_(mine),
-      all_(comm.size(), Signature(OpKind::Barrier)), fieldNames_(fieldNames) {
+    : comm_(comm), mine_(mine), all_(comm.size(), Signature(OpKind::Barrier)),
+      fieldNames_(fieldNames) {
   gather_ = comm.startAgreement(mine_, all_.data(), opSeq0_);
 }
 

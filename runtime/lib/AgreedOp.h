@@ -1,4 +1,4 @@
-//===- AgreedOp.h - A started collective that begins once agreed -*- C++ -*-===//
+//===- AgreedOp.h - A collective that begins once agreed --------*- C++ -*-===//
 //
 // Every collective agrees with all ranks before any payload moves
 // (docs/runtime.md, "Errors: agreed, never a hang"). Done in the start call,

@@ -233,20 +233,17 @@ Status startCollective(Comm &comm, const CollectiveDesc &desc,
   sig.setError(onRank(comm.rank(), local));
   auto makeHost = [&](uint64_t seq0) -> std::unique_ptr<HostOperation> {
     if (res.staged)
-      return makeStaged(comm, *desc.layout, res.direction, *desc.in,
-                        *desc.out, res.stageType, res.weighted, calledSec,
-                        seq0);
-    return makeRowExchange(comm, res.direction, desc.stage, res.scope,
-                           *desc.in, res.sendCounts, *desc.out,
-                           res.recvCounts, seq0);
+      return makeStaged(comm, *desc.layout, res.direction, *desc.in, *desc.out,
+                        res.stageType, res.weighted, calledSec, seq0);
+    return makeRowExchange(comm, res.direction, desc.stage, res.scope, *desc.in,
+                           res.sendCounts, *desc.out, res.recvCounts, seq0);
   };
   // A started host collective with good local arguments does not wait for
   // its agreement (AgreedOp.h). The others agree now: a blocking call, a
   // device operation (prepared already), a rank with a local error (it
   // returns that error at once, so it takes part now), and all_to_all,
   // whose count check is a second collective.
-  if (deferAgreement && local.ok() && !dev &&
-      desc.kind != OpKind::AllToAll) {
+  if (deferAgreement && local.ok() && !dev && desc.kind != OpKind::AllToAll) {
     auto agreed = std::make_unique<AgreedOp>(comm, sig, fields);
     agreed->setOperation(makeHost(agreed->opSeq0()));
     op = std::move(agreed);
@@ -274,8 +271,7 @@ moecommResult_t runCollective(moecommComm_t comm, const CollectiveDesc &desc,
     *request = nullptr;
   return onComm(comm, [&](Comm &c) -> Status {
     std::unique_ptr<Operation> op;
-    if (Status st = startCollective(c, desc, request != nullptr, op);
-        !st.ok())
+    if (Status st = startCollective(c, desc, request != nullptr, op); !st.ok())
       return st;
     return finishOrHandOut(c, std::move(op), request);
   });

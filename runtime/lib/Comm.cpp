@@ -127,7 +127,8 @@ Status Comm::agree(const Signature &mine, const char *const *fieldNames,
   // a nonblocking one), so that ranks calling different collectives meet in
   // one agreement and get Mismatch instead of a hang.
   uint64_t seq0 = 0;
-  std::unique_ptr<PendingGather> pending = startAgreement(mine, all.data(), seq0);
+  std::unique_ptr<PendingGather> pending =
+      startAgreement(mine, all.data(), seq0);
   if (opSeq0)
     *opSeq0 = seq0;
   if (Status st = transport_->waitGather(*pending); !st.ok()) {

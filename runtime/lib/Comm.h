@@ -159,9 +159,8 @@ public:
   /// its operation may use in `opSeq0`) and completed by the transport's
   /// testGather / waitGather: agree() waits for it, AgreedOp.h leaves it in
   /// flight. Then decideAgreement decides.
-  std::unique_ptr<PendingGather> startAgreement(const Signature &mine,
-                                                Signature *all,
-                                                uint64_t &opSeq0);
+  std::unique_ptr<PendingGather>
+  startAgreement(const Signature &mine, Signature *all, uint64_t &opSeq0);
   /// allGather of a fixed-size block (all = [W][bytes]).
   Status allGather(const void *mine, int64_t bytes, void *all);
 

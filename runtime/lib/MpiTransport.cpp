@@ -98,8 +98,8 @@ public:
   }
 
   std::unique_ptr<PendingGather> allGatherStart(uint64_t, const void *mine,
-                                               int64_t bytes,
-                                               void *all) override {
+                                                int64_t bytes,
+                                                void *all) override {
     auto p = std::make_unique<MpiGather>();
     if (bytes > kChunk) {
       p->done = true;

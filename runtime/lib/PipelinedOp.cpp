@@ -541,9 +541,9 @@ private:
 
 std::unique_ptr<HostOperation>
 makePipelined(Comm &comm, const moecommLayout &layout,
-               moecommDirection_t direction, const moecommRows_t &in,
-               const moecommRows_t &out, moecommDataType_t stageType,
-               bool weighted, double calledSec, uint64_t seq0) {
+              moecommDirection_t direction, const moecommRows_t &in,
+              const moecommRows_t &out, moecommDataType_t stageType,
+              bool weighted, double calledSec, uint64_t seq0) {
   auto op = std::make_unique<PipelinedOp>(comm, layout, direction, in, out,
                                           stageType, weighted, calledSec);
   op->reserve(seq0);

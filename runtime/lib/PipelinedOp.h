@@ -30,9 +30,9 @@ class Comm;
 /// was received.
 std::unique_ptr<HostOperation>
 makePipelined(Comm &comm, const moecommLayout &layout,
-               moecommDirection_t direction, const moecommRows_t &in,
-               const moecommRows_t &out, moecommDataType_t stageType,
-               bool weighted, double calledSec, uint64_t seq0);
+              moecommDirection_t direction, const moecommRows_t &in,
+              const moecommRows_t &out, moecommDataType_t stageType,
+              bool weighted, double calledSec, uint64_t seq0);
 
 } // namespace moecomm
 

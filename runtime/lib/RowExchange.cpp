@@ -62,8 +62,7 @@ public:
     if (comm_.trace().on())
       posted_ = traceNow();
     countRowPayload(comm_, direction_, scope_, comm_.transport().group(scope_),
-                    sendCounts_,
-                    send_.type, send_.hidden);
+                    sendCounts_, send_.type, send_.hidden);
     err_ = comm_.transport().startExchange(std::move(ex_), pending_);
   }
   Status finish() override {
@@ -73,10 +72,10 @@ public:
                   comm_.transport().waitExchange(std::move(pending_), false));
     if (posted_ >= 0) {
       const bool allToAll = direction_ == moecommDirectionAllToAll;
-      comm_.trace().span(
-          allToAll ? moecommTraceKindAllToAll : moecommTraceKindExchange,
-          traceDirection(direction_), allToAll ? -1 : stage_, scope_,
-          posted_, traceBytes(send_));
+      comm_.trace().span(allToAll ? moecommTraceKindAllToAll
+                                  : moecommTraceKindExchange,
+                         traceDirection(direction_), allToAll ? -1 : stage_,
+                         scope_, posted_, traceBytes(send_));
     }
     return st;
   }
@@ -103,15 +102,16 @@ private:
 
 } // namespace
 
-std::unique_ptr<HostOperation> makeRowExchange(
-    Comm &comm, moecommDirection_t direction, int stage, moecommScope_t scope,
-    const moecommRows_t &send, const std::vector<int64_t> &sendCounts,
-    const moecommRows_t &recv, const std::vector<int64_t> &recvCounts,
-    uint64_t seq) {
+std::unique_ptr<HostOperation>
+makeRowExchange(Comm &comm, moecommDirection_t direction, int stage,
+                moecommScope_t scope, const moecommRows_t &send,
+                const std::vector<int64_t> &sendCounts,
+                const moecommRows_t &recv,
+                const std::vector<int64_t> &recvCounts, uint64_t seq) {
   Exchange ex = rowExchange(scope, send, nullptr, sendCounts, recv, recvCounts);
   ex.seq = seq;
-  return std::make_unique<ExchangeOp>(comm, direction, stage, send,
-                                      sendCounts, std::move(ex));
+  return std::make_unique<ExchangeOp>(comm, direction, stage, send, sendCounts,
+                                      std::move(ex));
 }
 
 } // namespace moecomm

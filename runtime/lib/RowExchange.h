@@ -55,11 +55,12 @@ void countRowPayload(Comm &comm, moecommDirection_t direction,
 /// from post to the end of finish(). A posting failure is reported by
 /// finish(): every rank has agreed to the exchange, so every rank gets an
 /// operation to wait on.
-std::unique_ptr<HostOperation> makeRowExchange(
-    Comm &comm, moecommDirection_t direction, int stage, moecommScope_t scope,
-    const moecommRows_t &send, const std::vector<int64_t> &sendCounts,
-    const moecommRows_t &recv, const std::vector<int64_t> &recvCounts,
-    uint64_t seq);
+std::unique_ptr<HostOperation>
+makeRowExchange(Comm &comm, moecommDirection_t direction, int stage,
+                moecommScope_t scope, const moecommRows_t &send,
+                const std::vector<int64_t> &sendCounts,
+                const moecommRows_t &recv,
+                const std::vector<int64_t> &recvCounts, uint64_t seq);
 
 } // namespace moecomm
 

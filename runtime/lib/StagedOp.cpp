@@ -260,12 +260,12 @@ private:
 std::unique_ptr<HostOperation>
 makeStaged(Comm &comm, const moecommLayout &layout,
            moecommDirection_t direction, const moecommRows_t &in,
-           const moecommRows_t &out, moecommDataType_t stageType,
-           bool weighted, double calledSec, uint64_t seq0) {
+           const moecommRows_t &out, moecommDataType_t stageType, bool weighted,
+           double calledSec, uint64_t seq0) {
   if (!comm.transport().supportsDirect() &&
       !directionPlan(layout, direction).stages.empty())
-    return makePipelined(comm, layout, direction, in, out, stageType,
-                         weighted, calledSec, seq0);
+    return makePipelined(comm, layout, direction, in, out, stageType, weighted,
+                         calledSec, seq0);
   auto op = std::make_unique<StagedOp>(comm, layout, direction, in, out,
                                        stageType, weighted, calledSec);
   op->reserve(seq0);

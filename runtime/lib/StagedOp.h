@@ -37,8 +37,8 @@ class Comm;
 std::unique_ptr<HostOperation>
 makeStaged(Comm &comm, const moecommLayout &layout,
            moecommDirection_t direction, const moecommRows_t &in,
-           const moecommRows_t &out, moecommDataType_t stageType,
-           bool weighted, double calledSec, uint64_t seq0);
+           const moecommRows_t &out, moecommDataType_t stageType, bool weighted,
+           double calledSec, uint64_t seq0);
 
 } // namespace moecomm
 

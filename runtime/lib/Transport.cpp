@@ -24,9 +24,7 @@ std::unique_ptr<PendingGather> Transport::allGatherStart(uint64_t seq,
 
 bool Transport::testGather(PendingGather &pending) { return pending.done; }
 
-Status Transport::waitGather(PendingGather &pending) {
-  return pending.status;
-}
+Status Transport::waitGather(PendingGather &pending) { return pending.status; }
 
 int Transport::memberIndex(moecommScope_t scope) const {
   switch (scope) {
