@@ -94,15 +94,12 @@ class PipelinedOp : public StagedCall {
 public:
   PipelinedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
               const moecommRows_t &in, const moecommRows_t &out,
-              moecommDataType_t stageType, bool weighted, double calledSec)
-      : StagedCall(comm, layout, dir, in, out, stageType, weighted,
-                   calledSec),
+              moecommDataType_t stageType, bool weighted, double calledSec,
+              uint64_t seq0)
+      : StagedCall(comm, layout, dir, in, out, stageType, weighted, calledSec,
+                   seq0),
         rowBytes_(wireRowBytes(stageType, in.hidden)),
         chunkBytes_(comm.pipelineChunkBytes) {}
-
-  /// Takes the stages' sequence numbers, kMaxChunks each, from `seq0`
-  /// (HostOperation; Comm.h's kSeqsPerCollective holds them).
-  void reserve(uint64_t seq0) { seq0_ = seq0; }
 
   /// Posts the first receives of every stage (so that the first messages
   /// find their receives posted), then packs and sends stage 0 (which reads
@@ -521,7 +518,6 @@ private:
   /// The chunk size every rank agreed on when the collective started (the
   /// communicator's may change while this operation is outstanding).
   int64_t chunkBytes_;
-  uint64_t seq0_ = 0;
   std::vector<Stage> stages_;
   /// The pieces of the current phase and how far they have run.
   struct Work {
@@ -544,10 +540,8 @@ makePipelined(Comm &comm, const moecommLayout &layout,
               moecommDirection_t direction, const moecommRows_t &in,
               const moecommRows_t &out, moecommDataType_t stageType,
               bool weighted, double calledSec, uint64_t seq0) {
-  auto op = std::make_unique<PipelinedOp>(comm, layout, direction, in, out,
-                                          stageType, weighted, calledSec);
-  op->reserve(seq0);
-  return op;
+  return std::make_unique<PipelinedOp>(comm, layout, direction, in, out,
+                                       stageType, weighted, calledSec, seq0);
 }
 
 } // namespace moecomm

@@ -22,13 +22,15 @@ namespace moecomm {
 class StagedCall : public HostOperation {
 protected:
   /// makeStaged's arguments (StagedOp.h); `calledSec` is when the
-  /// collective was called on the trace clock, < 0 when the trace was off.
+  /// collective was called on the trace clock, < 0 when the trace was off;
+  /// `seq0` the first of the sequence numbers its agreement reserved.
   StagedCall(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
              const moecommRows_t &in, const moecommRows_t &out,
-             moecommDataType_t stageType, bool weighted, double calledSec)
+             moecommDataType_t stageType, bool weighted, double calledSec,
+             uint64_t seq0)
       : comm_(comm), dir_(dir), plan_(directionPlan(layout, dir)), in_(in),
         out_(out), stageType_(stageType), weighted_(weighted),
-        calledSec_(calledSec) {}
+        calledSec_(calledSec), seq0_(seq0) {}
 
   /// Whether `map` is a plain gather in this direction (isPlainGather, with
   /// the weights in use for a weighted combine).
@@ -74,6 +76,9 @@ protected:
   moecommDataType_t stageType_;
   bool weighted_;
   double calledSec_;
+  /// The first sequence number of the stages' exchanges (StagedOp: one per
+  /// stage; PipelinedOp: kMaxChunksPerStage per stage, Comm.h).
+  uint64_t seq0_;
 };
 
 } // namespace moecomm

@@ -24,18 +24,12 @@ class StagedOp : public StagedCall {
 public:
   StagedOp(Comm &comm, const moecommLayout &layout, moecommDirection_t dir,
            const moecommRows_t &in, const moecommRows_t &out,
-           moecommDataType_t stageType, bool weighted, double calledSec)
-      : StagedCall(comm, layout, dir, in, out, stageType, weighted,
-                   calledSec) {}
-
-  /// Takes the stages' sequence numbers from `seq0` (HostOperation).
-  void reserve(uint64_t seq0) {
-    const size_t S = plan_.stages.size();
-    seq0_ = seq0;
-    send_.resize(S);
-    recv_.resize(S);
-    posted_.assign(S, -1);
-  }
+           moecommDataType_t stageType, bool weighted, double calledSec,
+           uint64_t seq0)
+      : StagedCall(comm, layout, dir, in, out, stageType, weighted, calledSec,
+                   seq0),
+        posted_(plan_.stages.size(), -1), send_(plan_.stages.size()),
+        recv_(plan_.stages.size()) {}
 
   void begin() override {
     if (!plan_.stages.empty())
@@ -243,7 +237,6 @@ private:
 
   /// When stage s was posted (trace clock), or < 0 when the trace was off.
   std::vector<double> posted_;
-  uint64_t seq0_ = 0;
   size_t next_ = 0;
   std::vector<RowBuffer> send_, recv_;
   std::vector<const uint8_t *> rowPtrs_;
@@ -266,10 +259,8 @@ makeStaged(Comm &comm, const moecommLayout &layout,
       !directionPlan(layout, direction).stages.empty())
     return makePipelined(comm, layout, direction, in, out, stageType, weighted,
                          calledSec, seq0);
-  auto op = std::make_unique<StagedOp>(comm, layout, direction, in, out,
-                                       stageType, weighted, calledSec);
-  op->reserve(seq0);
-  return op;
+  return std::make_unique<StagedOp>(comm, layout, direction, in, out, stageType,
+                                    weighted, calledSec, seq0);
 }
 
 } // namespace moecomm
