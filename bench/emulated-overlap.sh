@@ -26,8 +26,9 @@
 # runs (the first iteration is the warm-up and is left out) and
 # chunks=C / chunks=1. Raw outputs: DIR/<layer>-c<chunks>.{json,trace.json,
 # trace.png} (the timelines). The FFN runs spend most of their wall time in
-# moecomm-run's reference (its experts in plain loops, after the timed
-# iterations), not in the measurement.
+# moecomm-run's reference (its experts in plain loops, before the timed
+# iterations; each process computes its own tokens' rows), not in the
+# measurement.
 # Exit status: 0 done, 2 bad usage (one line), 77 no network namespaces
 # here, otherwise the failing step's status.
 set -euo pipefail

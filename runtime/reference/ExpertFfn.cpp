@@ -114,12 +114,14 @@ struct RowBlock {
 };
 
 /// Runs fn(weights, block) for every block of up to kBlockRows received rows
-/// of one expert on every rank, with the weights of the rows' global expert
-/// (generated once per expert with rows), and collects the rows' values v [H]
-/// and bounds dv [H].
+/// of one expert on every rank (only those from source rank `onlySource` when
+/// it is >= 0), with the weights of the rows' global expert (generated once
+/// per expert with rows), and collects the rows' values v [H] and bounds dv
+/// [H].
 template <typename Fn>
 ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
-                         uint64_t seed, int64_t intermediate, Fn fn) {
+                         uint64_t seed, int64_t intermediate,
+                         int64_t onlySource, Fn fn) {
   const int64_t H = p.hidden, L = p.localExperts();
   ExpertRows out;
   out.rows.resize(p.ranks);
@@ -132,7 +134,20 @@ ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
     // (padding rows stay zero: an FFN of a zero row is zero).
     for (int64_t e = 0; e < L; ++e) {
       int64_t row = l[d].expertOffsets[e];
-      const int64_t end = row + l[d].tokensPerExpert[e];
+      int64_t end = row + l[d].tokensPerExpert[e];
+      if (onlySource >= 0) {
+        // A segment's rows are in source rank order (RankLayout).
+        const auto first = l[d].rows.begin();
+        const auto from = std::partition_point(
+            first + row, first + end,
+            [&](const RecvRow &r) { return r.srcRank < onlySource; });
+        const auto to =
+            std::partition_point(from, first + end, [&](const RecvRow &r) {
+              return r.srcRank == onlySource;
+            });
+        row = from - first;
+        end = to - first;
+      }
       if (row == end)
         continue;
       const ExpertWeights w = expertWeights(seed, d * L + e, H, intermediate);
@@ -163,12 +178,14 @@ std::vector<const float *> blockRows(const std::vector<float> &rows,
 
 ExpertRows swigluForward(const Problem &p, const std::vector<RankLayout> &l,
                          const std::vector<std::vector<float>> &recv,
-                         uint64_t seed, int64_t intermediate) {
+                         uint64_t seed, int64_t intermediate,
+                         int64_t onlySource) {
   const int64_t H = p.hidden, I = intermediate;
   const double gammaH = gamma(H), gammaI = gamma(I);
   std::vector<std::vector<double>> h, dh, ad;
   return mapExpertRows(
-      p, l, seed, I, [&](const ExpertWeights &w, const RowBlock &blk) {
+      p, l, seed, I, onlySource,
+      [&](const ExpertWeights &w, const RowBlock &blk) {
         const size_t n = blk.v.size();
         const std::vector<GateUp> gu =
             gateUp(w, blockRows(recv[blk.rank], blk, H));
@@ -208,12 +225,14 @@ ExpertRows swigluForward(const Problem &p, const std::vector<RankLayout> &l,
 ExpertRows swigluInputGrad(const Problem &p, const std::vector<RankLayout> &l,
                            const std::vector<std::vector<float>> &recv,
                            const std::vector<std::vector<float>> &gradRecv,
-                           uint64_t seed, int64_t intermediate) {
+                           uint64_t seed, int64_t intermediate,
+                           int64_t onlySource) {
   const int64_t H = p.hidden, I = intermediate;
   const double gammaH = gamma(H), gamma2I = gamma(2 * I);
   std::vector<std::vector<double>> gy, gg, gu, dgg, dgu;
   return mapExpertRows(
-      p, l, seed, I, [&](const ExpertWeights &w, const RowBlock &blk) {
+      p, l, seed, I, onlySource,
+      [&](const ExpertWeights &w, const RowBlock &blk) {
         const size_t n = blk.v.size();
         // grad_y: the row's routing weight times grad_out, rounded on the
         // expert's rank exactly as the graph does (f32 product, then dtype).

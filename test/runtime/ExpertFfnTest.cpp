@@ -140,4 +140,41 @@ TEST(ExpertFfnTest, BoundsCoverAnF32EvaluationInAnotherOrder) {
   }
 }
 
+TEST(ExpertFfnTest, OnlySourceComputesThatRanksRowsAlone) {
+  // Two ranks, two experts, K = 2: each expert's segment holds rows from
+  // both ranks. onlySource = 1 must give rank 1's rows exactly as the full
+  // computation does and leave rank 0's zero with bound 0.
+  const int64_t H = 5, I = 3;
+  Problem p{/*ranks=*/2,
+            /*ranksPerNode=*/1,
+            /*numExperts=*/2,
+            /*topk=*/2,
+            H,
+            moecommFloat32,
+            moecommFloat32,
+            /*capacity=*/0,
+            {RankRouting{2, {0, 1, 1, 0}, {0.5f, 0.25f, 1.0f, 0.75f}},
+             RankRouting{3, {1, 0, 0, 1, 1, -1}, {}}}};
+  const std::vector<RankLayout> l = layout(p);
+  const std::vector<std::vector<float>> x = {standardX(0, 2, H),
+                                             standardX(1, 3, H)};
+  const std::vector<std::vector<float>> recv = dispatch(p, l, x);
+  const ExpertRows all[] = {swigluForward(p, l, recv, 7, I),
+                            swigluInputGrad(p, l, recv, recv, 7, I)};
+  const ExpertRows mine[] = {swigluForward(p, l, recv, 7, I, 1),
+                             swigluInputGrad(p, l, recv, recv, 7, I, 1)};
+  for (int f = 0; f < 2; ++f)
+    for (int d = 0; d < 2; ++d)
+      for (size_t i = 0; i < l[d].rows.size(); ++i) {
+        const bool fromOne = l[d].rows[i].srcRank == 1;
+        for (int64_t k = 0; k < H; ++k) {
+          const size_t e = i * H + k;
+          EXPECT_EQ(mine[f].rows[d][e], fromOne ? all[f].rows[d][e] : 0.0f);
+          EXPECT_EQ(mine[f].error[d][e], fromOne ? all[f].error[d][e] : 0.0f);
+        }
+        if (fromOne)
+          EXPECT_NE(all[f].rows[d][i * H], 0.0f);
+      }
+}
+
 } // namespace

@@ -88,7 +88,7 @@ ref::Problem toReferenceProblem(const RoutingProblem &p) {
 }
 
 ReferenceResult computeReference(const RoutingProblem &p,
-                                 const ExpertSpec &experts) {
+                                 const ExpertSpec &experts, int onlyRank) {
   ReferenceResult r;
   r.experts = experts;
   r.problem = toReferenceProblem(p);
@@ -113,8 +113,9 @@ ReferenceResult computeReference(const RoutingProblem &p,
   // The graph's experts on the rows dispatch delivers (checked bit for bit
   // when the graph returns them); grad_out = x, so its cached dispatch
   // delivers the same rows.
-  const ref::ExpertRows y = ref::swigluForward(
-      r.problem, r.layout, r.dispatch, experts.seed, experts.intermediate);
+  const ref::ExpertRows y =
+      ref::swigluForward(r.problem, r.layout, r.dispatch, experts.seed,
+                         experts.intermediate, onlyRank);
   r.ffnCombine = ref::combine(r.problem, r.layout, y.rows, /*weighted=*/true);
   r.ffnCombineAbsSum =
       ref::combineAbsSum(r.problem, r.layout, y.rows, /*weighted=*/true);
@@ -124,7 +125,7 @@ ReferenceResult computeReference(const RoutingProblem &p,
     return r;
   const ref::ExpertRows g =
       ref::swigluInputGrad(r.problem, r.layout, r.dispatch, r.dispatch,
-                           experts.seed, experts.intermediate);
+                           experts.seed, experts.intermediate, onlyRank);
   r.ffnGradX = ref::combine(r.problem, r.layout, g.rows, /*weighted=*/false);
   r.ffnGradXAbsSum =
       ref::combineAbsSum(r.problem, r.layout, g.rows, /*weighted=*/false);

@@ -79,8 +79,12 @@ ref::Problem toReferenceProblem(const workload::RoutingProblem &problem);
 /// Computes everything the checks need. `problem` must be valid
 /// (validateRouting). Cost: O(sum of rows * H) time and memory; with SwiGLU
 /// `experts` O(sum of rows * H * I) time and one expert's weights more.
+/// `onlyRank` >= 0 (one process per rank) computes the SwiGLU experts' rows
+/// for that rank's tokens only (the other ranks' ffn* results are then not
+/// to be checked), which divides that cost by the number of ranks.
 ReferenceResult computeReference(const workload::RoutingProblem &problem,
-                                 const ExpertSpec &experts = {});
+                                 const ExpertSpec &experts = {},
+                                 int onlyRank = -1);
 
 /// The FFN tolerance of one output element (docs/moecomm-run.md): the
 /// combine bound with K -> 2K and L -> L + 2 on `absSum` = sum_k |w_k y_k|,

@@ -782,7 +782,8 @@ int prepare(const char *argv0, const MpiWorld &world, bool mpi,
                           "x {1} slots x {2} hidden)...\n",
                           p.totalTokens(), p.topk, p.hidden)
                       .str());
-    state.reference = computeReference(p, state.experts);
+    // One process per rank checks only its own tokens.
+    state.reference = computeReference(p, state.experts, mpi ? world.rank : -1);
   } else
     state.reference.problem = refProblem;
   if (mpi)

@@ -45,22 +45,26 @@ struct ExpertRows {
 /// The forward of every received row: row i of rank d goes through global
 /// expert d * E/W + its local expert. `recv` is [W][R_r * H] (what dispatch
 /// delivers: ref::dispatch); `intermediate` I >= 1; weights from
-/// expertWeights(seed, expert, H, I). Cost: O(R_total * H * I) time, one
-/// expert's weights (3 H I f32) of memory at a time; experts without rows
-/// are not generated.
+/// expertWeights(seed, expert, H, I). `onlySource` >= 0 computes only the
+/// rows whose source rank it is (an MPI process checks its own tokens, whose
+/// combine reads no other rows); the other rows stay zero with bound 0.
+/// Cost: O(rows computed * H * I) time, one expert's weights (3 H I f32) of
+/// memory at a time; experts without rows to compute are not generated.
 ExpertRows swigluForward(const Problem &p, const std::vector<RankLayout> &l,
                          const std::vector<std::vector<float>> &recv,
-                         uint64_t seed, int64_t intermediate);
+                         uint64_t seed, int64_t intermediate,
+                         int64_t onlySource = -1);
 
 /// The input gradient of every received row, for the cached dispatch
 /// `gradRecv` of grad_out ([W][R_r * H]): grad_y = roundTo(f32(w) *
 /// f32(grad_out row), dataType) with w the row's routing weight, then the
-/// FFN's input gradient recomputing g and u from `recv`. Cost as
-/// swigluForward, about twice the work.
+/// FFN's input gradient recomputing g and u from `recv`. `onlySource` and
+/// cost as swigluForward, about twice the work.
 ExpertRows swigluInputGrad(const Problem &p, const std::vector<RankLayout> &l,
                            const std::vector<std::vector<float>> &recv,
                            const std::vector<std::vector<float>> &gradRecv,
-                           uint64_t seed, int64_t intermediate);
+                           uint64_t seed, int64_t intermediate,
+                           int64_t onlySource = -1);
 
 } // namespace ref
 } // namespace moecomm
