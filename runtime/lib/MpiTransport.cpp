@@ -18,7 +18,11 @@ namespace moecomm {
 namespace {
 
 /// The largest allGather block (MPI counts are int).
-constexpr int64_t kChunk = int64_t(1) << 30;
+constexpr int64_t kMaxGatherBytes = int64_t(1) << 30;
+Status checkGatherBytes(int64_t bytes) {
+  return bytes > kMaxGatherBytes ? internalError("allGather block too large")
+                                 : Status::success();
+}
 /// An exchange's block travels as messages of at most this many bytes (the
 /// pieces of one block share its tag and match in order). So every message
 /// can be sent eagerly with a transport eager limit of 1 MiB or more: a
@@ -90,8 +94,8 @@ public:
 
   Status allGather(uint64_t, const void *mine, int64_t bytes,
                    void *all) override {
-    if (bytes > kChunk)
-      return internalError("allGather block too large");
+    if (Status st = checkGatherBytes(bytes); !st.ok())
+      return st;
     return check(MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes,
                                MPI_BYTE, world_),
                  "MPI_Allgather");
@@ -101,9 +105,9 @@ public:
                                                 int64_t bytes,
                                                 void *all) override {
     auto p = std::make_unique<MpiGather>();
-    if (bytes > kChunk) {
+    p->status = checkGatherBytes(bytes);
+    if (!p->status.ok()) {
       p->done = true;
-      p->status = internalError("allGather block too large");
       return p;
     }
     p->status = check(MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all,
