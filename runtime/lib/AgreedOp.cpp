@@ -24,7 +24,7 @@ void AgreedOp::begin() {
   op_->begin();
 }
 
-Operation::Advance AgreedOp::advance(bool earlierComplete) {
+Operation::Advance AgreedOp::advance() {
   Advance decided = Advance::Blocked;
   if (!decided_) {
     if (!comm_.transport().testGather(*gather_))
@@ -37,12 +37,10 @@ Operation::Advance AgreedOp::advance(bool earlierComplete) {
   if (!err_.ok())
     return Advance::Complete;
   if (!begun_) {
-    if (!earlierComplete)
-      return decided;
     begin();
     decided = Advance::Moved;
   }
-  const Advance a = op_->advance(earlierComplete);
+  const Advance a = op_->advance();
   return a == Advance::Blocked ? decided : a;
 }
 

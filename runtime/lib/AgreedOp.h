@@ -14,6 +14,16 @@
 // then begins the operation. A disagreement is reported by the wait, still
 // before any payload moved and identically on every rank.
 //
+// The operation begins as soon as it is agreed, also while earlier
+// collectives are in flight: its messages queue behind theirs (Open MPI
+// sends a connection's messages in post order), so earlier chunks still
+// arrive first, and the link never waits for a rank to see its previous
+// exchange complete. Beginning only after every earlier collective had
+// completed left each direction idle between exchanges while the ranks
+// drifted out of step (2 x 1, 20 Mbit/s, 1024 tokens per rank: the chunked
+// identity layer took 1.04-1.05x the unchunked one's time; beginning at
+// once, 0.93x; docs/BENCHMARKS.md, "Overlap").
+//
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_AGREEDOP_H
 #define MOECOMM_LIB_AGREEDOP_H
@@ -38,7 +48,7 @@ public:
   /// The operation to begin once agreed, made with opSeq0().
   void setOperation(std::unique_ptr<HostOperation> op) { op_ = std::move(op); }
 
-  Advance advance(bool earlierComplete) override;
+  Advance advance() override;
   Status finish() override;
 
 private:

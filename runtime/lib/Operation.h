@@ -33,13 +33,11 @@ public:
   /// Takes every step that needs no wait for another rank (test, never
   /// block) and says how far it got; errors are kept for finish(). Called
   /// with the communicator's lock held, by its progress thread, in start
-  /// order; `earlierComplete`: every collective started on the
-  /// communicator before this one has completed (AgreedOp begins only
-  /// then). The default is for operations with nothing for the host to
+  /// order. The default is for operations with nothing for the host to
   /// drive (the device operations: their completion is ordered on the
   /// device's streams, and a device backend runs no progress thread): they
   /// complete in finish().
-  virtual Advance advance(bool /*earlierComplete*/) { return Advance::Blocked; }
+  virtual Advance advance() { return Advance::Blocked; }
 };
 
 /// A host operation made in two steps: created with its sequence numbers

@@ -124,7 +124,7 @@ public:
     return err_;
   }
 
-  Advance advance(bool) override {
+  Advance advance() override {
     moved_ = false;
     while (phase_ <= plan_.stages.size() + 1)
       if (!runPhase(/*block=*/false))

@@ -59,7 +59,7 @@ bool ProgressEngine::sweep() {
     if (!r->advanced) {
       Operation::Advance a = Operation::Advance::Blocked;
       const Status failed = guarded([&] {
-        a = r->op->advance(/*earlierComplete=*/front);
+        a = r->op->advance();
         return Status::success();
       });
       // A failed advance is reported by moecommWait as a failed finish()

@@ -79,7 +79,7 @@ public:
     }
     return st;
   }
-  Advance advance(bool) override {
+  Advance advance() override {
     return !pending_ || comm_.transport().testExchange(*pending_, false)
                ? Advance::Complete
                : Advance::Blocked;

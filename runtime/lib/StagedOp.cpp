@@ -47,7 +47,7 @@ public:
     return err_;
   }
 
-  Advance advance(bool) override {
+  Advance advance() override {
     bool moved = false;
     while (next_ < plan_.stages.size()) {
       if (!stepStage(/*block=*/false))
