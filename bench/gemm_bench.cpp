@@ -11,10 +11,12 @@
 //
 // Shapes (the models' configs, hidden H and expert intermediate size I):
 // DeepSeek-V3 7168 x 2048, Qwen3-30B-A3B 2048 x 768, Mixtral-8x7B
-// 4096 x 14336; per model three GEMMs of an expert's M received rows:
-//   gate/up   [M][H] x [H][I]     (W_gate, W_up: B [K][N])
-//   down      [M][I] x [I][H]     (W_down)
-//   grad_h    [M][H] x [I][H]^T   (grad_y W_down^T, the backward's B^T form)
+// 4096 x 14336; per model three GEMMs of an expert's M received rows, with
+// the weights in nn.Linear's layout as the example graphs take them
+// (docs/moecomm-run.md, "Expert FFNs"):
+//   gate/up   [M][H] x [I][H]^T   (x W_gate: B^T, w_gate holds W_gate^T)
+//   down      [M][I] x [H][I]^T   (h W_down: B^T)
+//   grad_h    [M][H] x [H][I]     (grad_y W_down^T, the backward's B [K][N])
 // GFLOP/s = 2 M N K / seconds / 1e9, seconds = the fastest of the timed
 // calls (after one untimed warm-up each, the pipeline's and the direct call
 // alternate until both have run --min-time seconds on average, so both see
@@ -282,9 +284,9 @@ int main(int argc, char **argv) {
               "M", "K", "N", "pipeline", "cblas", "ratio", "loops", "rel.diff");
   double worst = INFINITY;
   for (const Model &model : models) {
-    const Gemm gemms[] = {{"gate/up", model.hidden, model.intermediate, false},
-                          {"down", model.intermediate, model.hidden, false},
-                          {"grad_h", model.hidden, model.intermediate, true}};
+    const Gemm gemms[] = {{"gate/up", model.hidden, model.intermediate, true},
+                          {"down", model.intermediate, model.hidden, true},
+                          {"grad_h", model.hidden, model.intermediate, false}};
     for (const Gemm &g : gemms) {
       auto blas =
           CompiledGemm::compile(context, g, mlir::moecomm::ExpertGemm::blas);

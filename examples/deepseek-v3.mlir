@@ -83,10 +83,12 @@ func.func @training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %t
 
 // Forward with the model's routed experts: dispatch -> per local expert e,
 // y = (silu(x W_gate[e]) * (x W_up[e])) W_down[e] on its rows (f32
-// accumulation, bf16 out) -> weighted combine. Weights: [E/W, 7168, 2048] f32
-// (gate, up) and [E/W, 2048, 7168] (down), the rank's local experts in order.
+// accumulation, bf16 out) -> weighted combine. Weights in nn.Linear's
+// layout ([out, in], so the GEMMs read them transposed): W_gate^T, W_up^T
+// [E/W, 2048, 7168] f32 and W_down^T [E/W, 7168, 2048], the rank's local experts in
+// order.
 func.func @ffn_layer(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_weights: tensor<?x8xf32>,
-                     %w_gate: tensor<?x7168x2048xf32>, %w_up: tensor<?x7168x2048xf32>, %w_down: tensor<?x2048x7168xf32>)
+                     %w_gate: tensor<?x2048x7168xf32>, %w_up: tensor<?x2048x7168xf32>, %w_down: tensor<?x7168x2048xf32>)
     -> tensor<?x7168xbf16> attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -115,9 +117,9 @@ func.func @ffn_layer(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_
     %off64 = tensor.extract %starts[%e] : tensor<?xi64>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x7168xbf16>) outs(%xf_e : tensor<?x7168xf32>) {
@@ -127,8 +129,10 @@ func.func @ffn_layer(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_
     } -> tensor<?x7168xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x2048xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
     // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
     %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%g, %u : tensor<?x2048xf32>, tensor<?x2048xf32>) outs(%zi_e : tensor<?x2048xf32>) {
@@ -142,7 +146,8 @@ func.func @ffn_layer(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_
     } -> tensor<?x2048xf32>
     %zh_e = tensor.empty(%cnt) : tensor<?x7168xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x7168xf32>) -> tensor<?x7168xf32>
-    %d = linalg.matmul ins(%h, %wd : tensor<?x2048xf32>, tensor<2048x7168xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %d = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%h, %wd : tensor<?x2048xf32>, tensor<7168x2048xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
     %yb_e = tensor.empty(%cnt) : tensor<?x7168xbf16>
     %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%d : tensor<?x7168xf32>) outs(%yb_e : tensor<?x7168xbf16>) {
@@ -166,7 +171,7 @@ func.func @ffn_layer(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_
 // grad_in = (grad_h * u * silu'(g)) W_gate^T + (grad_h * silu(g)) W_up^T
 // with grad_h = grad_y W_down^T; grad_x = the unweighted combine of grad_in.
 func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>, %topk_weights: tensor<?x8xf32>, %grad_out: tensor<?x7168xbf16>,
-                             %w_gate: tensor<?x7168x2048xf32>, %w_up: tensor<?x7168x2048xf32>, %w_down: tensor<?x2048x7168xf32>)
+                             %w_gate: tensor<?x2048x7168xf32>, %w_up: tensor<?x2048x7168xf32>, %w_down: tensor<?x7168x2048xf32>)
     -> (tensor<?x7168xbf16>, tensor<?x7168xbf16>) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -195,9 +200,9 @@ func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>
     %off64 = tensor.extract %starts[%e] : tensor<?xi64>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x7168xbf16>) outs(%xf_e : tensor<?x7168xf32>) {
@@ -207,8 +212,10 @@ func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>
     } -> tensor<?x7168xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x2048xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
     // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
     %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%g, %u : tensor<?x2048xf32>, tensor<?x2048xf32>) outs(%zi_e : tensor<?x2048xf32>) {
@@ -222,7 +229,8 @@ func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>
     } -> tensor<?x2048xf32>
     %zh_e = tensor.empty(%cnt) : tensor<?x7168xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x7168xf32>) -> tensor<?x7168xf32>
-    %d = linalg.matmul ins(%h, %wd : tensor<?x2048xf32>, tensor<2048x7168xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %d = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%h, %wd : tensor<?x2048xf32>, tensor<7168x2048xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
     %yb_e = tensor.empty(%cnt) : tensor<?x7168xbf16>
     %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%d : tensor<?x7168xf32>) outs(%yb_e : tensor<?x7168xbf16>) {
@@ -256,9 +264,9 @@ func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
     %gseg = tensor.extract_slice %grad_y[%off, 0] [%cnt, 7168] [1, 1] : tensor<?x7168xbf16> to tensor<?x7168xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 2048, 7168] [1, 1, 1] : tensor<?x2048x7168xf32> to tensor<2048x7168xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 7168, 2048] [1, 1, 1] : tensor<?x7168x2048xf32> to tensor<7168x2048xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x7168xbf16>) outs(%xf_e : tensor<?x7168xf32>) {
@@ -268,8 +276,10 @@ func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>
     } -> tensor<?x7168xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x2048xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
     %gyf_e = tensor.empty(%cnt) : tensor<?x7168xf32>
     %gyf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%gseg : tensor<?x7168xbf16>) outs(%gyf_e : tensor<?x7168xf32>) {
@@ -278,8 +288,7 @@ func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>
       linalg.yield %v : f32
     } -> tensor<?x7168xf32>
     // grad_h = grad_y W_down^T.
-    %gh = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gyf, %wd : tensor<?x7168xf32>, tensor<2048x7168xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    %gh = linalg.matmul ins(%gyf, %wd : tensor<?x7168xf32>, tensor<7168x2048xf32>) outs(%zi : tensor<?x2048xf32>) -> tensor<?x2048xf32>
     // grad_g = grad_h * u * silu'(g), grad_u = grad_h * silu(g), with
     // sig = 1 / (1 + exp(-g)), silu(g) = g sig, silu'(g) = sig (1 + g (1 - sig)).
     %gg, %gu = linalg.generic {indexing_maps = [#rows, #rows, #rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
@@ -302,10 +311,8 @@ func.func @ffn_training_step(%x: tensor<?x7168xbf16>, %topk_idx: tensor<?x8xi32>
     // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator).
     %zh_e = tensor.empty(%cnt) : tensor<?x7168xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x7168xf32>) -> tensor<?x7168xf32>
-    %gin0 = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gg, %wg : tensor<?x2048xf32>, tensor<7168x2048xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
-    %gin = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gu, %wu : tensor<?x2048xf32>, tensor<7168x2048xf32>) outs(%gin0 : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %gin0 = linalg.matmul ins(%gg, %wg : tensor<?x2048xf32>, tensor<2048x7168xf32>) outs(%zh : tensor<?x7168xf32>) -> tensor<?x7168xf32>
+    %gin = linalg.matmul ins(%gu, %wu : tensor<?x2048xf32>, tensor<2048x7168xf32>) outs(%gin0 : tensor<?x7168xf32>) -> tensor<?x7168xf32>
     %gb_e = tensor.empty(%cnt) : tensor<?x7168xbf16>
     %gb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%gin : tensor<?x7168xf32>) outs(%gb_e : tensor<?x7168xbf16>) {

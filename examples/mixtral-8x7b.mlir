@@ -77,10 +77,12 @@ func.func @training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>, %t
 
 // Forward with the model's routed experts: dispatch -> per local expert e,
 // y = (silu(x W_gate[e]) * (x W_up[e])) W_down[e] on its rows (f32
-// accumulation, bf16 out) -> weighted combine. Weights: [E/W, 4096, 14336] f32
-// (gate, up) and [E/W, 14336, 4096] (down), the rank's local experts in order.
+// accumulation, bf16 out) -> weighted combine. Weights in nn.Linear's
+// layout ([out, in], so the GEMMs read them transposed): W_gate^T, W_up^T
+// [E/W, 14336, 4096] f32 and W_down^T [E/W, 4096, 14336], the rank's local experts in
+// order.
 func.func @ffn_layer(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>, %topk_weights: tensor<?x2xf32>,
-                     %w_gate: tensor<?x4096x14336xf32>, %w_up: tensor<?x4096x14336xf32>, %w_down: tensor<?x14336x4096xf32>)
+                     %w_gate: tensor<?x14336x4096xf32>, %w_up: tensor<?x14336x4096xf32>, %w_down: tensor<?x4096x14336xf32>)
     -> tensor<?x4096xbf16> attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -109,9 +111,9 @@ func.func @ffn_layer(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>, %topk_
     %off64 = tensor.extract %starts[%e] : tensor<?xi64>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 4096] [1, 1] : tensor<?x4096xbf16> to tensor<?x4096xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x4096xbf16>) outs(%xf_e : tensor<?x4096xf32>) {
@@ -121,8 +123,10 @@ func.func @ffn_layer(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>, %topk_
     } -> tensor<?x4096xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x14336xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x14336xf32>) -> tensor<?x14336xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x4096xf32>, tensor<14336x4096xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x4096xf32>, tensor<14336x4096xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
     // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
     %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%g, %u : tensor<?x14336xf32>, tensor<?x14336xf32>) outs(%zi_e : tensor<?x14336xf32>) {
@@ -136,7 +140,8 @@ func.func @ffn_layer(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>, %topk_
     } -> tensor<?x14336xf32>
     %zh_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x4096xf32>) -> tensor<?x4096xf32>
-    %d = linalg.matmul ins(%h, %wd : tensor<?x14336xf32>, tensor<14336x4096xf32>) outs(%zh : tensor<?x4096xf32>) -> tensor<?x4096xf32>
+    %d = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%h, %wd : tensor<?x14336xf32>, tensor<4096x14336xf32>) outs(%zh : tensor<?x4096xf32>) -> tensor<?x4096xf32>
     %yb_e = tensor.empty(%cnt) : tensor<?x4096xbf16>
     %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%d : tensor<?x4096xf32>) outs(%yb_e : tensor<?x4096xbf16>) {
@@ -160,7 +165,7 @@ func.func @ffn_layer(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>, %topk_
 // grad_in = (grad_h * u * silu'(g)) W_gate^T + (grad_h * silu(g)) W_up^T
 // with grad_h = grad_y W_down^T; grad_x = the unweighted combine of grad_in.
 func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>, %topk_weights: tensor<?x2xf32>, %grad_out: tensor<?x4096xbf16>,
-                             %w_gate: tensor<?x4096x14336xf32>, %w_up: tensor<?x4096x14336xf32>, %w_down: tensor<?x14336x4096xf32>)
+                             %w_gate: tensor<?x14336x4096xf32>, %w_up: tensor<?x14336x4096xf32>, %w_down: tensor<?x4096x14336xf32>)
     -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -189,9 +194,9 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
     %off64 = tensor.extract %starts[%e] : tensor<?xi64>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 4096] [1, 1] : tensor<?x4096xbf16> to tensor<?x4096xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x4096xbf16>) outs(%xf_e : tensor<?x4096xf32>) {
@@ -201,8 +206,10 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
     } -> tensor<?x4096xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x14336xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x14336xf32>) -> tensor<?x14336xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x4096xf32>, tensor<14336x4096xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x4096xf32>, tensor<14336x4096xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
     // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
     %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%g, %u : tensor<?x14336xf32>, tensor<?x14336xf32>) outs(%zi_e : tensor<?x14336xf32>) {
@@ -216,7 +223,8 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
     } -> tensor<?x14336xf32>
     %zh_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x4096xf32>) -> tensor<?x4096xf32>
-    %d = linalg.matmul ins(%h, %wd : tensor<?x14336xf32>, tensor<14336x4096xf32>) outs(%zh : tensor<?x4096xf32>) -> tensor<?x4096xf32>
+    %d = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%h, %wd : tensor<?x14336xf32>, tensor<4096x14336xf32>) outs(%zh : tensor<?x4096xf32>) -> tensor<?x4096xf32>
     %yb_e = tensor.empty(%cnt) : tensor<?x4096xbf16>
     %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%d : tensor<?x4096xf32>) outs(%yb_e : tensor<?x4096xbf16>) {
@@ -250,9 +258,9 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 4096] [1, 1] : tensor<?x4096xbf16> to tensor<?x4096xbf16>
     %gseg = tensor.extract_slice %grad_y[%off, 0] [%cnt, 4096] [1, 1] : tensor<?x4096xbf16> to tensor<?x4096xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 14336, 4096] [1, 1, 1] : tensor<?x14336x4096xf32> to tensor<14336x4096xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 4096, 14336] [1, 1, 1] : tensor<?x4096x14336xf32> to tensor<4096x14336xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x4096xbf16>) outs(%xf_e : tensor<?x4096xf32>) {
@@ -262,8 +270,10 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
     } -> tensor<?x4096xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x14336xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x14336xf32>) -> tensor<?x14336xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x4096xf32>, tensor<14336x4096xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x4096xf32>, tensor<14336x4096xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
     %gyf_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %gyf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%gseg : tensor<?x4096xbf16>) outs(%gyf_e : tensor<?x4096xf32>) {
@@ -272,8 +282,7 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
       linalg.yield %v : f32
     } -> tensor<?x4096xf32>
     // grad_h = grad_y W_down^T.
-    %gh = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gyf, %wd : tensor<?x4096xf32>, tensor<14336x4096xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
+    %gh = linalg.matmul ins(%gyf, %wd : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
     // grad_g = grad_h * u * silu'(g), grad_u = grad_h * silu(g), with
     // sig = 1 / (1 + exp(-g)), silu(g) = g sig, silu'(g) = sig (1 + g (1 - sig)).
     %gg, %gu = linalg.generic {indexing_maps = [#rows, #rows, #rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
@@ -296,10 +305,8 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
     // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator).
     %zh_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x4096xf32>) -> tensor<?x4096xf32>
-    %gin0 = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gg, %wg : tensor<?x14336xf32>, tensor<4096x14336xf32>) outs(%zh : tensor<?x4096xf32>) -> tensor<?x4096xf32>
-    %gin = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gu, %wu : tensor<?x14336xf32>, tensor<4096x14336xf32>) outs(%gin0 : tensor<?x4096xf32>) -> tensor<?x4096xf32>
+    %gin0 = linalg.matmul ins(%gg, %wg : tensor<?x14336xf32>, tensor<14336x4096xf32>) outs(%zh : tensor<?x4096xf32>) -> tensor<?x4096xf32>
+    %gin = linalg.matmul ins(%gu, %wu : tensor<?x14336xf32>, tensor<14336x4096xf32>) outs(%gin0 : tensor<?x4096xf32>) -> tensor<?x4096xf32>
     %gb_e = tensor.empty(%cnt) : tensor<?x4096xbf16>
     %gb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%gin : tensor<?x4096xf32>) outs(%gb_e : tensor<?x4096xbf16>) {

@@ -53,6 +53,17 @@ void fillExpertMatrix(uint64_t seed, int64_t expert, ExpertMatrix matrix,
   }
 }
 
+void fillExpertMatrixTransposed(uint64_t seed, int64_t expert,
+                                ExpertMatrix matrix, int64_t rows, int64_t cols,
+                                int64_t fanIn, float *out) {
+  const float scale = scaleOf(fanIn);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t key = rowKey(seed, expert, matrix, r);
+    for (int64_t c = 0; c < cols; ++c)
+      out[c * rows + r] = weightOf(key, c, scale);
+  }
+}
+
 ExpertWeights expertWeights(uint64_t seed, int64_t expert, int64_t hidden,
                             int64_t intermediate) {
   ExpertWeights w;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 using namespace moecomm::ref;
 
@@ -43,6 +44,19 @@ TEST(ExpertWeightsTest, FilledMatricesAreTheElementsInRange) {
     }
   EXPECT_NE(w.gate, w.up); // the matrix is part of the counter
   EXPECT_NE(expertWeights(9, 5, H, I).gate, w.gate);
+}
+
+TEST(ExpertWeightsTest, TransposedFillIsTheTranspose) {
+  const int64_t H = 12, I = 5;
+  const ExpertWeights w = expertWeights(9, 4, H, I);
+  std::vector<float> gateT(H * I), downT(H * I);
+  fillExpertMatrixTransposed(9, 4, ExpertMatrix::Gate, H, I, H, gateT.data());
+  fillExpertMatrixTransposed(9, 4, ExpertMatrix::Down, I, H, I, downT.data());
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < I; ++i) {
+      EXPECT_EQ(gateT[i * H + h], w.gate[h * I + i]); // [I][H]
+      EXPECT_EQ(downT[h * I + i], w.down[i * H + h]); // [H][I]
+    }
 }
 
 /// One rank, one expert per rank, K = 1 with weight `weight`: every token's

@@ -241,25 +241,26 @@ Expected<Signature> checkSignature(mlir::func::FuncOp func,
     if (Error e = checkTokens(type.getResult(i), i == 0 ? "out" : "grad_x"))
       return std::move(e);
 
-  // Expert weights: moecomm-run fills [E/W][H][I] (gate, up) and
-  // [E/W][I][H] (down) f32 buffers; the graph must read exactly those.
+  // Expert weights: moecomm-run fills f32 buffers in nn.Linear's layout,
+  // [E/W][I][H] (gate, up) and [E/W][H][I] (down); the graph must read
+  // exactly those.
   mlir::Type f32 = mlir::Float32Type::get(func.getContext());
   if (inputs > tokenInputs) {
     auto gate = tensor(type.getInput(tokenInputs));
     if (!gate || gate.getRank() != 3 || gate.getElementType() != f32 ||
-        gate.getDimSize(1) != p.hidden || gate.isDynamicDim(2) ||
-        gate.getDimSize(2) < 1)
-      return fail(formatv("w_gate must be tensor<?x{0}xIxf32> ([E/W, H, I] "
-                          "f32 with a static intermediate size I >= 1), got "
-                          "{1}",
+        gate.isDynamicDim(1) || gate.getDimSize(1) < 1 ||
+        gate.getDimSize(2) != p.hidden)
+      return fail(formatv("w_gate must be tensor<?xIx{0}xf32> ([E/W, I, H] "
+                          "f32, nn.Linear's [out, in], with a static "
+                          "intermediate size I >= 1), got {1}",
                           p.hidden, typeString(type.getInput(tokenInputs))));
-    sig.intermediate = gate.getDimSize(2);
+    sig.intermediate = gate.getDimSize(1);
     const int64_t I = sig.intermediate, H = p.hidden;
     const int64_t local = p.localExperts();
     const struct {
       const char *name;
       int64_t rows, cols;
-    } expected[] = {{"w_gate", H, I}, {"w_up", H, I}, {"w_down", I, H}};
+    } expected[] = {{"w_gate", I, H}, {"w_up", I, H}, {"w_down", H, I}};
     for (unsigned w = 0; w < 3; ++w) {
       auto t = tensor(type.getInput(tokenInputs + w));
       if (t && t.getRank() == 3 && t.getElementType() == f32 &&
@@ -915,17 +916,20 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
       for (int64_t e = 0; e < L; ++e) {
         const int64_t expert = rank * L + e;
         const size_t at = static_cast<size_t>(e * H * I);
-        ref::fillExpertMatrix(graph->weightSeed, expert, ref::ExpertMatrix::Gate,
-                              H, I, H, mine->gate.data() + at);
-        ref::fillExpertMatrix(graph->weightSeed, expert, ref::ExpertMatrix::Up,
-                              H, I, H, mine->up.data() + at);
-        ref::fillExpertMatrix(graph->weightSeed, expert, ref::ExpertMatrix::Down,
-                              I, H, I, mine->down.data() + at);
+        ref::fillExpertMatrixTransposed(graph->weightSeed, expert,
+                                        ref::ExpertMatrix::Gate, H, I, H,
+                                        mine->gate.data() + at);
+        ref::fillExpertMatrixTransposed(graph->weightSeed, expert,
+                                        ref::ExpertMatrix::Up, H, I, H,
+                                        mine->up.data() + at);
+        ref::fillExpertMatrixTransposed(graph->weightSeed, expert,
+                                        ref::ExpertMatrix::Down, I, H, I,
+                                        mine->down.data() + at);
       }
     }
-    gateRef = descriptor(mine->gate.data(), L, H, I);
-    upRef = descriptor(mine->up.data(), L, H, I);
-    downRef = descriptor(mine->down.data(), L, I, H);
+    gateRef = descriptor(mine->gate.data(), L, I, H);
+    upRef = descriptor(mine->up.data(), L, I, H);
+    downRef = descriptor(mine->down.data(), L, H, I);
   }
 
   // Results land in a buffer laid out as the C interface's result struct.

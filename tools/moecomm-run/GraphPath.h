@@ -9,7 +9,7 @@
 // Graph contract (docs/moecomm-run.md): the entry function takes
 //   x [T,H] (bf16|f32), topk_idx [T,K] (i32|i64), topk_weights [T,K] f32
 //   [, grad_out [T,H]]
-//   [, w_gate [E/W,H,I] f32, w_up [E/W,H,I] f32, w_down [E/W,I,H] f32]
+//   [, w_gate [E/W,I,H] f32, w_up [E/W,I,H] f32, w_down [E/W,H,I] f32]
 // and returns
 //   out [T,H] (weighted combine of the experts' outputs)
 //   [, grad_x [T,H]]                (with grad_out: the training step)

@@ -20,8 +20,10 @@
 namespace moecomm {
 namespace ref {
 
-/// The three matrices of a SwiGLU expert, with their shapes as the graphs
-/// take them: gate and up [H][I] (fan_in H), down [I][H] (fan_in I).
+/// The three matrices of a SwiGLU expert, y = (silu(x W_gate) * (x W_up))
+/// W_down: gate and up [H][I] (fan_in H), down [I][H] (fan_in I). The
+/// graphs take them transposed, as nn.Linear stores its weight ([out][in]:
+/// fillExpertMatrixTransposed).
 enum class ExpertMatrix : uint64_t { Gate = 0, Up = 1, Down = 2 };
 
 /// SplitMix64's output function of one state z:
@@ -44,6 +46,16 @@ float expertWeight(uint64_t seed, int64_t expert, ExpertMatrix matrix,
 /// SplitMix64 per element (the prefix up to the row is shared).
 void fillExpertMatrix(uint64_t seed, int64_t expert, ExpertMatrix matrix,
                       int64_t rows, int64_t cols, int64_t fanIn, float *out);
+
+/// Fills `out` ([cols][rows], row-major) with the transpose of `matrix`
+/// ([rows][cols]): out[c * rows + r] = expertWeight(seed, expert, matrix, r,
+/// c, fanIn). The layout nn.Linear keeps its weight in ([out][in]), which
+/// the example graphs take: their GEMMs then read B transposed, which
+/// OpenBLAS runs faster here at a chunk's rows (docs/moecomm-run.md,
+/// "Expert FFNs"; docs/BENCHMARKS.md, "Overlap").
+void fillExpertMatrixTransposed(uint64_t seed, int64_t expert,
+                                ExpertMatrix matrix, int64_t rows, int64_t cols,
+                                int64_t fanIn, float *out);
 
 /// One expert's weights for hidden size H and intermediate size I:
 /// gate, up [H][I] and down [I][H], f32.

@@ -11,10 +11,11 @@
 
 // Forward with the model's routed experts: dispatch -> per local expert e,
 // y = (silu(x W_gate[e]) * (x W_up[e])) W_down[e] on its rows (f32
-// accumulation, bf16 out) -> weighted combine. Weights: [E/W, 16, 8] f32
-// (gate, up) and [E/W, 8, 16] (down), the rank's local experts in order.
+// accumulation, bf16 out) -> weighted combine. Weights in nn.Linear's
+// layout: W_gate^T, W_up^T [E/W, 8, 16] f32 and W_down^T [E/W, 16, 8], the
+// rank's local experts in order.
 func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_weights: tensor<?x2xf32>,
-                     %w_gate: tensor<?x16x8xf32>, %w_up: tensor<?x16x8xf32>, %w_down: tensor<?x8x16xf32>)
+                     %w_gate: tensor<?x8x16xf32>, %w_up: tensor<?x8x16xf32>, %w_down: tensor<?x16x8xf32>)
     -> tensor<?x16xbf16> attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -43,9 +44,9 @@ func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_we
     %off64 = tensor.extract %starts[%e] : tensor<?xi64>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x16xbf16>) outs(%xf_e : tensor<?x16xf32>) {
@@ -55,8 +56,10 @@ func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_we
     } -> tensor<?x16xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x8xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
     // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
     %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%g, %u : tensor<?x8xf32>, tensor<?x8xf32>) outs(%zi_e : tensor<?x8xf32>) {
@@ -70,7 +73,8 @@ func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_we
     } -> tensor<?x8xf32>
     %zh_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x16xf32>) -> tensor<?x16xf32>
-    %d = linalg.matmul ins(%h, %wd : tensor<?x8xf32>, tensor<8x16xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
+    %d = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%h, %wd : tensor<?x8xf32>, tensor<16x8xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
     %yb_e = tensor.empty(%cnt) : tensor<?x16xbf16>
     %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%d : tensor<?x16xf32>) outs(%yb_e : tensor<?x16xbf16>) {
@@ -94,7 +98,7 @@ func.func @ffn_layer(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_we
 // grad_in = (grad_h * u * silu'(g)) W_gate^T + (grad_h * silu(g)) W_up^T
 // with grad_h = grad_y W_down^T; grad_x = the unweighted combine of grad_in.
 func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_weights: tensor<?x2xf32>, %grad_out: tensor<?x16xbf16>,
-                             %w_gate: tensor<?x16x8xf32>, %w_up: tensor<?x16x8xf32>, %w_down: tensor<?x8x16xf32>)
+                             %w_gate: tensor<?x8x16xf32>, %w_up: tensor<?x8x16xf32>, %w_down: tensor<?x16x8xf32>)
     -> (tensor<?x16xbf16>, tensor<?x16xbf16>) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -123,9 +127,9 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
     %off64 = tensor.extract %starts[%e] : tensor<?xi64>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x16xbf16>) outs(%xf_e : tensor<?x16xf32>) {
@@ -135,8 +139,10 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
     } -> tensor<?x16xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x8xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
     // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
     %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%g, %u : tensor<?x8xf32>, tensor<?x8xf32>) outs(%zi_e : tensor<?x8xf32>) {
@@ -150,7 +156,8 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
     } -> tensor<?x8xf32>
     %zh_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x16xf32>) -> tensor<?x16xf32>
-    %d = linalg.matmul ins(%h, %wd : tensor<?x8xf32>, tensor<8x16xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
+    %d = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%h, %wd : tensor<?x8xf32>, tensor<16x8xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
     %yb_e = tensor.empty(%cnt) : tensor<?x16xbf16>
     %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%d : tensor<?x16xf32>) outs(%yb_e : tensor<?x16xbf16>) {
@@ -184,9 +191,9 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
     %gseg = tensor.extract_slice %grad_y[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
-    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wg = tensor.extract_slice %w_gate[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x16xbf16>) outs(%xf_e : tensor<?x16xf32>) {
@@ -196,8 +203,10 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
     } -> tensor<?x16xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x8xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
     %gyf_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %gyf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%gseg : tensor<?x16xbf16>) outs(%gyf_e : tensor<?x16xf32>) {
@@ -206,8 +215,7 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
       linalg.yield %v : f32
     } -> tensor<?x16xf32>
     // grad_h = grad_y W_down^T.
-    %gh = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gyf, %wd : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %gh = linalg.matmul ins(%gyf, %wd : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
     // grad_g = grad_h * u * silu'(g), grad_u = grad_h * silu(g), with
     // sig = 1 / (1 + exp(-g)), silu(g) = g sig, silu'(g) = sig (1 + g (1 - sig)).
     %gg, %gu = linalg.generic {indexing_maps = [#rows, #rows, #rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
@@ -230,10 +238,8 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
     // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator).
     %zh_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x16xf32>) -> tensor<?x16xf32>
-    %gin0 = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gg, %wg : tensor<?x8xf32>, tensor<16x8xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
-    %gin = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
-        ins(%gu, %wu : tensor<?x8xf32>, tensor<16x8xf32>) outs(%gin0 : tensor<?x16xf32>) -> tensor<?x16xf32>
+    %gin0 = linalg.matmul ins(%gg, %wg : tensor<?x8xf32>, tensor<8x16xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
+    %gin = linalg.matmul ins(%gu, %wu : tensor<?x8xf32>, tensor<8x16xf32>) outs(%gin0 : tensor<?x16xf32>) -> tensor<?x16xf32>
     %gb_e = tensor.empty(%cnt) : tensor<?x16xbf16>
     %gb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%gin : tensor<?x16xf32>) outs(%gb_e : tensor<?x16xbf16>) {
@@ -250,7 +256,7 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
 }
 
 func.func @ffn_wrong_gate(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %topk_weights: tensor<?x2xf32>,
-                     %w_gate: tensor<?x16x8xf32>, %w_up: tensor<?x16x8xf32>, %w_down: tensor<?x8x16xf32>)
+                     %w_gate: tensor<?x8x16xf32>, %w_up: tensor<?x8x16xf32>, %w_down: tensor<?x16x8xf32>)
     -> tensor<?x16xbf16> attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -279,9 +285,9 @@ func.func @ffn_wrong_gate(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %to
     %off64 = tensor.extract %starts[%e] : tensor<?xi64>
     %off = arith.index_cast %off64 : i64 to index
     %seg = tensor.extract_slice %recv[%off, 0] [%cnt, 16] [1, 1] : tensor<?x16xbf16> to tensor<?x16xbf16>
-    %wg = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
-    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wg = tensor.extract_slice %w_up[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wu = tensor.extract_slice %w_up[%e, 0, 0] [1, 8, 16] [1, 1, 1] : tensor<?x8x16xf32> to tensor<8x16xf32>
+    %wd = tensor.extract_slice %w_down[%e, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<?x16x8xf32> to tensor<16x8xf32>
     %xf_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %xf = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%seg : tensor<?x16xbf16>) outs(%xf_e : tensor<?x16xf32>) {
@@ -291,8 +297,10 @@ func.func @ffn_wrong_gate(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %to
     } -> tensor<?x16xf32>
     %zi_e = tensor.empty(%cnt) : tensor<?x8xf32>
     %zi = linalg.fill ins(%zero : f32) outs(%zi_e : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %g = linalg.matmul ins(%xf, %wg : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
-    %u = linalg.matmul ins(%xf, %wu : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %g = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wg : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %u = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%xf, %wu : tensor<?x16xf32>, tensor<8x16xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
     // h = silu(g) * u, silu(g) = g / (1 + exp(-g)).
     %h = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%g, %u : tensor<?x8xf32>, tensor<?x8xf32>) outs(%zi_e : tensor<?x8xf32>) {
@@ -306,7 +314,8 @@ func.func @ffn_wrong_gate(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, %to
     } -> tensor<?x8xf32>
     %zh_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x16xf32>) -> tensor<?x16xf32>
-    %d = linalg.matmul ins(%h, %wd : tensor<?x8xf32>, tensor<8x16xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
+    %d = linalg.matmul indexing_maps = [#mm_a, #mm_bt, #mm_c]
+        ins(%h, %wd : tensor<?x8xf32>, tensor<16x8xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
     %yb_e = tensor.empty(%cnt) : tensor<?x16xbf16>
     %yb = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
         ins(%d : tensor<?x16xf32>) outs(%yb_e : tensor<?x16xbf16>) {

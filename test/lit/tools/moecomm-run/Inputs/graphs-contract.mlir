@@ -48,27 +48,32 @@ func.func @static_out(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?
 }
 
 // Expert weights of the wrong shape (invalid-ffn-weights.test): w_down
-// transposed ([E/W, H, I] instead of [E/W, I, H]), an I that is not
-// static or is 0, and a static expert count other than the run's E/W.
+// transposed ([E/W, I, H] instead of nn.Linear's [E/W, H, I]), w_gate in
+// the math's [E/W, H, I] instead of nn.Linear's [E/W, I, H], an I that is
+// not static or is 0, and a static expert count other than the run's E/W.
 func.func @ffn_down_transposed(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
-                               %wg: tensor<?x16x8xf32>, %wu: tensor<?x16x8xf32>, %wd: tensor<?x16x8xf32>) -> tensor<?x16xbf16> {
+                               %wg: tensor<?x8x16xf32>, %wu: tensor<?x8x16xf32>, %wd: tensor<?x8x16xf32>) -> tensor<?x16xbf16> {
+  return %x : tensor<?x16xbf16>
+}
+func.func @ffn_gate_not_transposed(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
+                                   %wg: tensor<?x16x8xf32>, %wu: tensor<?x16x8xf32>, %wd: tensor<?x8x16xf32>) -> tensor<?x16xbf16> {
   return %x : tensor<?x16xbf16>
 }
 func.func @ffn_dynamic_intermediate(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
-                                    %wg: tensor<?x16x?xf32>, %wu: tensor<?x16x?xf32>, %wd: tensor<?x?x16xf32>) -> tensor<?x16xbf16> {
+                                    %wg: tensor<?x?x16xf32>, %wu: tensor<?x?x16xf32>, %wd: tensor<?x16x?xf32>) -> tensor<?x16xbf16> {
   return %x : tensor<?x16xbf16>
 }
 func.func @ffn_empty_intermediate(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
-                                  %wg: tensor<?x16x0xf32>, %wu: tensor<?x16x0xf32>, %wd: tensor<?x0x16xf32>) -> tensor<?x16xbf16> {
+                                  %wg: tensor<?x0x16xf32>, %wu: tensor<?x0x16xf32>, %wd: tensor<?x16x0xf32>) -> tensor<?x16xbf16> {
   return %x : tensor<?x16xbf16>
 }
 func.func @ffn_local_experts(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
-                             %wg: tensor<4x16x8xf32>, %wu: tensor<4x16x8xf32>, %wd: tensor<4x8x16xf32>) -> tensor<?x16xbf16> {
+                             %wg: tensor<4x8x16xf32>, %wu: tensor<4x8x16xf32>, %wd: tensor<4x16x8xf32>) -> tensor<?x16xbf16> {
   return %x : tensor<?x16xbf16>
 }
 // Weights no machine holds: 2^30 x 16 f32 per matrix and expert.
 func.func @ffn_huge(%x: tensor<?x16xbf16>, %idx: tensor<?x2xi32>, %w: tensor<?x2xf32>,
-                    %wg: tensor<?x16x1073741824xf32>, %wu: tensor<?x16x1073741824xf32>, %wd: tensor<?x1073741824x16xf32>) -> tensor<?x16xbf16> {
+                    %wg: tensor<?x1073741824x16xf32>, %wu: tensor<?x1073741824x16xf32>, %wd: tensor<?x16x1073741824xf32>) -> tensor<?x16xbf16> {
   %recv, %rw, %tpe, %h = moecomm.dispatch %x, %idx, %w topology<ranks = 2, ranks_per_node = 1, experts = 4> : tensor<?x16xbf16>, tensor<?x2xi32>, tensor<?x2xf32>
   %out = moecomm.combine %recv, %h weighted : tensor<?x16xbf16>, !moecomm.handle<ranks = 2, ranks_per_node = 1, experts = 4> -> tensor<?x16xbf16>
   return %out : tensor<?x16xbf16>
