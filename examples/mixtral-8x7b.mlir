@@ -281,7 +281,7 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
       %v = arith.extf %a : bf16 to f32
       linalg.yield %v : f32
     } -> tensor<?x4096xf32>
-    // grad_h = grad_y W_down^T.
+    // grad_h = grad_y W_down^T: a plain product, %wd holds W_down^T.
     %gh = linalg.matmul ins(%gyf, %wd : tensor<?x4096xf32>, tensor<4096x14336xf32>) outs(%zi : tensor<?x14336xf32>) -> tensor<?x14336xf32>
     // grad_g = grad_h * u * silu'(g), grad_u = grad_h * silu(g), with
     // sig = 1 / (1 + exp(-g)), silu(g) = g sig, silu'(g) = sig (1 + g (1 - sig)).
@@ -302,7 +302,8 @@ func.func @ffn_training_step(%x: tensor<?x4096xbf16>, %topk_idx: tensor<?x2xi32>
       %guv = arith.mulf %ghv, %s : f32
       linalg.yield %ggv, %guv : f32, f32
     } -> (tensor<?x14336xf32>, tensor<?x14336xf32>)
-    // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator).
+    // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator; plain
+    // products, %wg and %wu hold the transposes).
     %zh_e = tensor.empty(%cnt) : tensor<?x4096xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x4096xf32>) -> tensor<?x4096xf32>
     %gin0 = linalg.matmul ins(%gg, %wg : tensor<?x14336xf32>, tensor<14336x4096xf32>) outs(%zh : tensor<?x4096xf32>) -> tensor<?x4096xf32>

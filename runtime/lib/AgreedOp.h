@@ -22,7 +22,7 @@
 // completed left each direction idle between exchanges while the ranks
 // drifted out of step (2 x 1, 20 Mbit/s, 1024 tokens per rank: the chunked
 // identity layer took 1.04-1.05x the unchunked one's time; beginning at
-// once, 0.93x; docs/BENCHMARKS.md, "Overlap").
+// once, 0.93-0.98x in three runs; docs/BENCHMARKS.md, "Overlap").
 //
 //===----------------------------------------------------------------------===//
 #ifndef MOECOMM_LIB_AGREEDOP_H

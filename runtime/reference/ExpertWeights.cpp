@@ -35,6 +35,19 @@ float weightOf(uint64_t rowKey, int64_t col, float scale) {
   return u * scale;
 }
 
+/// Element (r, c) of `matrix` goes to out[r * rowStride + c * colStride]:
+/// the one fill loop behind fillExpertMatrix and its transposed form.
+void fillStrided(uint64_t seed, int64_t expert, ExpertMatrix matrix,
+                 int64_t rows, int64_t cols, int64_t fanIn, float *out,
+                 int64_t rowStride, int64_t colStride) {
+  const float scale = scaleOf(fanIn);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t key = rowKey(seed, expert, matrix, r);
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * rowStride + c * colStride] = weightOf(key, c, scale);
+  }
+}
+
 } // namespace
 
 float expertWeight(uint64_t seed, int64_t expert, ExpertMatrix matrix,
@@ -44,24 +57,13 @@ float expertWeight(uint64_t seed, int64_t expert, ExpertMatrix matrix,
 
 void fillExpertMatrix(uint64_t seed, int64_t expert, ExpertMatrix matrix,
                       int64_t rows, int64_t cols, int64_t fanIn, float *out) {
-  const float scale = scaleOf(fanIn);
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint64_t key = rowKey(seed, expert, matrix, r);
-    float *row = out + r * cols;
-    for (int64_t c = 0; c < cols; ++c)
-      row[c] = weightOf(key, c, scale);
-  }
+  fillStrided(seed, expert, matrix, rows, cols, fanIn, out, cols, 1);
 }
 
 void fillExpertMatrixTransposed(uint64_t seed, int64_t expert,
                                 ExpertMatrix matrix, int64_t rows, int64_t cols,
                                 int64_t fanIn, float *out) {
-  const float scale = scaleOf(fanIn);
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint64_t key = rowKey(seed, expert, matrix, r);
-    for (int64_t c = 0; c < cols; ++c)
-      out[c * rows + r] = weightOf(key, c, scale);
-  }
+  fillStrided(seed, expert, matrix, rows, cols, fanIn, out, 1, rows);
 }
 
 ExpertWeights expertWeights(uint64_t seed, int64_t expert, int64_t hidden,

@@ -916,15 +916,19 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
       for (int64_t e = 0; e < L; ++e) {
         const int64_t expert = rank * L + e;
         const size_t at = static_cast<size_t>(e * H * I);
-        ref::fillExpertMatrixTransposed(graph->weightSeed, expert,
-                                        ref::ExpertMatrix::Gate, H, I, H,
-                                        mine->gate.data() + at);
-        ref::fillExpertMatrixTransposed(graph->weightSeed, expert,
-                                        ref::ExpertMatrix::Up, H, I, H,
-                                        mine->up.data() + at);
-        ref::fillExpertMatrixTransposed(graph->weightSeed, expert,
-                                        ref::ExpertMatrix::Down, I, H, I,
-                                        mine->down.data() + at);
+        // The formula's [rows][cols] matrix, stored transposed; its fan_in
+        // is its rows (H for gate and up, I for down).
+        const struct {
+          ref::ExpertMatrix matrix;
+          int64_t rows, cols;
+          std::vector<float> &out;
+        } fills[] = {{ref::ExpertMatrix::Gate, H, I, mine->gate},
+                     {ref::ExpertMatrix::Up, H, I, mine->up},
+                     {ref::ExpertMatrix::Down, I, H, mine->down}};
+        for (const auto &f : fills)
+          ref::fillExpertMatrixTransposed(graph->weightSeed, expert, f.matrix,
+                                          f.rows, f.cols, f.rows,
+                                          f.out.data() + at);
       }
     }
     gateRef = descriptor(mine->gate.data(), L, I, H);

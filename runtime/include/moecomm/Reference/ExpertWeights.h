@@ -52,7 +52,8 @@ void fillExpertMatrix(uint64_t seed, int64_t expert, ExpertMatrix matrix,
 /// c, fanIn). The layout nn.Linear keeps its weight in ([out][in]), which
 /// the example graphs take: their GEMMs then read B transposed, which
 /// OpenBLAS runs faster here at a chunk's rows (docs/moecomm-run.md,
-/// "Expert FFNs"; docs/BENCHMARKS.md, "Overlap").
+/// "Expert FFNs"; docs/BENCHMARKS.md, "Overlap"). Ranges as
+/// expertWeight; `out` holds rows * cols floats.
 void fillExpertMatrixTransposed(uint64_t seed, int64_t expert,
                                 ExpertMatrix matrix, int64_t rows, int64_t cols,
                                 int64_t fanIn, float *out);

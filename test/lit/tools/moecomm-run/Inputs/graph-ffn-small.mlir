@@ -214,7 +214,7 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
       %v = arith.extf %a : bf16 to f32
       linalg.yield %v : f32
     } -> tensor<?x16xf32>
-    // grad_h = grad_y W_down^T.
+    // grad_h = grad_y W_down^T: a plain product, %wd holds W_down^T.
     %gh = linalg.matmul ins(%gyf, %wd : tensor<?x16xf32>, tensor<16x8xf32>) outs(%zi : tensor<?x8xf32>) -> tensor<?x8xf32>
     // grad_g = grad_h * u * silu'(g), grad_u = grad_h * silu(g), with
     // sig = 1 / (1 + exp(-g)), silu(g) = g sig, silu'(g) = sig (1 + g (1 - sig)).
@@ -235,7 +235,8 @@ func.func @ffn_training_step(%x: tensor<?x16xbf16>, %topk_idx: tensor<?x2xi32>, 
       %guv = arith.mulf %ghv, %s : f32
       linalg.yield %ggv, %guv : f32, f32
     } -> (tensor<?x8xf32>, tensor<?x8xf32>)
-    // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator).
+    // grad_in = grad_g W_gate^T + grad_u W_up^T (one f32 accumulator; plain
+    // products, %wg and %wu hold the transposes).
     %zh_e = tensor.empty(%cnt) : tensor<?x16xf32>
     %zh = linalg.fill ins(%zero : f32) outs(%zh_e : tensor<?x16xf32>) -> tensor<?x16xf32>
     %gin0 = linalg.matmul ins(%gg, %wg : tensor<?x8xf32>, tensor<8x16xf32>) outs(%zh : tensor<?x16xf32>) -> tensor<?x16xf32>
