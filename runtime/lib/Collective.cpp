@@ -270,10 +270,11 @@ moecommResult_t runCollective(moecommComm_t comm, const CollectiveDesc &desc,
   if (request)
     *request = nullptr;
   return onComm(comm, [&](Comm &c) -> Status {
+    const uint64_t firstSeq = c.nextSeq();
     std::unique_ptr<Operation> op;
     if (Status st = startCollective(c, desc, request != nullptr, op); !st.ok())
       return st;
-    return finishOrHandOut(c, std::move(op), request);
+    return finishOrHandOut(c, std::move(op), request, firstSeq);
   });
 }
 

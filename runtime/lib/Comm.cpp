@@ -4,6 +4,7 @@
 #include "ApiBoundary.h"
 #include "Fp8.h"
 #include "ProgressEngine.h"
+#include "Request.h"
 #include "RowKernels.h"
 #include "ThreadsTransport.h"
 #include "moecomm/Model/CostModel.h"
@@ -95,7 +96,18 @@ Status Comm::usable() const {
 }
 
 uint64_t Comm::reserveSeqs(uint64_t n) {
-  uint64_t first = nextSeq_;
+  const uint64_t first = nextSeq_, last = first + n - 1;
+  // A request whose numbers start at or below last - space may share a tag
+  // with [first, last]; while its messages are in flight, a receive posted
+  // for the new numbers could match one of them (the requests of a pipeline
+  // post later pieces later, so the older message need not match first).
+  const uint64_t space = transport_->tagSpace();
+  while (!outstanding_.empty() && last >= space &&
+         outstanding_.front()->firstSeq <= last - space) {
+    moecommRequest *oldest = outstanding_.front();
+    outstanding_.pop_front();
+    completeRequest(*oldest);
+  }
   nextSeq_ += n;
   return first;
 }

@@ -144,8 +144,13 @@ public:
 
   //--- collectives ---------------------------------------------------------
   /// Reserves `n` consecutive sequence numbers (the same on every rank, as
-  /// collectives are issued in the same order).
+  /// collectives are issued in the same order). Where the transport's tags
+  /// repeat (Transport::tagSpace), it first completes (blocking) every
+  /// outstanding request that could still have a message in flight with a
+  /// tag of the new numbers: the oldest ones, in start order.
   uint64_t reserveSeqs(uint64_t n);
+  /// The first number reserveSeqs will hand out next.
+  uint64_t nextSeq() const { return nextSeq_; }
   /// Agreement: allGathers `mine` and returns, identically on every rank,
   /// Mismatch if ranks run different collectives, else the lowest failing
   /// rank's local error, else Mismatch naming the first parameter

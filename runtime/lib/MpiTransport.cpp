@@ -32,9 +32,9 @@ Status checkGatherBytes(int64_t bytes) {
 /// Mbit/s, 1024 tokens per rank: the compiled identity layer's 7.5 and 14.7
 /// MB blocks took 2x their link time; docs/BENCHMARKS.md, "Overlap").
 constexpr int64_t kMessageBytes = int64_t(1) << 20;
-// Tags repeat every kTagSpace sequence numbers: every collective takes
-// kSeqsPerCollective (65, Comm.h), so some 490 collectives may be
-// outstanding before a tag could match an older message.
+// Tags repeat every kTagSpace sequence numbers (every collective takes
+// kSeqsPerCollective, 65, Comm.h: some 490 collectives); Comm::reserveSeqs
+// completes an outstanding request before its tags are handed out again.
 constexpr uint64_t kTagSpace = 32000; // MPI_TAG_UB >= 32767
 
 std::string mpiError(int err) {
@@ -91,6 +91,7 @@ public:
   }
 
   moecommBackend_t backend() const override { return moecommBackendMpi; }
+  uint64_t tagSpace() const override { return kTagSpace; }
 
   Status allGather(uint64_t, const void *mine, int64_t bytes,
                    void *all) override {

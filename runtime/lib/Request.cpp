@@ -9,12 +9,13 @@
 namespace moecomm {
 
 Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
-                       moecommRequest_t *request) {
+                       moecommRequest_t *request, uint64_t firstSeq) {
   if (!request)
     return op->finish();
   auto *req = new moecommRequest();
   req->comm = &comm;
   req->op = std::move(op);
+  req->firstSeq = firstSeq;
   comm.outstanding().push_back(req);
   ++comm.unwaited();
   if (ProgressEngine *engine = comm.progressEngine())

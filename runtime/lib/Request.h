@@ -25,6 +25,8 @@ class Comm;
 struct moecommRequest {
   moecomm::Comm *comm = nullptr;
   std::unique_ptr<moecomm::Operation> op;
+  /// The first sequence number its collective reserved (Comm::reserveSeqs).
+  uint64_t firstSeq = 0;
   bool done = false;
   /// The progress thread is done advancing op: it reported Complete, or
   /// advance() failed (status holds why; finish() still settles the
@@ -37,8 +39,9 @@ namespace moecomm {
 
 /// Finishes `op` (blocking) when `request` is NULL; else queues it on
 /// `comm` as a new request stored in *request (completed by waitRequest).
+/// `firstSeq`: the first sequence number op's collective reserved.
 Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
-                       moecommRequest_t *request);
+                       moecommRequest_t *request, uint64_t firstSeq);
 
 /// Completes `request`'s operation (finish(): blocks unless advance()
 /// reported it complete) and records its status (an exception becomes a

@@ -98,6 +98,12 @@ public:
 
   virtual moecommBackend_t backend() const = 0;
 
+  /// Sequence numbers after which this transport's message tags repeat:
+  /// Comm::reserveSeqs completes an outstanding request before its tags
+  /// could be reused. In-memory transports key exchanges by the whole
+  /// number (no repeat).
+  virtual uint64_t tagSpace() const { return UINT64_MAX; }
+
   /// The device side of a device backend (nullptr: rows are host memory).
   virtual DeviceEngine *deviceEngine() { return nullptr; }
 

@@ -150,7 +150,10 @@ ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
       }
       if (row == end)
         continue;
-      const ExpertWeights w = expertWeights(seed, d * L + e, H, intermediate);
+      // A slot's replica computes its logical expert's FFN.
+      const int64_t slot = d * L + e;
+      const ExpertWeights w = expertWeights(
+          seed, p.hasPlacement() ? p.slotExperts[slot] : slot, H, intermediate);
       for (; row < end; row += kBlockRows) {
         const size_t n = static_cast<size_t>(std::min(kBlockRows, end - row));
         v.assign(n, std::vector<double>(H));

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 using namespace moecomm::ref;
@@ -189,6 +190,45 @@ TEST(ExpertFfnTest, OnlySourceComputesThatRanksRowsAlone) {
         if (fromOne)
           EXPECT_NE(all[f].rows[d][i * H], 0.0f);
       }
+}
+
+TEST(ExpertFfnTest, ReplicasApplyTheirLogicalExpertsWeights) {
+  // Two ranks holding a replica of both logical experts each (slots 0, 1 on
+  // rank 0 hold experts 0, 1; slots 2, 3 on rank 1 hold 1, 0) and the same
+  // token rows: the locality choice keeps every row on its own rank, and a
+  // row's output is its logical expert's FFN on either replica.
+  const int64_t H = 5, I = 3;
+  Problem p{/*ranks=*/2,
+            /*ranksPerNode=*/1,
+            /*numExperts=*/2,
+            /*topk=*/1,
+            H,
+            moecommFloat32,
+            moecommFloat32,
+            /*capacity=*/0,
+            {RankRouting{2, {0, 1}, {}}, RankRouting{2, {0, 1}, {}}}};
+  p.slotExperts = {0, 1, 1, 0};
+  const std::vector<RankLayout> l = layout(p);
+  const std::vector<std::vector<float>> x = {standardX(0, 2, H),
+                                             standardX(0, 2, H)};
+  const ExpertRows y = swigluForward(p, l, dispatch(p, l, x), 7, I);
+  // (token, logical expert) -> the row's output on rank 0.
+  std::map<std::pair<int64_t, int64_t>, std::vector<float>> onRankZero;
+  for (int d = 0; d < 2; ++d)
+    for (size_t i = 0; i < l[d].rows.size(); ++i) {
+      const RecvRow &row = l[d].rows[i];
+      ASSERT_EQ(row.srcRank, d);
+      const auto key =
+          std::make_pair(row.srcToken, p.slotExperts[d * 2 + row.localExpert]);
+      const std::vector<float> out(y.rows[d].begin() + i * H,
+                                   y.rows[d].begin() + (i + 1) * H);
+      if (d == 0)
+        onRankZero[key] = out;
+      else
+        EXPECT_EQ(out, onRankZero.at(key))
+            << "token " << key.first << " expert " << key.second;
+    }
+  EXPECT_EQ(onRankZero.size(), 2u);
 }
 
 } // namespace

@@ -431,24 +431,101 @@ TEST(Mpi, StartWaitOutOfOrder) {
   EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
 }
 
+/// Runs body(comm, rank) on a communicator over each group of `size`
+/// consecutive ranks (`ranksPerNode` per node), then destroys it.
+template <typename Body>
+void onGroups(int size, int ranksPerNode, const Body &body) {
+  const int world = worldRank();
+  MPI_Comm group;
+  MPI_Comm_split(MPI_COMM_WORLD, world / size, world, &group);
+  int rank = 0;
+  MPI_Comm_rank(group, &rank);
+  moecommComm_t comm = nullptr;
+  moecommResult_t init = moecommCommInitMpi(&comm, group, ranksPerNode);
+  EXPECT_EQ(init, moecommSuccess) << moecommCommGetLastError(nullptr);
+  if (init == moecommSuccess) { // the same on every rank of the group
+    body(comm, rank);
+    EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
+  }
+  MPI_Comm_free(&group);
+}
+
+/// The body of MoreOutstandingRequestsThanTags (below) on `comm`, 2 ranks on
+/// 2 nodes, as rank r.
+void checkRequestsKeepTheirRows(moecommComm_t comm, int r) {
+  const ref::Problem p =
+      makeProblem(cell(2, 1, 4, 2, 64, moecommFloat32, moecommFloat32,
+                       RoutingKind::Uniform, 64));
+  moecommLayoutDesc_t d = descFor(p, r, moecommFlat);
+  moecommLayout_t l = nullptr;
+  EXPECT_EQ(moecommLayoutCreate(comm, &d, &l), moecommSuccess);
+  moecommLayoutInfo_t info{};
+  moecommLayoutGetInfo(l, &info);
+  // Three rows per piece: several pieces per block.
+  EXPECT_EQ(moecommCommSetPipelineChunkBytes(comm, 3 * 64 * 4), moecommSuccess);
+  const int n = 1600;
+  const int64_t T = p.routing[r].numTokens, H = p.hidden;
+  // Small integers: the top-k copies sum exactly, and requests differ.
+  auto x = [&](int i) {
+    std::vector<float> v(T * H);
+    for (int64_t e = 0; e < T * H; ++e)
+      v[e] = static_cast<float>(1000 * i + (e * 7 + r * 131) % 1000);
+    return v;
+  };
+  std::vector<Rows> xs, recv;
+  std::vector<moecommRequest_t> q(n, nullptr);
+  for (int i = 0; i < n; ++i) {
+    xs.push_back(Rows::fromValues(x(i), H, moecommFloat32));
+    recv.emplace_back(info.recvRows, H, moecommFloat32);
+  }
+  if (r == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int i = 0; i < n; ++i)
+    EXPECT_EQ(moecommDispatchStart(comm, l, xs[i].view(), moecommFloat32,
+                                   recv[i].view(), nullptr, &q[i]),
+              moecommSuccess);
+  if (r == 0)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(moecommBarrier(comm), moecommSuccess);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (int i = 0; i < n; ++i)
+    EXPECT_EQ(moecommWait(q[i]), moecommSuccess) << "request " << i;
+  int wrong = 0;
+  Rows out(T, H, moecommFloat32);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(moecommCombine(comm, l, recv[i].view(), 0, out.view(), nullptr),
+              moecommSuccess);
+    std::vector<float> want = x(i);
+    for (float &v : want)
+      v *= static_cast<float>(p.topk);
+    wrong += !sameBits(out.values(), want);
+  }
+  EXPECT_EQ(wrong, 0) << "requests whose rows came back wrong, of " << n;
+  moecommLayoutDestroy(l);
+}
+
+// More started collectives than the MPI tags tell apart (they repeat every
+// 32000 sequence numbers, some 490 collectives, MpiTransport.cpp): every
+// request still receives its own rows. In pairs of ranks (on two nodes),
+// rank 1 starts its requests and blocks in a barrier; rank 0 starts late,
+// so its progress thread begins all of its requests and sends their pieces
+// before rank 1 posts any receive; then rank 1's progress thread begins its
+// requests, each posting a piece's receive as the earlier ones arrive.
+// Before Comm::reserveSeqs completed the oldest requests first, request
+// i + 1477's first pieces (tags 5 above request i's first) took request i's
+// later pieces on rank 1 (246 of 1600 requests wrong).
+TEST(Mpi, MoreOutstandingRequestsThanTags) {
+  onGroups(2, 1, checkRequestsKeepTheirRows);
+}
+
 // Groups of 4 ranks (2 nodes x 2): a started hierarchical dispatch and
 // combine complete, relay and unpack included, while every caller sleeps
 // (the progress thread drives MPI and the pipelined stages).
 TEST(Mpi, RequestCompletesWithoutTheCaller) {
-  const int world = worldRank();
-  MPI_Comm four;
-  MPI_Comm_split(MPI_COMM_WORLD, world / 4, world, &four);
-  int rank = 0;
-  MPI_Comm_rank(four, &rank);
   const Expected exp = computeExpected(makeProblem(largeExchangeSpec(4, 2)));
-  moecommComm_t comm = nullptr;
-  moecommResult_t init = moecommCommInitMpi(&comm, four, 2);
-  EXPECT_EQ(init, moecommSuccess) << moecommCommGetLastError(nullptr);
-  if (init == moecommSuccess) { // the same on every rank
+  onGroups(4, 2, [&](moecommComm_t comm, int rank) {
     checkCompletesUnattended(comm, exp, rank);
-    EXPECT_EQ(moecommCommDestroy(comm), moecommSuccess);
-  }
-  MPI_Comm_free(&four);
+  });
 }
 
 // A bound on waste, not a timing: a spinning progress thread would use

@@ -902,7 +902,9 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
   MemRef2D wRef = descriptor(weights.data(), T, K);
   // The training step's grad_out is x itself (see GraphPath.h).
   MemRef2D gradRef = xRef;
-  // The rank's local experts' weights: global expert rank * E/W + e.
+  // The rank's local experts' weights: global expert rank * E/W + e, or with
+  // a placement the logical expert of slot rank * S/W + e (replicas of an
+  // expert share its weights).
   MemRef3D gateRef{}, upRef{}, downRef{};
   if (const int64_t I = sig.intermediate) {
     const int64_t L = p.localExperts();
@@ -914,7 +916,9 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
       mine->up.resize(n);
       mine->down.resize(n);
       for (int64_t e = 0; e < L; ++e) {
-        const int64_t expert = rank * L + e;
+        const int64_t slot = rank * L + e;
+        const int64_t expert =
+            p.slotExperts.empty() ? slot : p.slotExperts[slot];
         const size_t at = static_cast<size_t>(e * H * I);
         // The formula's [rows][cols] matrix, stored transposed; its fan_in
         // is its rows (H for gate and up, I for down).

@@ -43,7 +43,8 @@ struct ExpertRows {
 };
 
 /// The forward of every received row: row i of rank d goes through global
-/// expert d * E/W + its local expert. `recv` is [W][R_r * H] (what dispatch
+/// expert d * E/W + its local expert (with a placement, the logical expert
+/// p.slotExperts[d * S/W + local slot]). `recv` is [W][R_r * H] (what dispatch
 /// delivers: ref::dispatch); `intermediate` I >= 1; weights from
 /// expertWeights(seed, expert, H, I). `onlySource` >= 0 computes only the
 /// rows whose source rank it is (an MPI process checks its own tokens, whose
