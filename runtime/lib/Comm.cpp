@@ -103,11 +103,8 @@ uint64_t Comm::reserveSeqs(uint64_t n) {
   // post later pieces later, so the older message need not match first).
   const uint64_t space = transport_->tagSpace();
   while (!outstanding_.empty() && last >= space &&
-         outstanding_.front()->firstSeq <= last - space) {
-    moecommRequest *oldest = outstanding_.front();
-    outstanding_.pop_front();
-    completeRequest(*oldest);
-  }
+         outstanding_.front()->firstSeq <= last - space)
+    completeOldest(*this);
   nextSeq_ += n;
   return first;
 }

@@ -78,8 +78,7 @@ bool ProgressEngine::sweep() {
       ++i;
       continue;
     }
-    completeRequest(*r);
-    queue.pop_front();
+    completeOldest(comm_); // r: every one before it has gone
   }
   return moved;
 }

@@ -34,18 +34,20 @@ void completeRequest(moecommRequest &request) {
   request.done = true;
 }
 
+void completeOldest(Comm &comm) {
+  moecommRequest *oldest = comm.outstanding().front();
+  comm.outstanding().pop_front();
+  completeRequest(*oldest);
+}
+
 Status waitRequest(moecommRequest *request) {
   Comm &comm = *request->comm;
   TraceScope span(comm.trace(), [&] {
     return traceEvent(moecommTraceKindWait, moecommTraceDirNone, -1,
                       moecommScopeGlobal, 0);
   });
-  auto &queue = comm.outstanding();
-  while (!request->done && !queue.empty()) {
-    moecommRequest *r = queue.front();
-    queue.pop_front();
-    completeRequest(*r);
-  }
+  while (!request->done && !comm.outstanding().empty())
+    completeOldest(comm);
   Status st = request->status;
   --comm.unwaited();
   delete request;

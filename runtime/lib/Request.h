@@ -50,6 +50,11 @@ Status finishOrHandOut(Comm &comm, std::unique_ptr<Operation> op,
 /// communicator's mutex.
 void completeRequest(moecommRequest &request);
 
+/// Pops `comm`'s oldest outstanding request (the queue must not be empty)
+/// and completes it (completeRequest): requests complete in start order.
+/// Caller holds the communicator's mutex.
+void completeOldest(Comm &comm);
+
 /// Completes `request` (and, first, every request of its communicator
 /// started before it), frees it and returns its status. Caller holds the
 /// communicator's mutex.

@@ -150,10 +150,8 @@ ExpertRows mapExpertRows(const Problem &p, const std::vector<RankLayout> &l,
       }
       if (row == end)
         continue;
-      // A slot's replica computes its logical expert's FFN.
-      const int64_t slot = d * L + e;
       const ExpertWeights w = expertWeights(
-          seed, p.hasPlacement() ? p.slotExperts[slot] : slot, H, intermediate);
+          seed, weightsExpert(p.slotExperts, d * L + e), H, intermediate);
       for (; row < end; row += kBlockRows) {
         const size_t n = static_cast<size_t>(std::min(kBlockRows, end - row));
         v.assign(n, std::vector<double>(H));

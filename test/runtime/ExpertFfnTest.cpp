@@ -218,8 +218,8 @@ TEST(ExpertFfnTest, ReplicasApplyTheirLogicalExpertsWeights) {
     for (size_t i = 0; i < l[d].rows.size(); ++i) {
       const RecvRow &row = l[d].rows[i];
       ASSERT_EQ(row.srcRank, d);
-      const auto key =
-          std::make_pair(row.srcToken, p.slotExperts[d * 2 + row.localExpert]);
+      const auto key = std::make_pair(
+          row.srcToken, p.slotExperts[d * p.localExperts() + row.localExpert]);
       const std::vector<float> out(y.rows[d].begin() + i * H,
                                    y.rows[d].begin() + (i + 1) * H);
       if (d == 0)

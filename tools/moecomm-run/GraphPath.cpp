@@ -916,9 +916,7 @@ Error GraphPath::runIteration(moecommComm_t comm, const RoutingProblem &p,
       mine->up.resize(n);
       mine->down.resize(n);
       for (int64_t e = 0; e < L; ++e) {
-        const int64_t slot = rank * L + e;
-        const int64_t expert =
-            p.slotExperts.empty() ? slot : p.slotExperts[slot];
+        const int64_t expert = ref::weightsExpert(p.slotExperts, rank * L + e);
         const size_t at = static_cast<size_t>(e * H * I);
         // The formula's [rows][cols] matrix, stored transposed; its fan_in
         // is its rows (H for gate and up, I for down).

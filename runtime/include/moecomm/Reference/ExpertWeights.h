@@ -14,6 +14,7 @@
 #ifndef MOECOMM_REFERENCE_EXPERTWEIGHTS_H
 #define MOECOMM_REFERENCE_EXPERTWEIGHTS_H
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -66,6 +67,16 @@ struct ExpertWeights {
 };
 ExpertWeights expertWeights(uint64_t seed, int64_t expert, int64_t hidden,
                             int64_t intermediate);
+
+/// The expert whose weights slot `slot` (in [0, S)) holds: with an expert
+/// placement (`slotExperts` [S], DeepSeek EPLB's phy2log) its logical expert,
+/// so that every replica applies the same weights; without one (empty) the
+/// slot itself.
+inline int64_t weightsExpert(const std::vector<int64_t> &slotExperts,
+                             int64_t slot) {
+  return slotExperts.empty() ? slot
+                             : slotExperts[static_cast<std::size_t>(slot)];
+}
 
 } // namespace ref
 } // namespace moecomm
